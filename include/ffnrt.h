@@ -1,0 +1,229 @@
+/* ffnrt: transformer activations and feed-forward blocks on any GPU through
+ * OpenCL or Vulkan.
+ *
+ * The whole public API. Handles are opaque; every call returns an
+ * ffnrt_status; option structs are initialised with their *_INIT macro so
+ * that fields added later get defaults.
+ *
+ * Threads: a context and its tensors are used by one thread at a time;
+ * separate contexts are independent. */
+#ifndef FFNRT_H
+#define FFNRT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define FFNRT_API __declspec(dllexport)
+#else
+#define FFNRT_API __attribute__((visibility("default")))
+#endif
+
+#define FFNRT_VERSION_MAJOR 0
+#define FFNRT_VERSION_MINOR 1
+#define FFNRT_VERSION_PATCH 0
+#define FFNRT_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- status */
+
+typedef enum ffnrt_status {
+    FFNRT_OK = 0,
+    FFNRT_ERROR_INVALID_ARGUMENT,    /* a null pointer, a bad enum, a bad parameter */
+    FFNRT_ERROR_SHAPE_MISMATCH,      /* tensors whose shapes do not fit the op */
+    FFNRT_ERROR_DTYPE_MISMATCH,      /* tensors whose dtypes do not fit the op */
+    FFNRT_ERROR_WRONG_CONTEXT,       /* a tensor used with a context it was not made in */
+    FFNRT_ERROR_UNSUPPORTED,         /* valid request the chosen device cannot do */
+    FFNRT_ERROR_BACKEND_UNAVAILABLE, /* the API's loader or driver is missing */
+    FFNRT_ERROR_DEVICE_NOT_FOUND,    /* no device matches the request */
+    FFNRT_ERROR_LIMIT_EXCEEDED,      /* a size past what the device allows */
+    FFNRT_ERROR_OUT_OF_HOST_MEMORY,
+    FFNRT_ERROR_OUT_OF_DEVICE_MEMORY,
+    FFNRT_ERROR_COMPILE_FAILED,      /* a kernel did not build; see ffnrt_context_build_log */
+    FFNRT_ERROR_DEVICE_FAILURE,      /* the driver reported an error or lost the device */
+    FFNRT_STATUS_COUNT
+} ffnrt_status;
+
+/* Short fixed text for a status code; never NULL. */
+FFNRT_API const char *ffnrt_status_string(ffnrt_status status);
+
+/* Message of the last failed call made by this thread (any context);
+ * "" if none. Valid until this thread's next ffnrt call. */
+FFNRT_API const char *ffnrt_last_error_message(void);
+
+/* --------------------------------------------------------------- devices */
+
+typedef enum ffnrt_backend {
+    FFNRT_BACKEND_ANY = 0,
+    FFNRT_BACKEND_OPENCL = 1,
+    FFNRT_BACKEND_VULKAN = 2
+} ffnrt_backend;
+
+typedef enum ffnrt_device_type {
+    FFNRT_DEVICE_TYPE_OTHER = 0,
+    FFNRT_DEVICE_TYPE_CPU,
+    FFNRT_DEVICE_TYPE_VIRTUAL_GPU,
+    FFNRT_DEVICE_TYPE_INTEGRATED_GPU,
+    FFNRT_DEVICE_TYPE_DISCRETE_GPU
+} ffnrt_device_type;
+
+typedef struct ffnrt_device_info {
+    ffnrt_backend backend;
+    uint32_t index;                  /* index within its backend, as FFNRT_DEVICE takes it */
+    char name[256];
+    char vendor[128];
+    uint32_t vendor_id;              /* PCI vendor id where known, else 0 */
+    uint32_t device_id;
+    ffnrt_device_type type;
+    char driver_version[128];
+    char api_version[64];            /* "OpenCL 3.0 ..." or "Vulkan 1.3.239" */
+    uint32_t compute_units;          /* 0 where the API does not say (Vulkan) */
+    uint32_t max_workgroup_size;     /* invocations per workgroup */
+    uint32_t max_workgroup_count[3]; /* per dimension */
+    uint64_t shared_memory_size;     /* local / shared memory per workgroup, bytes */
+    uint64_t max_buffer_range;       /* largest range one kernel argument can address, bytes */
+    uint64_t max_allocation;         /* largest single allocation, bytes */
+    uint64_t memory_size;            /* device memory, bytes */
+    uint32_t subgroup_size;          /* 0 where unknown */
+    int fp16_arithmetic;             /* shaderFloat16 / cl_khr_fp16 */
+    int storage_16bit;               /* native 16-bit storage buffers */
+    int denormals_preserved;         /* fp32 subnormals kept (1), flushed (0), unknown (-1) */
+} ffnrt_device_info;
+
+/* Number of devices found over every available backend. A backend whose
+ * loader is missing contributes none; ffnrt_backend_available says why. */
+FFNRT_API ffnrt_status ffnrt_device_count(size_t *count);
+/* Info for device i of the list ffnrt_device_count counted. */
+FFNRT_API ffnrt_status ffnrt_device_get_info(size_t i, ffnrt_device_info *info);
+/* FFNRT_OK when the backend's loader and at least one driver load;
+ * otherwise an error whose message says what is missing. */
+FFNRT_API ffnrt_status ffnrt_backend_available(ffnrt_backend backend);
+FFNRT_API const char *ffnrt_backend_name(ffnrt_backend backend);
+FFNRT_API const char *ffnrt_device_type_name(ffnrt_device_type type);
+
+/* --------------------------------------------------------------- context */
+
+typedef struct ffnrt_context ffnrt_context;
+
+typedef struct ffnrt_context_options {
+    /* Device choice. backend ANY with device_index < 0 and device_name NULL
+     * picks the best device found; FFNRT_DEVICE overrides an automatic
+     * choice ("opencl", "vulkan:1", "vulkan:llvmpipe", "pocl"). */
+    ffnrt_backend backend;
+    int device_index;        /* index within the backend, or -1 */
+    const char *device_name; /* case-insensitive substring of the name, or NULL */
+    /* Vulkan: enable the Khronos validation layer and count its messages
+     * (ffnrt_context_validation_messages). Also set by FFNRT_VALIDATION=1. */
+    int validation;
+    /* Lower the device's limits to test the paths a smaller GPU takes
+     * (0 keeps the device's own; a value above it is an error). Also set by
+     * FFNRT_LIMITS="max_buffer_range=65536,max_workgroup_count=64,
+     * max_workgroup_size=32". */
+    uint64_t max_buffer_range;
+    uint32_t max_workgroup_count;
+    uint32_t max_workgroup_size;
+} ffnrt_context_options;
+
+#define FFNRT_CONTEXT_OPTIONS_INIT { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0 }
+
+FFNRT_API ffnrt_status ffnrt_context_create(const ffnrt_context_options *options,
+                                            ffnrt_context **out);
+/* Destroys the context; its tensors must be destroyed first (they are
+ * freed here if not, and their handles become invalid). NULL is a no-op. */
+FFNRT_API void ffnrt_context_destroy(ffnrt_context *ctx);
+FFNRT_API ffnrt_status ffnrt_context_get_device_info(const ffnrt_context *ctx,
+                                                     ffnrt_device_info *info);
+/* Message of the context's last error, "" if none. */
+FFNRT_API const char *ffnrt_context_last_error(const ffnrt_context *ctx);
+/* Compiler log of the last kernel build that failed, "" if none. */
+FFNRT_API const char *ffnrt_context_build_log(const ffnrt_context *ctx);
+/* Validation-layer messages (warnings and errors) seen so far; 0 when
+ * validation is off. */
+FFNRT_API uint64_t ffnrt_context_validation_messages(const ffnrt_context *ctx);
+/* Device time of the last op, in nanoseconds, from timestamp queries or
+ * profiling events; 0 if the device gave none. */
+FFNRT_API ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx,
+                                                  uint64_t *device_ns);
+
+/* --------------------------------------------------------------- tensors */
+
+typedef enum ffnrt_dtype {
+    FFNRT_DTYPE_F32 = 0,
+    FFNRT_DTYPE_F16 = 1,
+    FFNRT_DTYPE_BF16 = 2
+} ffnrt_dtype;
+
+#define FFNRT_MAX_DIMS 8
+
+typedef struct ffnrt_tensor ffnrt_tensor;
+
+FFNRT_API size_t ffnrt_dtype_size(ffnrt_dtype dtype); /* 0 for an unknown dtype */
+FFNRT_API const char *ffnrt_dtype_name(ffnrt_dtype dtype);
+
+/* A device tensor, row-major (last dimension contiguous). ndim 0 is a
+ * scalar; a dimension may be 0 (an empty tensor). */
+FFNRT_API ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype,
+                                           size_t ndim, const int64_t *shape,
+                                           ffnrt_tensor **out);
+FFNRT_API void ffnrt_tensor_destroy(ffnrt_tensor *t);
+/* Copy bytes from / to host memory; bytes must equal the tensor's size. */
+FFNRT_API ffnrt_status ffnrt_tensor_write(ffnrt_tensor *t, const void *host, size_t bytes);
+FFNRT_API ffnrt_status ffnrt_tensor_read(const ffnrt_tensor *t, void *host, size_t bytes);
+FFNRT_API ffnrt_dtype ffnrt_tensor_dtype(const ffnrt_tensor *t);
+FFNRT_API size_t ffnrt_tensor_ndim(const ffnrt_tensor *t);
+FFNRT_API int64_t ffnrt_tensor_dim(const ffnrt_tensor *t, size_t axis);
+FFNRT_API size_t ffnrt_tensor_numel(const ffnrt_tensor *t);
+FFNRT_API size_t ffnrt_tensor_bytes(const ffnrt_tensor *t);
+
+/* ----------------------------------------------------------- activations */
+
+typedef enum ffnrt_activation {
+    FFNRT_ACT_RELU = 0,   /* x < 0 ? 0 : x (relu(-0) = -0, NaN passes) */
+    FFNRT_ACT_LEAKY_RELU, /* x >= 0 ? x : alpha*x */
+    FFNRT_ACT_PRELU,      /* x >= 0 ? x : slope[c]*x, c the channel of x */
+    FFNRT_ACT_ELU,        /* x > 0 ? x : alpha*(exp(x) - 1) */
+    FFNRT_ACT_GELU,       /* exact: x*Phi(x) = 0.5*x*erfc(-x/sqrt(2)) */
+    FFNRT_ACT_GELU_TANH,  /* x*sigmoid(2u), u = sqrt(2/pi)*(x + 0.044715x^3) */
+    FFNRT_ACT_SILU,       /* x*sigmoid(x) */
+    FFNRT_ACT_SWISH,      /* x*sigmoid(beta*x) */
+    FFNRT_ACT_SIGMOID,    /* 1/(1 + exp(-x)) */
+    FFNRT_ACT_TANH,
+    FFNRT_ACT_COUNT
+} ffnrt_activation;
+
+FFNRT_API const char *ffnrt_activation_name(ffnrt_activation act);
+/* Parses a name as ffnrt_activation_name prints it ("gelu_tanh"). */
+FFNRT_API ffnrt_status ffnrt_activation_from_name(const char *name, ffnrt_activation *out);
+
+typedef struct ffnrt_activation_desc {
+    ffnrt_activation kind;
+    float alpha;  /* LEAKY_RELU slope (default 0.01), ELU alpha (default 1) */
+    float beta;   /* SWISH beta (default 1) */
+    /* PRELU: per-channel slopes, a 1-D tensor of the input's dtype with 1
+     * element (shared) or as many as the channel axis has. */
+    const ffnrt_tensor *slopes;
+    /* PRELU: the channel axis, negative counts from the end. The default -1
+     * is the feature axis of a tokens x features activation; use 1 for NCHW
+     * images (PyTorch's nn.PReLU). */
+    int channel_axis;
+} ffnrt_activation_desc;
+
+#define FFNRT_ACTIVATION_DESC_INIT(kind_) { (kind_), (kind_) == FFNRT_ACT_ELU ? 1.0f : 0.01f, 1.0f, NULL, -1 }
+
+/* y = act(x), element-wise. x and y have the same shape and dtype; y may be
+ * x (in place). */
+FFNRT_API ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx,
+                                                const ffnrt_activation_desc *desc,
+                                                const ffnrt_tensor *x, ffnrt_tensor *y);
+
+/* y = x, through the same element-wise machinery; the bench's bandwidth
+ * limit and a device sanity check. */
+FFNRT_API ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FFNRT_H */

@@ -1,0 +1,37 @@
+/* ffnrt kernel dialect, OpenCL C 1.2 mapping.
+ * Kernels and math in shaders/ are written once against these macros; see
+ * prelude_glsl.glsl for the Vulkan mapping and prelude_host.h for the C one
+ * used to test the math on the host. */
+#pragma OPENCL FP_CONTRACT OFF /* the two-float tricks in math.inc need exact roundings */
+
+#define FN                      /* function definition prefix */
+#define PRECISE                 /* GLSL needs 'precise' to forbid contraction; OpenCL has the pragma */
+#define F32(v) ((float)(v))
+#define I32(v) ((int)(v))
+#define U32(v) ((uint)(v))
+#define AS_UINT(v) as_uint(v)
+#define AS_INT(v) as_int(v)
+#define AS_FLOAT(v) as_float(v)
+#define FMA(a, b, c) fma((a), (b), (c))
+#define FABS(v) fabs(v)
+#define FLOOR(v) floor(v)
+#define RINT(v) rint(v)               /* round half to even */
+#define ISNAN(v) isnan(v)
+#define ISINF(v) isinf(v)
+#define FMIN(a, b) fmin((a), (b))
+#define FMAX(a, b) fmax((a), (b))
+typedef float2 f2;
+#define F2(a, b) ((float2)((a), (b)))
+
+/* Kernel signature: buffers and the Params struct are kernel arguments. */
+#define PARAMS_BEGIN typedef struct {
+#define PARAMS_END } Params;
+#define KERNEL_BEGIN(name) __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1))) void name(
+#define BUFFER_RO(binding, type, name) __global const type *name,
+#define BUFFER_RW(binding, type, name) __global type *name,
+#define KERNEL_END const Params p)
+
+#define LOCAL_ID ((uint)get_local_id(0))
+/* Large dispatches use a 2-D grid of workgroups to stay under the
+ * per-dimension workgroup-count limit. */
+#define GROUP_LINEAR_ID ((uint)get_group_id(0) + (uint)get_group_id(1) * (uint)get_num_groups(0))

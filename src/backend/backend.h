@@ -1,0 +1,84 @@
+/* The one internal interface every backend implements. The core never sees
+ * an OpenCL or Vulkan type: buffers, kernels and devices are opaque here. */
+#ifndef FFNRT_BACKEND_H
+#define FFNRT_BACKEND_H
+
+#include "ffnrt.h"
+#include "core/error.h"
+
+typedef struct ffnrt_bdevice ffnrt_bdevice; /* an opened device with its queue */
+typedef struct ffnrt_bbuffer ffnrt_bbuffer; /* device memory */
+typedef struct ffnrt_bkernel ffnrt_bkernel; /* a compiled kernel or pipeline */
+
+/* What a kernel build needs. The core assembles the source from the API's
+ * prelude, the build defines and the shared kernel files. */
+typedef struct ffnrt_kernel_source {
+    const char *source;     /* complete source text for this API */
+    const char *entry;      /* kernel function name (OpenCL) */
+    uint32_t buffer_count;  /* bindings 0..buffer_count-1 */
+    uint32_t params_size;   /* bytes of the Params block, multiple of 4 */
+    uint32_t workgroup_size;
+} ffnrt_kernel_source;
+
+/* One buffer argument: a byte range of a buffer. offset is a multiple of
+ * the device's buffer_offset_alignment; size is at most max_buffer_range. */
+typedef struct ffnrt_binding {
+    ffnrt_bbuffer *buffer;
+    uint64_t offset;
+    uint64_t size;
+} ffnrt_binding;
+
+/* Limits the core plans dispatches with, possibly lowered by the caller. */
+typedef struct ffnrt_limits {
+    uint64_t max_buffer_range;
+    uint64_t max_allocation;
+    uint64_t buffer_offset_alignment;
+    uint32_t max_workgroup_size;
+    uint32_t max_workgroup_count[3];
+} ffnrt_limits;
+
+typedef struct ffnrt_open_options {
+    int validation;
+} ffnrt_open_options;
+
+typedef struct ffnrt_backend_ops {
+    ffnrt_backend kind;
+    const char *name;
+    /* Load the API at run time; FFNRT_ERROR_BACKEND_UNAVAILABLE says why not. */
+    ffnrt_status (*load)(ffnrt_error *err);
+    /* Fill up to cap infos; *count is the number of devices. */
+    ffnrt_status (*list_devices)(ffnrt_device_info *infos, size_t cap, size_t *count,
+                                 ffnrt_error *err);
+    ffnrt_status (*open)(uint32_t index, const ffnrt_open_options *opts, ffnrt_bdevice **out,
+                         ffnrt_device_info *info, ffnrt_limits *limits, ffnrt_error *err);
+    void (*close)(ffnrt_bdevice *dev);
+
+    ffnrt_status (*buffer_create)(ffnrt_bdevice *dev, uint64_t bytes, ffnrt_bbuffer **out,
+                                  ffnrt_error *err);
+    void (*buffer_destroy)(ffnrt_bdevice *dev, ffnrt_bbuffer *buf);
+    ffnrt_status (*buffer_write)(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset,
+                                 const void *src, uint64_t bytes, ffnrt_error *err);
+    ffnrt_status (*buffer_read)(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset,
+                                void *dst, uint64_t bytes, ffnrt_error *err);
+
+    /* On failure with FFNRT_ERROR_COMPILE_FAILED, *log gets a malloc'd
+     * compiler log (the caller frees it). */
+    ffnrt_status (*kernel_build)(ffnrt_bdevice *dev, const ffnrt_kernel_source *src,
+                                 ffnrt_bkernel **out, char **log, ffnrt_error *err);
+    void (*kernel_destroy)(ffnrt_bdevice *dev, ffnrt_bkernel *kernel);
+
+    /* Dispatches are recorded between begin and submit; submit waits for
+     * completion and reports the device time of the batch (0 if unknown). */
+    ffnrt_status (*begin)(ffnrt_bdevice *dev, ffnrt_error *err);
+    ffnrt_status (*dispatch)(ffnrt_bdevice *dev, ffnrt_bkernel *kernel,
+                             const ffnrt_binding *bindings, uint32_t binding_count,
+                             const void *params, const uint32_t groups[2], ffnrt_error *err);
+    ffnrt_status (*submit)(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err);
+
+    uint64_t (*validation_messages)(const ffnrt_bdevice *dev); /* may be NULL */
+} ffnrt_backend_ops;
+
+const ffnrt_backend_ops *ffnrt_opencl_backend(void);
+const ffnrt_backend_ops *ffnrt_vulkan_backend(void);
+
+#endif

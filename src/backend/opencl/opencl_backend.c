@@ -1,0 +1,486 @@
+/* OpenCL backend: every platform and device the ICD loader finds. */
+#include "backend/backend.h"
+#include "backend/opencl/cl_api.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ffnrt_cl_api cl;
+static pthread_once_t cl_once = PTHREAD_ONCE_INIT;
+static char cl_load_error[256];
+
+static void cl_load_once(void)
+{
+    /* libOpenCL.so.1 is the loader's SONAME; the unversioned name is only
+     * present with the -dev package. */
+    static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so"};
+    void *lib = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
+        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(cl_load_error, sizeof cl_load_error, "OpenCL ICD loader not found (%s)", dlerror());
+        return;
+    }
+#define FFNRT_CL_LOAD(name)                                                                        \
+    if (!(cl.name = (__typeof__(&name))dlsym(lib, #name))) {                                        \
+        snprintf(cl_load_error, sizeof cl_load_error, "OpenCL loader lacks %s", #name);             \
+        return;                                                                                     \
+    }
+    FFNRT_CL_FUNCTIONS(FFNRT_CL_LOAD)
+#undef FFNRT_CL_LOAD
+    /* The library stays loaded for the life of the process. */
+}
+
+static ffnrt_status cl_load(ffnrt_error *err)
+{
+    pthread_once(&cl_once, cl_load_once);
+    if (cl_load_error[0])
+        return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "%s", cl_load_error);
+    return FFNRT_OK;
+}
+
+static ffnrt_status cl_fail(ffnrt_error *err, cl_int code, const char *what)
+{
+    ffnrt_status st = FFNRT_ERROR_DEVICE_FAILURE;
+    if (code == CL_OUT_OF_HOST_MEMORY)
+        st = FFNRT_ERROR_OUT_OF_HOST_MEMORY;
+    else if (code == CL_MEM_OBJECT_ALLOCATION_FAILURE || code == CL_OUT_OF_RESOURCES)
+        st = FFNRT_ERROR_OUT_OF_DEVICE_MEMORY;
+    else if (code == CL_INVALID_BUFFER_SIZE)
+        st = FFNRT_ERROR_LIMIT_EXCEEDED;
+    return ffnrt_fail(err, st, "OpenCL: %s failed with error %d", what, (int)code);
+}
+
+/* ------------------------------------------------------------- devices */
+
+/* All devices of all platforms, in one flat list. */
+static ffnrt_status cl_all_devices(cl_device_id **out, cl_uint *count, ffnrt_error *err)
+{
+    cl_uint np = 0;
+    *out = NULL;
+    *count = 0;
+    cl_int rc = cl.clGetPlatformIDs(0, NULL, &np);
+    if (rc == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || np == 0)
+        return FFNRT_OK; /* a loader with no driver: no devices */
+    if (rc != CL_SUCCESS)
+        return cl_fail(err, rc, "clGetPlatformIDs");
+    cl_platform_id *plats = calloc(np, sizeof *plats);
+    if (!plats)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+    cl.clGetPlatformIDs(np, plats, NULL);
+    cl_uint total = 0;
+    for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        if (cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) == CL_SUCCESS)
+            total += nd;
+    }
+    cl_device_id *devs = calloc(total ? total : 1, sizeof *devs);
+    if (!devs) {
+        free(plats);
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+    }
+    cl_uint at = 0;
+    for (cl_uint p = 0; p < np && at < total; p++) {
+        cl_uint nd = 0;
+        if (cl.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, total - at, devs + at, &nd) == CL_SUCCESS)
+            at += nd;
+    }
+    free(plats);
+    *out = devs;
+    *count = at;
+    return FFNRT_OK;
+}
+
+/* A device string, cut to fit buf (the API refuses a buffer too small). */
+static void cl_string(cl_device_id d, cl_device_info what, char *buf, size_t cap)
+{
+    size_t size = 0;
+    buf[0] = '\0';
+    if (cl.clGetDeviceInfo(d, what, 0, NULL, &size) != CL_SUCCESS || size == 0)
+        return;
+    char *full = malloc(size + 1);
+    if (full && cl.clGetDeviceInfo(d, what, size, full, NULL) == CL_SUCCESS) {
+        full[size] = '\0';
+        snprintf(buf, cap, "%s", full);
+    }
+    free(full);
+}
+
+static uint64_t cl_u64(cl_device_id d, cl_device_info what)
+{
+    cl_ulong v = 0;
+    cl.clGetDeviceInfo(d, what, sizeof v, &v, NULL);
+    return v;
+}
+
+static uint32_t cl_u32(cl_device_id d, cl_device_info what)
+{
+    cl_uint v = 0;
+    cl.clGetDeviceInfo(d, what, sizeof v, &v, NULL);
+    return v;
+}
+
+static size_t cl_size(cl_device_id d, cl_device_info what)
+{
+    size_t v = 0;
+    cl.clGetDeviceInfo(d, what, sizeof v, &v, NULL);
+    return v;
+}
+
+static void cl_fill_info(cl_device_id d, uint32_t index, ffnrt_device_info *info, ffnrt_limits *lim)
+{
+    memset(info, 0, sizeof *info);
+    info->backend = FFNRT_BACKEND_OPENCL;
+    info->index = index;
+    cl_string(d, CL_DEVICE_NAME, info->name, sizeof info->name);
+    cl_string(d, CL_DEVICE_VENDOR, info->vendor, sizeof info->vendor);
+    cl_string(d, CL_DRIVER_VERSION, info->driver_version, sizeof info->driver_version);
+    cl_string(d, CL_DEVICE_VERSION, info->api_version, sizeof info->api_version);
+    info->vendor_id = cl_u32(d, CL_DEVICE_VENDOR_ID);
+    cl_device_type type = 0;
+    cl.clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
+    cl_bool unified = CL_FALSE;
+    cl.clGetDeviceInfo(d, CL_DEVICE_HOST_UNIFIED_MEMORY, sizeof unified, &unified, NULL);
+    if (type & CL_DEVICE_TYPE_CPU)
+        info->type = FFNRT_DEVICE_TYPE_CPU;
+    else if (type & CL_DEVICE_TYPE_GPU)
+        info->type = unified ? FFNRT_DEVICE_TYPE_INTEGRATED_GPU : FFNRT_DEVICE_TYPE_DISCRETE_GPU;
+    else
+        info->type = FFNRT_DEVICE_TYPE_OTHER;
+    info->compute_units = cl_u32(d, CL_DEVICE_MAX_COMPUTE_UNITS);
+    info->max_workgroup_size = (uint32_t)cl_size(d, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+    /* OpenCL has no workgroup-count limit; ffnrt indexes groups in 32 bits. */
+    info->max_workgroup_count[0] = info->max_workgroup_count[1] = info->max_workgroup_count[2] = 65535u;
+    info->shared_memory_size = cl_u64(d, CL_DEVICE_LOCAL_MEM_SIZE);
+    info->max_allocation = cl_u64(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    info->max_buffer_range = info->max_allocation;
+    info->memory_size = cl_u64(d, CL_DEVICE_GLOBAL_MEM_SIZE);
+    info->subgroup_size = 0; /* not queryable without a kernel in OpenCL 1.2 */
+    char ext[4096];
+    cl_string(d, CL_DEVICE_EXTENSIONS, ext, sizeof ext);
+    info->fp16_arithmetic = strstr(ext, "cl_khr_fp16") != NULL;
+    info->storage_16bit = 0; /* halves are packed through vload_half/vstore_half */
+    cl_device_fp_config fp = 0;
+    cl.clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+    info->denormals_preserved = (fp & CL_FP_DENORM) ? 1 : 0;
+    if (lim) {
+        lim->max_buffer_range = info->max_buffer_range;
+        lim->max_allocation = info->max_allocation;
+        uint32_t align_bits = cl_u32(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
+        lim->buffer_offset_alignment = align_bits >= 32 ? align_bits / 8 : 4;
+        lim->max_workgroup_size = info->max_workgroup_size;
+        for (int i = 0; i < 3; i++)
+            lim->max_workgroup_count[i] = info->max_workgroup_count[i];
+    }
+}
+
+static ffnrt_status cl_list_devices(ffnrt_device_info *infos, size_t cap, size_t *count, ffnrt_error *err)
+{
+    cl_device_id *devs;
+    cl_uint n;
+    ffnrt_status st = cl_all_devices(&devs, &n, err);
+    if (st != FFNRT_OK)
+        return st;
+    for (cl_uint i = 0; i < n && i < cap; i++)
+        cl_fill_info(devs[i], i, &infos[i], NULL);
+    free(devs);
+    *count = n;
+    return FFNRT_OK;
+}
+
+/* -------------------------------------------------------------- device */
+
+#define CL_MAX_BATCH_EVENTS 64
+
+struct ffnrt_bdevice {
+    cl_device_id device;
+    cl_context context;
+    cl_command_queue queue;
+    /* The open batch: profiling events and sub-buffers made for offsets. */
+    cl_event first_event, last_event;
+    cl_mem *temporaries;
+    size_t temp_count, temp_capacity;
+};
+
+struct ffnrt_bbuffer {
+    cl_mem mem;
+};
+
+struct ffnrt_bkernel {
+    cl_program program;
+    cl_kernel kernel;
+    uint32_t buffer_count, params_size, workgroup_size;
+};
+
+static void cl_close(ffnrt_bdevice *dev)
+{
+    if (!dev)
+        return;
+    if (dev->queue)
+        cl.clReleaseCommandQueue(dev->queue);
+    if (dev->context)
+        cl.clReleaseContext(dev->context);
+    free(dev->temporaries);
+    free(dev);
+}
+
+static ffnrt_status cl_open(uint32_t index, const ffnrt_open_options *opts, ffnrt_bdevice **out,
+                            ffnrt_device_info *info, ffnrt_limits *limits, ffnrt_error *err)
+{
+    (void)opts; /* validation is a Vulkan feature */
+    cl_device_id *devs;
+    cl_uint n;
+    ffnrt_status st = cl_all_devices(&devs, &n, err);
+    if (st != FFNRT_OK)
+        return st;
+    if (index >= n) {
+        free(devs);
+        return ffnrt_fail(err, FFNRT_ERROR_DEVICE_NOT_FOUND, "OpenCL: device %u requested, %u found", index, n);
+    }
+    ffnrt_bdevice *dev = calloc(1, sizeof *dev);
+    if (!dev) {
+        free(devs);
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+    }
+    dev->device = devs[index];
+    free(devs);
+    cl_fill_info(dev->device, index, info, limits);
+    cl_int rc;
+    dev->context = cl.clCreateContext(NULL, 1, &dev->device, NULL, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        cl_close(dev);
+        return cl_fail(err, rc, "clCreateContext");
+    }
+    dev->queue = cl.clCreateCommandQueue(dev->context, dev->device, CL_QUEUE_PROFILING_ENABLE, &rc);
+    if (rc != CL_SUCCESS) {
+        cl_close(dev);
+        return cl_fail(err, rc, "clCreateCommandQueue");
+    }
+    *out = dev;
+    return FFNRT_OK;
+}
+
+static ffnrt_status cl_buffer_create(ffnrt_bdevice *dev, uint64_t bytes, ffnrt_bbuffer **out, ffnrt_error *err)
+{
+    ffnrt_bbuffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+    cl_int rc;
+    buf->mem = cl.clCreateBuffer(dev->context, CL_MEM_READ_WRITE, bytes, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        free(buf);
+        return cl_fail(err, rc, "clCreateBuffer");
+    }
+    *out = buf;
+    return FFNRT_OK;
+}
+
+static void cl_buffer_destroy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf)
+{
+    (void)dev;
+    if (!buf)
+        return;
+    cl.clReleaseMemObject(buf->mem);
+    free(buf);
+}
+
+static ffnrt_status cl_buffer_write(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset,
+                                    const void *src, uint64_t bytes, ffnrt_error *err)
+{
+    cl_int rc = cl.clEnqueueWriteBuffer(dev->queue, buf->mem, CL_TRUE, offset, bytes, src, 0, NULL, NULL);
+    return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clEnqueueWriteBuffer");
+}
+
+static ffnrt_status cl_buffer_read(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset, void *dst,
+                                   uint64_t bytes, ffnrt_error *err)
+{
+    cl_int rc = cl.clEnqueueReadBuffer(dev->queue, buf->mem, CL_TRUE, offset, bytes, dst, 0, NULL, NULL);
+    return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clEnqueueReadBuffer");
+}
+
+/* ------------------------------------------------------------- kernels */
+
+static void cl_kernel_destroy(ffnrt_bdevice *dev, ffnrt_bkernel *k)
+{
+    (void)dev;
+    if (!k)
+        return;
+    if (k->kernel)
+        cl.clReleaseKernel(k->kernel);
+    if (k->program)
+        cl.clReleaseProgram(k->program);
+    free(k);
+}
+
+static char *cl_build_log(ffnrt_bdevice *dev, cl_program program)
+{
+    size_t size = 0;
+    cl.clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &size);
+    char *log = malloc(size + 1);
+    if (!log)
+        return NULL;
+    if (cl.clGetProgramBuildInfo(program, dev->device, CL_PROGRAM_BUILD_LOG, size, log, NULL) != CL_SUCCESS)
+        size = 0;
+    log[size] = '\0';
+    return log;
+}
+
+static ffnrt_status cl_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, ffnrt_bkernel **out,
+                                    char **log, ffnrt_error *err)
+{
+    ffnrt_bkernel *k = calloc(1, sizeof *k);
+    if (!k)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+    k->buffer_count = src->buffer_count;
+    k->params_size = src->params_size;
+    k->workgroup_size = src->workgroup_size;
+    cl_int rc;
+    const char *text = src->source;
+    k->program = cl.clCreateProgramWithSource(dev->context, 1, (const char **)&text, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        cl_kernel_destroy(dev, k);
+        return cl_fail(err, rc, "clCreateProgramWithSource");
+    }
+    /* No fast-math options: the kernels' accuracy relies on IEEE rounding
+     * and on subnormals where the device keeps them. */
+    rc = cl.clBuildProgram(k->program, 1, &dev->device, "-cl-std=CL1.2", NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        *log = cl_build_log(dev, k->program);
+        cl_kernel_destroy(dev, k);
+        return ffnrt_fail(err, FFNRT_ERROR_COMPILE_FAILED,
+                          "OpenCL: building kernel %s failed (error %d); see ffnrt_context_build_log",
+                          src->entry, (int)rc);
+    }
+    k->kernel = cl.clCreateKernel(k->program, src->entry, &rc);
+    if (rc != CL_SUCCESS) {
+        cl_kernel_destroy(dev, k);
+        return cl_fail(err, rc, "clCreateKernel");
+    }
+    *out = k;
+    return FFNRT_OK;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static void cl_release_batch(ffnrt_bdevice *dev)
+{
+    if (dev->first_event)
+        cl.clReleaseEvent(dev->first_event);
+    if (dev->last_event && dev->last_event != dev->first_event)
+        cl.clReleaseEvent(dev->last_event);
+    dev->first_event = dev->last_event = NULL;
+    for (size_t i = 0; i < dev->temp_count; i++)
+        cl.clReleaseMemObject(dev->temporaries[i]);
+    dev->temp_count = 0;
+}
+
+static ffnrt_status cl_begin(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    (void)err;
+    cl_release_batch(dev);
+    return FFNRT_OK;
+}
+
+/* A binding at an offset becomes a sub-buffer kept until the batch ends. */
+static ffnrt_status cl_binding_mem(ffnrt_bdevice *dev, const ffnrt_binding *b, cl_mem *out, ffnrt_error *err)
+{
+    if (b->offset == 0) {
+        *out = b->buffer->mem;
+        return FFNRT_OK;
+    }
+    if (dev->temp_count == dev->temp_capacity) {
+        size_t cap = dev->temp_capacity ? dev->temp_capacity * 2 : 16;
+        cl_mem *grown = realloc(dev->temporaries, cap * sizeof *grown);
+        if (!grown)
+            return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+        dev->temporaries = grown;
+        dev->temp_capacity = cap;
+    }
+    cl_buffer_region region = {b->offset, b->size};
+    cl_int rc;
+    cl_mem sub = cl.clCreateSubBuffer(b->buffer->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &rc);
+    if (rc != CL_SUCCESS)
+        return cl_fail(err, rc, "clCreateSubBuffer");
+    dev->temporaries[dev->temp_count++] = sub;
+    *out = sub;
+    return FFNRT_OK;
+}
+
+static ffnrt_status cl_dispatch(ffnrt_bdevice *dev, ffnrt_bkernel *k, const ffnrt_binding *bindings,
+                                uint32_t binding_count, const void *params, const uint32_t groups[2],
+                                ffnrt_error *err)
+{
+    if (binding_count != k->buffer_count)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "OpenCL: %u bindings for a kernel of %u",
+                          binding_count, k->buffer_count);
+    for (uint32_t i = 0; i < binding_count; i++) {
+        cl_mem mem;
+        ffnrt_status st = cl_binding_mem(dev, &bindings[i], &mem, err);
+        if (st != FFNRT_OK)
+            return st;
+        cl_int rc = cl.clSetKernelArg(k->kernel, i, sizeof mem, &mem);
+        if (rc != CL_SUCCESS)
+            return cl_fail(err, rc, "clSetKernelArg");
+    }
+    cl_int rc = cl.clSetKernelArg(k->kernel, binding_count, k->params_size, params);
+    if (rc != CL_SUCCESS)
+        return cl_fail(err, rc, "clSetKernelArg(params)");
+    size_t global[2] = {(size_t)groups[0] * k->workgroup_size, groups[1]};
+    size_t local[2] = {k->workgroup_size, 1};
+    cl_event ev = NULL;
+    rc = cl.clEnqueueNDRangeKernel(dev->queue, k->kernel, 2, NULL, global, local, 0, NULL, &ev);
+    if (rc != CL_SUCCESS)
+        return cl_fail(err, rc, "clEnqueueNDRangeKernel");
+    /* Only the batch's first and last events are kept, for its device time. */
+    if (!dev->first_event) {
+        dev->first_event = ev;
+    } else {
+        if (dev->last_event && dev->last_event != dev->first_event)
+            cl.clReleaseEvent(dev->last_event);
+    }
+    dev->last_event = ev;
+    return FFNRT_OK;
+}
+
+static ffnrt_status cl_submit(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
+{
+    cl_int rc = cl.clFinish(dev->queue);
+    *device_ns = 0;
+    if (rc == CL_SUCCESS && dev->first_event) {
+        cl_ulong start = 0, end = 0;
+        if (cl.clGetEventProfilingInfo(dev->first_event, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) ==
+                CL_SUCCESS &&
+            cl.clGetEventProfilingInfo(dev->last_event, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
+                CL_SUCCESS &&
+            end > start)
+            *device_ns = end - start;
+    }
+    cl_release_batch(dev);
+    return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clFinish");
+}
+
+const ffnrt_backend_ops *ffnrt_opencl_backend(void)
+{
+    static const ffnrt_backend_ops ops = {
+        .kind = FFNRT_BACKEND_OPENCL,
+        .name = "opencl",
+        .load = cl_load,
+        .list_devices = cl_list_devices,
+        .open = cl_open,
+        .close = cl_close,
+        .buffer_create = cl_buffer_create,
+        .buffer_destroy = cl_buffer_destroy,
+        .buffer_write = cl_buffer_write,
+        .buffer_read = cl_buffer_read,
+        .kernel_build = cl_kernel_build,
+        .kernel_destroy = cl_kernel_destroy,
+        .begin = cl_begin,
+        .dispatch = cl_dispatch,
+        .submit = cl_submit,
+        .validation_messages = NULL,
+    };
+    return &ops;
+}

@@ -1,0 +1,15 @@
+#ifndef FFNRT_GLSL_COMPILER_H
+#define FFNRT_GLSL_COMPILER_H
+
+#include "core/error.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* Compiles a GLSL compute shader to SPIR-V in process with glslang's C API.
+ * On success *words (malloc'd) holds *word_count words. On a compile error
+ * returns FFNRT_ERROR_COMPILE_FAILED with the compiler's log in *log
+ * (malloc'd). max_workgroup_size bounds local_size_x as the device does. */
+ffnrt_status ffnrt_glsl_to_spirv(const char *source, uint32_t max_workgroup_size, uint32_t **words,
+                                 size_t *word_count, char **log, ffnrt_error *err);
+
+#endif

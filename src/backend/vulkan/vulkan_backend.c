@@ -1,0 +1,939 @@
+/* Vulkan backend: every physical device with a compute queue. GLSL is
+ * compiled in process (glsl_compiler.c) and run as compute pipelines. */
+#include "backend/backend.h"
+#include "backend/vulkan/glsl_compiler.h"
+#include "backend/vulkan/vk_api.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A fence wait this long means the device hung. */
+#define FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
+#define SETS_PER_POOL 64u
+#define MAX_BINDINGS 8u
+#define STAGING_BYTES (16u << 20)
+
+static pthread_once_t vk_once = PTHREAD_ONCE_INIT;
+static VkResult vk_load_result = VK_ERROR_INITIALIZATION_FAILED;
+static void vk_load_once(void) { vk_load_result = volkInitialize(); }
+
+static ffnrt_status vk_load(ffnrt_error *err)
+{
+    pthread_once(&vk_once, vk_load_once);
+    if (vk_load_result != VK_SUCCESS)
+        return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan loader libvulkan.so.1 not found");
+    if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
+        return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan loader older than 1.1");
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_fail(ffnrt_error *err, VkResult rc, const char *what)
+{
+    ffnrt_status st = FFNRT_ERROR_DEVICE_FAILURE;
+    if (rc == VK_ERROR_OUT_OF_HOST_MEMORY)
+        st = FFNRT_ERROR_OUT_OF_HOST_MEMORY;
+    else if (rc == VK_ERROR_OUT_OF_DEVICE_MEMORY)
+        st = FFNRT_ERROR_OUT_OF_DEVICE_MEMORY;
+    return ffnrt_fail(err, st, "Vulkan: %s failed with VkResult %d%s", what, (int)rc,
+                      rc == VK_ERROR_DEVICE_LOST ? " (device lost)" : "");
+}
+
+/* ------------------------------------------------------------ instance */
+
+typedef struct vk_instance {
+    VkInstance instance;
+    ffnrt_vk_instance_api api;
+    VkDebugUtilsMessengerEXT messenger;
+    atomic_uint_fast64_t *message_count; /* where validation messages are counted */
+} vk_instance;
+
+static VKAPI_ATTR VkBool32 VKAPI_CALL vk_debug_callback(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
+                                                        VkDebugUtilsMessageTypeFlagsEXT types,
+                                                        const VkDebugUtilsMessengerCallbackDataEXT *data,
+                                                        void *user)
+{
+    (void)types;
+    atomic_uint_fast64_t *count = user;
+    if (severity >= VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) {
+        atomic_fetch_add(count, 1);
+        fprintf(stderr, "ffnrt: Vulkan validation: %s\n", data->pMessage);
+    }
+    return VK_FALSE;
+}
+
+static int instance_layer_present(const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateInstanceLayerProperties(&n, NULL);
+    VkLayerProperties *props = calloc(n ? n : 1, sizeof *props);
+    int found = 0;
+    if (props && vkEnumerateInstanceLayerProperties(&n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(props[i].layerName, name) == 0;
+    free(props);
+    return found;
+}
+
+static int instance_extension_present(const char *name)
+{
+    uint32_t n = 0;
+    vkEnumerateInstanceExtensionProperties(NULL, &n, NULL);
+    VkExtensionProperties *props = calloc(n ? n : 1, sizeof *props);
+    int found = 0;
+    if (props && vkEnumerateInstanceExtensionProperties(NULL, &n, props) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(props[i].extensionName, name) == 0;
+    free(props);
+    return found;
+}
+
+static void vk_instance_destroy(vk_instance *vi)
+{
+    if (!vi->instance)
+        return;
+    if (vi->messenger)
+        vi->api.vkDestroyDebugUtilsMessengerEXT(vi->instance, vi->messenger, NULL);
+    vi->api.vkDestroyInstance(vi->instance, NULL);
+    vi->instance = VK_NULL_HANDLE;
+}
+
+static ffnrt_status vk_instance_create(vk_instance *vi, int validation, atomic_uint_fast64_t *count,
+                                       ffnrt_error *err)
+{
+    static const char layer[] = "VK_LAYER_KHRONOS_validation";
+    memset(vi, 0, sizeof *vi);
+    vi->message_count = count;
+    if (validation && !instance_layer_present(layer))
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                          "Vulkan: validation was asked for but %s is not installed", layer);
+    const char *exts[2];
+    uint32_t n_ext = 0;
+    VkInstanceCreateFlags flags = 0;
+    if (validation)
+        exts[n_ext++] = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    /* MoltenVK's devices are listed only with portability enumeration. */
+    if (instance_extension_present(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME)) {
+        exts[n_ext++] = VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME;
+        flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
+    }
+    uint32_t version = volkGetInstanceVersion();
+    VkApplicationInfo app = {
+        .sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
+        .pApplicationName = "ffnrt",
+        .pEngineName = "ffnrt",
+        .apiVersion = version < VK_API_VERSION_1_3 ? version : VK_API_VERSION_1_3,
+    };
+    VkDebugUtilsMessengerCreateInfoEXT dbg = {
+        .sType = VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT,
+        .messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
+                           VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+        .messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                       VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT,
+        .pfnUserCallback = vk_debug_callback,
+        .pUserData = count,
+    };
+    const char *layers[] = {layer};
+    VkInstanceCreateInfo ci = {
+        .sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
+        .pNext = validation ? &dbg : NULL, /* also catches messages of instance creation */
+        .flags = flags,
+        .pApplicationInfo = &app,
+        .enabledLayerCount = validation ? 1 : 0,
+        .ppEnabledLayerNames = layers,
+        .enabledExtensionCount = n_ext,
+        .ppEnabledExtensionNames = exts,
+    };
+    VkResult rc = vkCreateInstance(&ci, NULL, &vi->instance);
+    if (rc != VK_SUCCESS) {
+        vi->instance = VK_NULL_HANDLE;
+        return rc == VK_ERROR_INCOMPATIBLE_DRIVER
+                   ? ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan: no compatible driver")
+                   : vk_fail(err, rc, "vkCreateInstance");
+    }
+#define FFNRT_VK_LOAD(name) vi->api.name = (PFN_##name)vkGetInstanceProcAddr(vi->instance, #name);
+    FFNRT_VK_INSTANCE_FUNCTIONS(FFNRT_VK_LOAD)
+#undef FFNRT_VK_LOAD
+    if (!vi->api.vkDestroyInstance || !vi->api.vkCreateDevice || !vi->api.vkGetPhysicalDeviceProperties2) {
+        if (vi->api.vkDestroyInstance)
+            vi->api.vkDestroyInstance(vi->instance, NULL);
+        vi->instance = VK_NULL_HANDLE;
+        return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan: the loader lacks 1.1 entry points");
+    }
+    if (validation) {
+        vi->api.vkCreateDebugUtilsMessengerEXT = (PFN_vkCreateDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+            vi->instance, "vkCreateDebugUtilsMessengerEXT");
+        vi->api.vkDestroyDebugUtilsMessengerEXT = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
+            vi->instance, "vkDestroyDebugUtilsMessengerEXT");
+        if (vi->api.vkCreateDebugUtilsMessengerEXT && vi->api.vkDestroyDebugUtilsMessengerEXT)
+            vi->api.vkCreateDebugUtilsMessengerEXT(vi->instance, &dbg, NULL, &vi->messenger);
+    }
+    return FFNRT_OK;
+}
+
+/* Physical devices that have a compute queue, in the loader's order. */
+static ffnrt_status vk_compute_devices(vk_instance *vi, VkPhysicalDevice **out, uint32_t *count,
+                                       ffnrt_error *err)
+{
+    uint32_t n = 0;
+    *out = NULL;
+    *count = 0;
+    VkResult rc = vi->api.vkEnumeratePhysicalDevices(vi->instance, &n, NULL);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkEnumeratePhysicalDevices");
+    VkPhysicalDevice *all = calloc(n ? n : 1, sizeof *all);
+    if (!all)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
+    vi->api.vkEnumeratePhysicalDevices(vi->instance, &n, all);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t nq = 0;
+        vi->api.vkGetPhysicalDeviceQueueFamilyProperties(all[i], &nq, NULL);
+        VkQueueFamilyProperties q[16];
+        nq = nq > 16 ? 16 : nq;
+        vi->api.vkGetPhysicalDeviceQueueFamilyProperties(all[i], &nq, q);
+        int compute = 0;
+        for (uint32_t j = 0; j < nq; j++)
+            compute |= (q[j].queueFlags & VK_QUEUE_COMPUTE_BIT) != 0;
+        VkPhysicalDeviceProperties props;
+        vi->api.vkGetPhysicalDeviceProperties(all[i], &props);
+        if (compute && props.apiVersion >= VK_API_VERSION_1_1)
+            all[kept++] = all[i];
+    }
+    *out = all;
+    *count = kept;
+    return FFNRT_OK;
+}
+
+static const char *vendor_name(uint32_t id)
+{
+    switch (id) {
+    case 0x10DE: return "NVIDIA";
+    case 0x1002: return "AMD";
+    case 0x8086: return "Intel";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    case 0x106B: return "Apple";
+    case 0x1010: return "Imagination";
+    case 0x10005: return "Mesa";
+    }
+    return "unknown";
+}
+
+typedef struct vk_device_props {
+    VkPhysicalDeviceProperties2 props;
+    VkPhysicalDeviceSubgroupProperties subgroup;
+    VkPhysicalDeviceMaintenance3Properties maint3;
+    VkPhysicalDeviceDriverProperties driver;
+    VkPhysicalDeviceFloatControlsProperties float_controls;
+    VkPhysicalDeviceFeatures2 features;
+    VkPhysicalDevice16BitStorageFeatures storage16;
+    VkPhysicalDeviceShaderFloat16Int8Features float16;
+    int has_12; /* the 1.2 structures were filled */
+} vk_device_props;
+
+static void vk_query(vk_instance *vi, VkPhysicalDevice pd, vk_device_props *p)
+{
+    memset(p, 0, sizeof *p);
+    VkPhysicalDeviceProperties base;
+    vi->api.vkGetPhysicalDeviceProperties(pd, &base);
+    p->has_12 = base.apiVersion >= VK_API_VERSION_1_2;
+    p->subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
+    p->maint3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
+    p->maint3.pNext = &p->subgroup;
+    p->driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+    p->float_controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
+    p->props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    if (p->has_12) {
+        p->float_controls.pNext = &p->maint3;
+        p->driver.pNext = &p->float_controls;
+        p->props.pNext = &p->driver;
+    } else {
+        p->props.pNext = &p->maint3;
+    }
+    vi->api.vkGetPhysicalDeviceProperties2(pd, &p->props);
+    p->storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+    p->float16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+    p->features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    p->features.pNext = &p->storage16;
+    if (p->has_12)
+        p->storage16.pNext = &p->float16;
+    vi->api.vkGetPhysicalDeviceFeatures2(pd, &p->features);
+}
+
+static void vk_fill_info(vk_instance *vi, VkPhysicalDevice pd, uint32_t index, ffnrt_device_info *info,
+                         ffnrt_limits *lim)
+{
+    vk_device_props q;
+    vk_query(vi, pd, &q);
+    const VkPhysicalDeviceProperties *pr = &q.props.properties;
+    const VkPhysicalDeviceLimits *l = &pr->limits;
+    memset(info, 0, sizeof *info);
+    info->backend = FFNRT_BACKEND_VULKAN;
+    info->index = index;
+    snprintf(info->name, sizeof info->name, "%s", pr->deviceName);
+    snprintf(info->vendor, sizeof info->vendor, "%s", vendor_name(pr->vendorID));
+    info->vendor_id = pr->vendorID;
+    info->device_id = pr->deviceID;
+    switch (pr->deviceType) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: info->type = FFNRT_DEVICE_TYPE_DISCRETE_GPU; break;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: info->type = FFNRT_DEVICE_TYPE_INTEGRATED_GPU; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: info->type = FFNRT_DEVICE_TYPE_VIRTUAL_GPU; break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: info->type = FFNRT_DEVICE_TYPE_CPU; break;
+    default: info->type = FFNRT_DEVICE_TYPE_OTHER; break;
+    }
+    if (q.has_12)
+        snprintf(info->driver_version, sizeof info->driver_version, "%.40s %.60s (0x%x)", q.driver.driverName,
+                 q.driver.driverInfo, pr->driverVersion);
+    else
+        snprintf(info->driver_version, sizeof info->driver_version, "0x%x", pr->driverVersion);
+    snprintf(info->api_version, sizeof info->api_version, "Vulkan %u.%u.%u", VK_API_VERSION_MAJOR(pr->apiVersion),
+             VK_API_VERSION_MINOR(pr->apiVersion), VK_API_VERSION_PATCH(pr->apiVersion));
+    uint32_t wg = l->maxComputeWorkGroupInvocations;
+    info->max_workgroup_size = wg < l->maxComputeWorkGroupSize[0] ? wg : l->maxComputeWorkGroupSize[0];
+    for (int i = 0; i < 3; i++)
+        info->max_workgroup_count[i] = l->maxComputeWorkGroupCount[i];
+    info->shared_memory_size = l->maxComputeSharedMemorySize;
+    /* MoltenVK on Apple M1 reports 0 (MoltenVK#1245): fall back to 1 GiB,
+     * which Metal buffers allow everywhere. */
+    info->max_buffer_range = l->maxStorageBufferRange ? l->maxStorageBufferRange : (1u << 30);
+    info->max_allocation = q.maint3.maxMemoryAllocationSize;
+    VkPhysicalDeviceMemoryProperties mem;
+    vi->api.vkGetPhysicalDeviceMemoryProperties(pd, &mem);
+    for (uint32_t h = 0; h < mem.memoryHeapCount; h++)
+        if ((mem.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) && mem.memoryHeaps[h].size > info->memory_size)
+            info->memory_size = mem.memoryHeaps[h].size;
+    if (info->max_allocation == 0 || info->max_allocation > info->memory_size)
+        info->max_allocation = info->memory_size;
+    info->subgroup_size = q.subgroup.subgroupSize;
+    info->fp16_arithmetic = q.has_12 && q.float16.shaderFloat16;
+    info->storage_16bit = q.storage16.storageBuffer16BitAccess != 0;
+    info->denormals_preserved = q.has_12 && q.float_controls.shaderDenormPreserveFloat32 ? 1 : -1;
+    if (lim) {
+        lim->max_buffer_range = info->max_buffer_range;
+        lim->max_allocation = info->max_allocation;
+        lim->buffer_offset_alignment = l->minStorageBufferOffsetAlignment ? l->minStorageBufferOffsetAlignment : 4;
+        lim->max_workgroup_size = info->max_workgroup_size;
+        for (int i = 0; i < 3; i++)
+            lim->max_workgroup_count[i] = info->max_workgroup_count[i];
+    }
+}
+
+static ffnrt_status vk_list_devices(ffnrt_device_info *infos, size_t cap, size_t *count, ffnrt_error *err)
+{
+    vk_instance vi;
+    atomic_uint_fast64_t unused = 0;
+    ffnrt_status st = vk_instance_create(&vi, 0, &unused, err);
+    if (st != FFNRT_OK)
+        return st;
+    VkPhysicalDevice *pds;
+    uint32_t n;
+    st = vk_compute_devices(&vi, &pds, &n, err);
+    if (st == FFNRT_OK) {
+        for (uint32_t i = 0; i < n && i < cap; i++)
+            vk_fill_info(&vi, pds[i], i, &infos[i], NULL);
+        *count = n;
+        free(pds);
+    }
+    vk_instance_destroy(&vi);
+    return st;
+}
+
+/* -------------------------------------------------------------- device */
+
+struct ffnrt_bbuffer {
+    VkBuffer buffer;
+    VkDeviceMemory memory;
+    void *mapped; /* non-NULL when the host writes the buffer directly */
+    uint64_t size;
+};
+
+struct ffnrt_bkernel {
+    VkShaderModule module;
+    VkDescriptorSetLayout set_layout;
+    VkPipelineLayout layout;
+    VkPipeline pipeline;
+    uint32_t buffer_count, params_size;
+};
+
+struct ffnrt_bdevice {
+    vk_instance vi;
+    atomic_uint_fast64_t validation_messages;
+    VkPhysicalDevice physical;
+    VkPhysicalDeviceMemoryProperties memory;
+    ffnrt_vk_device_api api;
+    VkDevice device;
+    VkQueue queue;
+    uint32_t queue_family;
+    VkCommandPool command_pool;
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkQueryPool timestamps; /* VK_NULL_HANDLE when the queue has none */
+    double timestamp_period;
+    uint64_t timestamp_mask;
+    VkDescriptorPool *pools; /* grown when a batch needs more sets */
+    uint32_t pool_count, pool_used;
+    uint32_t max_workgroup_size;
+    int direct_mapping; /* buffers live in host-visible memory (CPU, UMA) */
+    uint32_t direct_type, device_type, staging_type;
+    ffnrt_bbuffer *staging;
+};
+
+static void vk_close(ffnrt_bdevice *dev)
+{
+    if (!dev)
+        return;
+    if (dev->device) {
+        const ffnrt_vk_device_api *a = &dev->api;
+        a->vkDeviceWaitIdle(dev->device);
+        if (dev->staging) {
+            a->vkDestroyBuffer(dev->device, dev->staging->buffer, NULL);
+            a->vkFreeMemory(dev->device, dev->staging->memory, NULL);
+            free(dev->staging);
+        }
+        for (uint32_t i = 0; i < dev->pool_count; i++)
+            a->vkDestroyDescriptorPool(dev->device, dev->pools[i], NULL);
+        if (dev->timestamps)
+            a->vkDestroyQueryPool(dev->device, dev->timestamps, NULL);
+        if (dev->fence)
+            a->vkDestroyFence(dev->device, dev->fence, NULL);
+        if (dev->command_pool)
+            a->vkDestroyCommandPool(dev->device, dev->command_pool, NULL);
+        a->vkDestroyDevice(dev->device, NULL);
+    }
+    free(dev->pools);
+    vk_instance_destroy(&dev->vi);
+    free(dev);
+}
+
+static int find_memory_type(const VkPhysicalDeviceMemoryProperties *m, VkMemoryPropertyFlags want, uint32_t *out)
+{
+    for (uint32_t i = 0; i < m->memoryTypeCount; i++)
+        if ((m->memoryTypes[i].propertyFlags & want) == want) {
+            *out = i;
+            return 1;
+        }
+    return 0;
+}
+
+static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnrt_bdevice **out,
+                            ffnrt_device_info *info, ffnrt_limits *limits, ffnrt_error *err)
+{
+    ffnrt_bdevice *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
+    atomic_init(&dev->validation_messages, 0);
+    ffnrt_status st = vk_instance_create(&dev->vi, opts->validation, &dev->validation_messages, err);
+    VkPhysicalDevice *pds = NULL;
+    uint32_t n = 0;
+    if (st == FFNRT_OK)
+        st = vk_compute_devices(&dev->vi, &pds, &n, err);
+    if (st == FFNRT_OK && index >= n)
+        st = ffnrt_fail(err, FFNRT_ERROR_DEVICE_NOT_FOUND, "Vulkan: device %u requested, %u found", index, n);
+    if (st != FFNRT_OK) {
+        free(pds);
+        vk_close(dev);
+        return st;
+    }
+    dev->physical = pds[index];
+    free(pds);
+    const ffnrt_vk_instance_api *ia = &dev->vi.api;
+    vk_fill_info(&dev->vi, dev->physical, index, info, limits);
+    dev->max_workgroup_size = info->max_workgroup_size;
+
+    uint32_t nq = 0;
+    VkQueueFamilyProperties qf[16];
+    ia->vkGetPhysicalDeviceQueueFamilyProperties(dev->physical, &nq, NULL);
+    nq = nq > 16 ? 16 : nq;
+    ia->vkGetPhysicalDeviceQueueFamilyProperties(dev->physical, &nq, qf);
+    dev->queue_family = UINT32_MAX;
+    for (uint32_t i = 0; i < nq && dev->queue_family == UINT32_MAX; i++)
+        if (qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT)
+            dev->queue_family = i;
+    uint32_t timestamp_bits = qf[dev->queue_family].timestampValidBits;
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo qci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
+        .queueFamilyIndex = dev->queue_family,
+        .queueCount = 1,
+        .pQueuePriorities = &priority,
+    };
+    VkDeviceCreateInfo dci = {
+        .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .queueCreateInfoCount = 1,
+        .pQueueCreateInfos = &qci,
+    };
+    VkResult rc = ia->vkCreateDevice(dev->physical, &dci, NULL, &dev->device);
+    if (rc != VK_SUCCESS) {
+        dev->device = VK_NULL_HANDLE;
+        vk_close(dev);
+        return vk_fail(err, rc, "vkCreateDevice");
+    }
+#define FFNRT_VK_LOAD(name) dev->api.name = (PFN_##name)ia->vkGetDeviceProcAddr(dev->device, #name);
+    FFNRT_VK_DEVICE_FUNCTIONS(FFNRT_VK_LOAD)
+#undef FFNRT_VK_LOAD
+    const ffnrt_vk_device_api *a = &dev->api;
+    a->vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);
+
+    VkCommandPoolCreateInfo cpci = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = dev->queue_family,
+    };
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    if ((rc = a->vkCreateCommandPool(dev->device, &cpci, NULL, &dev->command_pool)) != VK_SUCCESS ||
+        (rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->fence)) != VK_SUCCESS) {
+        vk_close(dev);
+        return vk_fail(err, rc, "creating the command pool");
+    }
+    VkCommandBufferAllocateInfo cbai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = dev->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->cmd)) != VK_SUCCESS) {
+        vk_close(dev);
+        return vk_fail(err, rc, "vkAllocateCommandBuffers");
+    }
+    if (timestamp_bits) {
+        VkQueryPoolCreateInfo qpci = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = 2,
+        };
+        if (a->vkCreateQueryPool(dev->device, &qpci, NULL, &dev->timestamps) != VK_SUCCESS)
+            dev->timestamps = VK_NULL_HANDLE;
+        VkPhysicalDeviceProperties pr;
+        ia->vkGetPhysicalDeviceProperties(dev->physical, &pr);
+        dev->timestamp_period = pr.limits.timestampPeriod;
+        dev->timestamp_mask = timestamp_bits >= 64 ? UINT64_MAX : ((1ull << timestamp_bits) - 1);
+    }
+
+    /* On CPUs and unified-memory GPUs the host reads and writes buffers in
+     * place; elsewhere through a staging buffer. FFNRT_VULKAN_STAGING=1
+     * forces staging so that path is tested on such devices too. */
+    ia->vkGetPhysicalDeviceMemoryProperties(dev->physical, &dev->memory);
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const char *force_staging = getenv("FFNRT_VULKAN_STAGING");
+    int uma = info->type == FFNRT_DEVICE_TYPE_CPU || info->type == FFNRT_DEVICE_TYPE_INTEGRATED_GPU;
+    dev->direct_mapping = uma && !(force_staging && strcmp(force_staging, "0") != 0) &&
+                          find_memory_type(&dev->memory, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->direct_type);
+    if (!find_memory_type(&dev->memory, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->device_type))
+        dev->device_type = 0;
+    if (!dev->direct_mapping && !find_memory_type(&dev->memory, host, &dev->staging_type)) {
+        vk_close(dev);
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED, "Vulkan: the device has no host-visible memory");
+    }
+    *out = dev;
+    return FFNRT_OK;
+}
+
+/* ------------------------------------------------------------- buffers */
+
+static ffnrt_status vk_buffer_alloc(ffnrt_bdevice *dev, uint64_t bytes, uint32_t type_hint, int map,
+                                    ffnrt_bbuffer **out, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    ffnrt_bbuffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
+    buf->size = bytes;
+    VkBufferCreateInfo bci = {
+        .sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        .size = bytes,
+        .usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+                 VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        .sharingMode = VK_SHARING_MODE_EXCLUSIVE,
+    };
+    VkResult rc = a->vkCreateBuffer(dev->device, &bci, NULL, &buf->buffer);
+    if (rc != VK_SUCCESS) {
+        free(buf);
+        return vk_fail(err, rc, "vkCreateBuffer");
+    }
+    VkMemoryRequirements req;
+    a->vkGetBufferMemoryRequirements(dev->device, buf->buffer, &req);
+    uint32_t type = type_hint;
+    if (!(req.memoryTypeBits & (1u << type))) {
+        /* Another type with the same properties that the buffer accepts. */
+        VkMemoryPropertyFlags want = dev->memory.memoryTypes[type_hint].propertyFlags;
+        for (type = 0; type < dev->memory.memoryTypeCount; type++)
+            if ((req.memoryTypeBits & (1u << type)) && (dev->memory.memoryTypes[type].propertyFlags & want) == want)
+                break;
+    }
+    VkMemoryAllocateInfo mai = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO,
+        .allocationSize = req.size,
+        .memoryTypeIndex = type,
+    };
+    if (type >= dev->memory.memoryTypeCount)
+        rc = VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    else if ((rc = a->vkAllocateMemory(dev->device, &mai, NULL, &buf->memory)) == VK_SUCCESS &&
+             (rc = a->vkBindBufferMemory(dev->device, buf->buffer, buf->memory, 0)) == VK_SUCCESS && map)
+        rc = a->vkMapMemory(dev->device, buf->memory, 0, VK_WHOLE_SIZE, 0, &buf->mapped);
+    if (rc != VK_SUCCESS) {
+        if (buf->memory)
+            a->vkFreeMemory(dev->device, buf->memory, NULL);
+        a->vkDestroyBuffer(dev->device, buf->buffer, NULL);
+        free(buf);
+        return vk_fail(err, rc, "allocating buffer memory");
+    }
+    *out = buf;
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_buffer_create(ffnrt_bdevice *dev, uint64_t bytes, ffnrt_bbuffer **out, ffnrt_error *err)
+{
+    if (dev->direct_mapping)
+        return vk_buffer_alloc(dev, bytes, dev->direct_type, 1, out, err);
+    return vk_buffer_alloc(dev, bytes, dev->device_type, 0, out, err);
+}
+
+static void vk_buffer_destroy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf)
+{
+    if (!buf)
+        return;
+    /* Memory is unmapped implicitly when freed. */
+    dev->api.vkDestroyBuffer(dev->device, buf->buffer, NULL);
+    dev->api.vkFreeMemory(dev->device, buf->memory, NULL);
+    free(buf);
+}
+
+static ffnrt_status vk_wait(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &dev->cmd,
+    };
+    VkResult rc = a->vkQueueSubmit(dev->queue, 1, &si, dev->fence);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkQueueSubmit");
+    rc = a->vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, FENCE_TIMEOUT_NS);
+    a->vkResetFences(dev->device, 1, &dev->fence);
+    if (rc == VK_TIMEOUT)
+        return ffnrt_fail(err, FFNRT_ERROR_DEVICE_FAILURE, "Vulkan: the device did not finish in %llu s",
+                          FENCE_TIMEOUT_NS / 1000000000ull);
+    return rc == VK_SUCCESS ? FFNRT_OK : vk_fail(err, rc, "vkWaitForFences");
+}
+
+/* One staged copy between a buffer and the staging buffer, synchronous. */
+static ffnrt_status vk_staged_copy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset, uint64_t bytes,
+                                   int to_device, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    a->vkResetCommandBuffer(dev->cmd, 0);
+    a->vkBeginCommandBuffer(dev->cmd, &bi);
+    VkBufferCopy region = {to_device ? 0 : offset, to_device ? offset : 0, bytes};
+    if (to_device)
+        a->vkCmdCopyBuffer(dev->cmd, dev->staging->buffer, buf->buffer, 1, &region);
+    else
+        a->vkCmdCopyBuffer(dev->cmd, buf->buffer, dev->staging->buffer, 1, &region);
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+    };
+    a->vkCmdPipelineBarrier(dev->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+                            VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL,
+                            0, NULL);
+    VkResult rc = a->vkEndCommandBuffer(dev->cmd);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkEndCommandBuffer");
+    return vk_wait(dev, err);
+}
+
+static ffnrt_status vk_transfer(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset, void *host,
+                                uint64_t bytes, int to_device, ffnrt_error *err)
+{
+    if (buf->mapped) {
+        if (to_device)
+            memcpy((char *)buf->mapped + offset, host, bytes);
+        else
+            memcpy(host, (char *)buf->mapped + offset, bytes);
+        return FFNRT_OK;
+    }
+    if (!dev->staging) {
+        ffnrt_status st = vk_buffer_alloc(dev, STAGING_BYTES, dev->staging_type, 1, &dev->staging, err);
+        if (st != FFNRT_OK)
+            return st;
+    }
+    for (uint64_t done = 0; done < bytes; done += STAGING_BYTES) {
+        uint64_t n = bytes - done < STAGING_BYTES ? bytes - done : STAGING_BYTES;
+        if (to_device)
+            memcpy(dev->staging->mapped, (char *)host + done, n);
+        ffnrt_status st = vk_staged_copy(dev, buf, offset + done, n, to_device, err);
+        if (st != FFNRT_OK)
+            return st;
+        if (!to_device)
+            memcpy((char *)host + done, dev->staging->mapped, n);
+    }
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_buffer_write(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset, const void *src,
+                                    uint64_t bytes, ffnrt_error *err)
+{
+    return vk_transfer(dev, buf, offset, (void *)src, bytes, 1, err);
+}
+
+static ffnrt_status vk_buffer_read(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset, void *dst,
+                                   uint64_t bytes, ffnrt_error *err)
+{
+    return vk_transfer(dev, buf, offset, dst, bytes, 0, err);
+}
+
+/* ------------------------------------------------------------- kernels */
+
+static void vk_kernel_destroy(ffnrt_bdevice *dev, ffnrt_bkernel *k)
+{
+    if (!k)
+        return;
+    const ffnrt_vk_device_api *a = &dev->api;
+    if (k->pipeline)
+        a->vkDestroyPipeline(dev->device, k->pipeline, NULL);
+    if (k->layout)
+        a->vkDestroyPipelineLayout(dev->device, k->layout, NULL);
+    if (k->set_layout)
+        a->vkDestroyDescriptorSetLayout(dev->device, k->set_layout, NULL);
+    if (k->module)
+        a->vkDestroyShaderModule(dev->device, k->module, NULL);
+    free(k);
+}
+
+static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, ffnrt_bkernel **out,
+                                    char **log, ffnrt_error *err)
+{
+    if (src->buffer_count > MAX_BINDINGS)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "Vulkan: %u bindings, at most %u",
+                          src->buffer_count, MAX_BINDINGS);
+    uint32_t *spirv = NULL;
+    size_t words = 0;
+    ffnrt_status st = ffnrt_glsl_to_spirv(src->source, dev->max_workgroup_size, &spirv, &words, log, err);
+    if (st != FFNRT_OK)
+        return st;
+    const ffnrt_vk_device_api *a = &dev->api;
+    ffnrt_bkernel *k = calloc(1, sizeof *k);
+    if (!k) {
+        free(spirv);
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
+    }
+    k->buffer_count = src->buffer_count;
+    k->params_size = src->params_size;
+    VkShaderModuleCreateInfo smci = {
+        .sType = VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO,
+        .codeSize = words * sizeof(uint32_t),
+        .pCode = spirv,
+    };
+    VkResult rc = a->vkCreateShaderModule(dev->device, &smci, NULL, &k->module);
+    free(spirv);
+    VkDescriptorSetLayoutBinding bindings[MAX_BINDINGS];
+    for (uint32_t i = 0; i < src->buffer_count; i++)
+        bindings[i] = (VkDescriptorSetLayoutBinding){
+            .binding = i,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .descriptorCount = 1,
+            .stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
+        };
+    VkDescriptorSetLayoutCreateInfo dslci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
+        .bindingCount = src->buffer_count,
+        .pBindings = bindings,
+    };
+    if (rc == VK_SUCCESS)
+        rc = a->vkCreateDescriptorSetLayout(dev->device, &dslci, NULL, &k->set_layout);
+    VkPushConstantRange pcr = {VK_SHADER_STAGE_COMPUTE_BIT, 0, src->params_size};
+    VkPipelineLayoutCreateInfo plci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,
+        .setLayoutCount = 1,
+        .pSetLayouts = &k->set_layout,
+        .pushConstantRangeCount = src->params_size ? 1 : 0,
+        .pPushConstantRanges = &pcr,
+    };
+    if (rc == VK_SUCCESS)
+        rc = a->vkCreatePipelineLayout(dev->device, &plci, NULL, &k->layout);
+    VkComputePipelineCreateInfo cpci = {
+        .sType = VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO,
+        .stage = {
+            .sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO,
+            .stage = VK_SHADER_STAGE_COMPUTE_BIT,
+            .module = k->module,
+            .pName = "main",
+        },
+        .layout = k->layout,
+    };
+    if (rc == VK_SUCCESS)
+        rc = a->vkCreateComputePipelines(dev->device, VK_NULL_HANDLE, 1, &cpci, NULL, &k->pipeline);
+    if (rc != VK_SUCCESS) {
+        vk_kernel_destroy(dev, k);
+        return vk_fail(err, rc, "creating the compute pipeline");
+    }
+    *out = k;
+    return FFNRT_OK;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static ffnrt_status vk_begin(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    for (uint32_t i = 0; i < dev->pool_used; i++)
+        a->vkResetDescriptorPool(dev->device, dev->pools[i], 0);
+    dev->pool_used = 0;
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    a->vkResetCommandBuffer(dev->cmd, 0);
+    VkResult rc = a->vkBeginCommandBuffer(dev->cmd, &bi);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkBeginCommandBuffer");
+    if (dev->timestamps) {
+        a->vkCmdResetQueryPool(dev->cmd, dev->timestamps, 0, 2);
+        a->vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, dev->timestamps, 0);
+    }
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_allocate_set(ffnrt_bdevice *dev, ffnrt_bkernel *k, VkDescriptorSet *set, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    VkDescriptorSetAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &k->set_layout,
+    };
+    if (dev->pool_used > 0) {
+        ai.descriptorPool = dev->pools[dev->pool_used - 1];
+        if (a->vkAllocateDescriptorSets(dev->device, &ai, set) == VK_SUCCESS)
+            return FFNRT_OK;
+    }
+    /* The current pool is full: take the next one, creating it if needed. */
+    if (dev->pool_used == dev->pool_count) {
+        VkDescriptorPool *grown = realloc(dev->pools, (dev->pool_count + 1) * sizeof *grown);
+        if (!grown)
+            return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
+        dev->pools = grown;
+        VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SETS_PER_POOL * MAX_BINDINGS};
+        VkDescriptorPoolCreateInfo dpci = {
+            .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+            .maxSets = SETS_PER_POOL,
+            .poolSizeCount = 1,
+            .pPoolSizes = &size,
+        };
+        VkResult rc = a->vkCreateDescriptorPool(dev->device, &dpci, NULL, &dev->pools[dev->pool_count]);
+        if (rc != VK_SUCCESS)
+            return vk_fail(err, rc, "vkCreateDescriptorPool");
+        dev->pool_count++;
+    }
+    ai.descriptorPool = dev->pools[dev->pool_used++];
+    VkResult rc = a->vkAllocateDescriptorSets(dev->device, &ai, set);
+    return rc == VK_SUCCESS ? FFNRT_OK : vk_fail(err, rc, "vkAllocateDescriptorSets");
+}
+
+static ffnrt_status vk_dispatch(ffnrt_bdevice *dev, ffnrt_bkernel *k, const ffnrt_binding *bindings,
+                                uint32_t binding_count, const void *params, const uint32_t groups[2],
+                                ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    if (binding_count != k->buffer_count)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "Vulkan: %u bindings for a kernel of %u",
+                          binding_count, k->buffer_count);
+    VkDescriptorSet set;
+    ffnrt_status st = vk_allocate_set(dev, k, &set, err);
+    if (st != FFNRT_OK)
+        return st;
+    VkDescriptorBufferInfo infos[MAX_BINDINGS];
+    VkWriteDescriptorSet writes[MAX_BINDINGS];
+    for (uint32_t i = 0; i < binding_count; i++) {
+        infos[i] = (VkDescriptorBufferInfo){bindings[i].buffer->buffer, bindings[i].offset, bindings[i].size};
+        writes[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &infos[i],
+        };
+    }
+    a->vkUpdateDescriptorSets(dev->device, binding_count, writes, 0, NULL);
+    a->vkCmdBindPipeline(dev->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
+    a->vkCmdBindDescriptorSets(dev->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
+    if (k->params_size)
+        a->vkCmdPushConstants(dev->cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k->params_size, params);
+    a->vkCmdDispatch(dev->cmd, groups[0], groups[1], 1);
+    /* Later dispatches of the batch may read what this one wrote. */
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
+    };
+    a->vkCmdPipelineBarrier(dev->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                            0, 1, &mb, 0, NULL, 0, NULL);
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_submit(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    *device_ns = 0;
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT,
+    };
+    a->vkCmdPipelineBarrier(dev->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                            VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0,
+                            NULL);
+    if (dev->timestamps)
+        a->vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, 1);
+    VkResult rc = a->vkEndCommandBuffer(dev->cmd);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkEndCommandBuffer");
+    ffnrt_status st = vk_wait(dev, err);
+    if (st == FFNRT_OK && dev->timestamps) {
+        uint64_t ts[2];
+        if (a->vkGetQueryPoolResults(dev->device, dev->timestamps, 0, 2, sizeof ts, ts, sizeof ts[0],
+                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
+            uint64_t ticks = (ts[1] - ts[0]) & dev->timestamp_mask;
+            *device_ns = (uint64_t)((double)ticks * dev->timestamp_period);
+        }
+    }
+    return st;
+}
+
+static uint64_t vk_validation_messages(const ffnrt_bdevice *dev)
+{
+    return atomic_load(&((ffnrt_bdevice *)dev)->validation_messages);
+}
+
+const ffnrt_backend_ops *ffnrt_vulkan_backend(void)
+{
+    static const ffnrt_backend_ops ops = {
+        .kind = FFNRT_BACKEND_VULKAN,
+        .name = "vulkan",
+        .load = vk_load,
+        .list_devices = vk_list_devices,
+        .open = vk_open,
+        .close = vk_close,
+        .buffer_create = vk_buffer_create,
+        .buffer_destroy = vk_buffer_destroy,
+        .buffer_write = vk_buffer_write,
+        .buffer_read = vk_buffer_read,
+        .kernel_build = vk_kernel_build,
+        .kernel_destroy = vk_kernel_destroy,
+        .begin = vk_begin,
+        .dispatch = vk_dispatch,
+        .submit = vk_submit,
+        .validation_messages = vk_validation_messages,
+    };
+    return &ops;
+}

@@ -1,0 +1,119 @@
+/* The ffnrt command: devices, run, bench. */
+#include "bench.h"
+#include "ffnrt.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void print_device(const ffnrt_device_info *d)
+{
+    printf("%s:%u  %s\n", ffnrt_backend_name(d->backend), d->index, d->name);
+    printf("    vendor %s (0x%x), %s, driver %s, %s\n", d->vendor, d->vendor_id, ffnrt_device_type_name(d->type),
+           d->driver_version, d->api_version);
+    printf("    compute units %u, workgroup <= %u, workgroups <= %u x %u x %u, shared memory %" PRIu64 " B\n",
+           d->compute_units, d->max_workgroup_size, d->max_workgroup_count[0], d->max_workgroup_count[1],
+           d->max_workgroup_count[2], d->shared_memory_size);
+    printf("    buffer range %" PRIu64 " B, allocation <= %" PRIu64 " B, memory %" PRIu64 " MiB, subgroup %s%u\n",
+           d->max_buffer_range, d->max_allocation, d->memory_size >> 20, d->subgroup_size ? "" : "unknown ",
+           d->subgroup_size);
+    printf("    fp16 arithmetic %s, 16-bit storage %s, fp32 subnormals %s\n", d->fp16_arithmetic ? "yes" : "no",
+           d->storage_16bit ? "yes" : "no",
+           d->denormals_preserved > 0 ? "kept" : d->denormals_preserved == 0 ? "flushed" : "not guaranteed");
+}
+
+static int cmd_devices(void)
+{
+    static const ffnrt_backend backends[] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
+    for (size_t b = 0; b < 2; b++)
+        if (ffnrt_backend_available(backends[b]) != FFNRT_OK)
+            printf("%s: unavailable (%s)\n", ffnrt_backend_name(backends[b]), ffnrt_last_error_message());
+    size_t n = 0;
+    if (ffnrt_device_count(&n) != FFNRT_OK) {
+        fprintf(stderr, "ffnrt: %s\n", ffnrt_last_error_message());
+        return 1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ffnrt_device_info d;
+        if (ffnrt_device_get_info(i, &d) == FFNRT_OK)
+            print_device(&d);
+    }
+    if (n == 0) {
+        printf("no device found\n");
+        return 1;
+    }
+    return 0;
+}
+
+/* ffnrt run OP X...: applies one activation to the numbers given on the
+ * command line, on the device FFNRT_DEVICE names (or the best one). */
+static int cmd_run(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: ffnrt run OP X [X...]   (OP: relu, gelu, gelu_tanh, silu, ...)\n");
+        return 2;
+    }
+    ffnrt_activation act;
+    if (ffnrt_activation_from_name(argv[0], &act) != FFNRT_OK || act == FFNRT_ACT_PRELU) {
+        fprintf(stderr, "ffnrt run: %s\n", act == FFNRT_ACT_PRELU ? "prelu needs a slope tensor; use leaky_relu"
+                                                                 : ffnrt_last_error_message());
+        return 2;
+    }
+    int64_t n = argc - 1;
+    float *v = malloc((size_t)n * sizeof *v);
+    if (!v)
+        return 1;
+    for (int64_t i = 0; i < n; i++)
+        v[i] = strtof(argv[i + 1], NULL);
+    ffnrt_context *ctx = NULL;
+    ffnrt_tensor *x = NULL;
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(act);
+    int rc = 1;
+    if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &n, &x) == FFNRT_OK &&
+        ffnrt_tensor_write(x, v, (size_t)n * sizeof *v) == FFNRT_OK &&
+        ffnrt_activation_forward(ctx, &d, x, x) == FFNRT_OK &&
+        ffnrt_tensor_read(x, v, (size_t)n * sizeof *v) == FFNRT_OK) {
+        ffnrt_device_info info;
+        ffnrt_context_get_device_info(ctx, &info);
+        printf("# %s on %s:%u %s\n", argv[0], ffnrt_backend_name(info.backend), info.index, info.name);
+        for (int64_t i = 0; i < n; i++)
+            printf("%s\t%.9g\n", argv[i + 1], v[i]);
+        rc = 0;
+    } else {
+        fprintf(stderr, "ffnrt run: %s\n", ffnrt_last_error_message());
+    }
+    ffnrt_context_destroy(ctx);
+    free(v);
+    return rc;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: ffnrt COMMAND\n"
+                    "  devices              list every device of every backend, with its limits\n"
+                    "  run OP X [X...]      apply an activation to numbers, on the chosen device\n"
+                    "  bench [options]      the device bench harness (ffnrt bench --help)\n"
+                    "environment: FFNRT_DEVICE (\"opencl\", \"vulkan:0\", \"pocl\", ...), FFNRT_VALIDATION=1,\n"
+                    "             FFNRT_LIMITS (\"max_buffer_range=65536,max_workgroup_count=64\")\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage();
+        return 2;
+    }
+    if (strcmp(argv[1], "devices") == 0)
+        return cmd_devices();
+    if (strcmp(argv[1], "run") == 0)
+        return cmd_run(argc - 2, argv + 2);
+    if (strcmp(argv[1], "bench") == 0)
+        return ffnrt_bench_main(argc - 2, argv + 2);
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("ffnrt %s\n", FFNRT_VERSION_STRING);
+        return 0;
+    }
+    usage();
+    return 2;
+}

@@ -1,0 +1,158 @@
+/* Device tensors: a buffer with a dtype and a row-major shape. */
+#include "core/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+size_t ffnrt_dtype_size(ffnrt_dtype dtype)
+{
+    switch (dtype) {
+    case FFNRT_DTYPE_F32: return 4;
+    case FFNRT_DTYPE_F16: return 2;
+    case FFNRT_DTYPE_BF16: return 2;
+    }
+    return 0;
+}
+
+const char *ffnrt_dtype_name(ffnrt_dtype dtype)
+{
+    switch (dtype) {
+    case FFNRT_DTYPE_F32: return "f32";
+    case FFNRT_DTYPE_F16: return "f16";
+    case FFNRT_DTYPE_BF16: return "bf16";
+    }
+    return "unknown";
+}
+
+ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim,
+                                 const int64_t *shape, ffnrt_tensor **out)
+{
+    if (!ctx) {
+        ffnrt_error err;
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_tensor_create: ctx is NULL");
+        ffnrt_error_publish(&err);
+        return err.status;
+    }
+    ffnrt_error *err = &ctx->error;
+    if (!out)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                         "ffnrt_tensor_create: out is NULL"));
+    *out = NULL;
+    if (ndim > 0 && !shape)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                         "ffnrt_tensor_create: shape is NULL"));
+    if (ndim > FFNRT_MAX_DIMS)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                         "ffnrt_tensor_create: %zu dimensions, at most %d",
+                                                         ndim, FFNRT_MAX_DIMS));
+    size_t elem = ffnrt_dtype_size(dtype);
+    if (elem == 0)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                         "ffnrt_tensor_create: %d is not a dtype", (int)dtype));
+    if (dtype != FFNRT_DTYPE_F32)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                                                         "ffnrt_tensor_create: dtype %s is not supported yet; use f32",
+                                                         ffnrt_dtype_name(dtype)));
+    /* Element indices travel to kernels as 32-bit values. */
+    const uint64_t max_numel = UINT32_MAX;
+    uint64_t numel = 1;
+    for (size_t i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                             "ffnrt_tensor_create: dimension %zu is %lld",
+                                                             i, (long long)shape[i]));
+        if (shape[i] != 0 && numel > max_numel / (uint64_t)shape[i])
+            numel = max_numel + 1;
+        else
+            numel *= (uint64_t)shape[i];
+    }
+    if (numel > max_numel || numel * elem > ctx->limits.max_allocation)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED,
+                                                         "ffnrt_tensor_create: %s tensor of %llu elements is past the device's largest allocation (%llu bytes)",
+                                                         ffnrt_dtype_name(dtype), (unsigned long long)numel,
+                                                         (unsigned long long)ctx->limits.max_allocation));
+    ffnrt_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY,
+                                                         "ffnrt_tensor_create: out of host memory"));
+    t->ctx = ctx;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (size_t i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->numel = (size_t)numel;
+    t->bytes = (size_t)numel * elem;
+    /* Empty tensors still get a small buffer: APIs refuse size 0. */
+    ffnrt_status st = ctx->ops->buffer_create(ctx->dev, t->bytes ? t->bytes : 16, &t->buffer, err);
+    if (st != FFNRT_OK) {
+        free(t);
+        return ffnrt_context_finish_call(ctx, st);
+    }
+    t->next = ctx->tensors;
+    if (ctx->tensors)
+        ctx->tensors->prev = t;
+    ctx->tensors = t;
+    *out = t;
+    return ffnrt_context_finish_call(ctx, FFNRT_OK);
+}
+
+void ffnrt_tensor_destroy(ffnrt_tensor *t)
+{
+    if (!t)
+        return;
+    ffnrt_context *ctx = t->ctx;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        ctx->tensors = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    ctx->ops->buffer_destroy(ctx->dev, t->buffer);
+    free(t);
+}
+
+static ffnrt_status check_transfer(const ffnrt_tensor *t, const void *host, size_t bytes,
+                                   const char *fn)
+{
+    ffnrt_error err;
+    if (!t) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: tensor is NULL", fn);
+        ffnrt_error_publish(&err);
+        return err.status;
+    }
+    if (!host && bytes)
+        return ffnrt_fail(&t->ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: host pointer is NULL", fn);
+    if (bytes != t->bytes)
+        return ffnrt_fail(&t->ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                          "%s: %zu bytes given, the tensor holds %zu", fn, bytes, t->bytes);
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_tensor_write(ffnrt_tensor *t, const void *host, size_t bytes)
+{
+    ffnrt_status st = check_transfer(t, host, bytes, "ffnrt_tensor_write");
+    if (!t)
+        return st;
+    if (st == FFNRT_OK && bytes)
+        st = t->ctx->ops->buffer_write(t->ctx->dev, t->buffer, 0, host, bytes, &t->ctx->error);
+    return ffnrt_context_finish_call(t->ctx, st);
+}
+
+ffnrt_status ffnrt_tensor_read(const ffnrt_tensor *t, void *host, size_t bytes)
+{
+    ffnrt_status st = check_transfer(t, host, bytes, "ffnrt_tensor_read");
+    if (!t)
+        return st;
+    if (st == FFNRT_OK && bytes)
+        st = t->ctx->ops->buffer_read(t->ctx->dev, t->buffer, 0, host, bytes, &t->ctx->error);
+    return ffnrt_context_finish_call(t->ctx, st);
+}
+
+ffnrt_dtype ffnrt_tensor_dtype(const ffnrt_tensor *t) { return t ? t->dtype : FFNRT_DTYPE_F32; }
+size_t ffnrt_tensor_ndim(const ffnrt_tensor *t) { return t ? t->ndim : 0; }
+int64_t ffnrt_tensor_dim(const ffnrt_tensor *t, size_t axis)
+{
+    return t && axis < t->ndim ? t->shape[axis] : -1;
+}
+size_t ffnrt_tensor_numel(const ffnrt_tensor *t) { return t ? t->numel : 0; }
+size_t ffnrt_tensor_bytes(const ffnrt_tensor *t) { return t ? t->bytes : 0; }
