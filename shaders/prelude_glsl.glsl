@@ -10,7 +10,14 @@
 #define AS_UINT(v) floatBitsToUint(v)
 #define AS_INT(v) floatBitsToInt(v)
 #define AS_FLOAT(v) uintBitsToFloat(v)
-#define FMA(a, b, c) fma((a), (b), (c))
+/* GLSL only promises fma() a single rounding where its result feeds a
+ * 'precise' variable; the two-float arithmetic in math.inc needs that. */
+float ffn_fma_precise(float a, float b, float c)
+{
+    precise float r = fma(a, b, c);
+    return r;
+}
+#define FMA(a, b, c) ffn_fma_precise((a), (b), (c))
 #define FABS(v) abs(v)
 #define FLOOR(v) floor(v)
 #define RINT(v) roundEven(v)

@@ -49,10 +49,6 @@ ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t n
     if (elem == 0)
         return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
                                                          "ffnrt_tensor_create: %d is not a dtype", (int)dtype));
-    if (dtype != FFNRT_DTYPE_F32)
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
-                                                         "ffnrt_tensor_create: dtype %s is not supported yet; use f32",
-                                                         ffnrt_dtype_name(dtype)));
     /* Element indices travel to kernels as 32-bit values. */
     const uint64_t max_numel = UINT32_MAX;
     uint64_t numel = 1;

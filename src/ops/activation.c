@@ -64,6 +64,9 @@ static ffnrt_status check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *x,
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
                           "%s: x and y differ in shape (%zu and %zu elements, %zu and %zu dims)", fn,
                           x->numel, y->numel, x->ndim, y->ndim);
+    if (x->dtype != FFNRT_DTYPE_F32)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED, "%s: %s element-wise ops are not available yet; use f32",
+                          fn, ffnrt_dtype_name(x->dtype));
     return FFNRT_OK;
 }
 

@@ -1,0 +1,59 @@
+#include "device_fixture.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const ffnrt_backend test_backends[TEST_BACKENDS] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
+
+ffnrt_context *test_context(ffnrt_backend backend, const ffnrt_context_options *extra)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    if (extra)
+        o = *extra;
+    o.backend = backend;
+    o.device_index = 0;
+    o.validation = backend == FFNRT_BACKEND_VULKAN;
+    ffnrt_context *ctx = NULL;
+    ffnrt_status st = ffnrt_context_create(&o, &ctx);
+    if (st == FFNRT_ERROR_BACKEND_UNAVAILABLE || st == FFNRT_ERROR_DEVICE_NOT_FOUND) {
+        const char *allow = getenv("FFNRT_TEST_ALLOW_MISSING");
+        if (allow && strcmp(allow, "1") == 0) {
+            cr_skip_test("%s has no device here (%s); allowed by FFNRT_TEST_ALLOW_MISSING",
+                         ffnrt_backend_name(backend), ffnrt_last_error_message());
+            return NULL;
+        }
+    }
+    cr_assert_eq(st, FFNRT_OK, "no %s device: %s", ffnrt_backend_name(backend), ffnrt_last_error_message());
+    return ctx;
+}
+
+void test_context_done(ffnrt_context *ctx)
+{
+    uint64_t messages = ffnrt_context_validation_messages(ctx);
+    ffnrt_context_destroy(ctx);
+    cr_assert_eq(messages, 0, "the Vulkan validation layer reported %llu messages (see stderr)",
+                 (unsigned long long)messages);
+}
+
+ffnrt_tensor *test_tensor_1d(ffnrt_context *ctx, size_t n, const float *values)
+{
+    int64_t shape = (int64_t)n;
+    ffnrt_tensor *t = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &shape, &t), FFNRT_OK, "%s",
+                 ffnrt_context_last_error(ctx));
+    if (values)
+        cr_assert_eq(ffnrt_tensor_write(t, values, n * sizeof(float)), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    return t;
+}
+
+void test_read(const ffnrt_tensor *t, float *out, size_t n)
+{
+    cr_assert_eq(ffnrt_tensor_read(t, out, n * sizeof(float)), FFNRT_OK, "%s", ffnrt_last_error_message());
+}
+
+int test_keeps_subnormals(ffnrt_context *ctx)
+{
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    return info.denormals_preserved == 1;
+}

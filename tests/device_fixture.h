@@ -1,0 +1,29 @@
+/* Shared by the device suites: which devices to run on, contexts with the
+ * validation layer, and helpers to move floats in and out. */
+#ifndef FFNRT_TEST_DEVICE_FIXTURE_H
+#define FFNRT_TEST_DEVICE_FIXTURE_H
+
+#include "ffnrt.h"
+#include <criterion/criterion.h>
+#include <stddef.h>
+
+/* Every test runs on the first device of each backend. A backend with no
+ * device fails the suite unless FFNRT_TEST_ALLOW_MISSING=1 (for machines
+ * that truly lack one); CI never sets it. */
+#define TEST_BACKENDS 2
+extern const ffnrt_backend test_backends[TEST_BACKENDS];
+
+/* A context on the backend's first device, Vulkan with validation on;
+ * NULL (with the test skipped) only where a missing backend is allowed.
+ * extra may be NULL; it sets limits and other options. */
+ffnrt_context *test_context(ffnrt_backend backend, const ffnrt_context_options *extra);
+/* Asserts the validation layer stayed silent, then destroys the context. */
+void test_context_done(ffnrt_context *ctx);
+
+ffnrt_tensor *test_tensor_1d(ffnrt_context *ctx, size_t n, const float *values);
+void test_read(const ffnrt_tensor *t, float *out, size_t n);
+
+/* Whether fp32 subnormals must come out exactly on this device. */
+int test_keeps_subnormals(ffnrt_context *ctx);
+
+#endif

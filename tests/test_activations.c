@@ -1,0 +1,297 @@
+/* Every activation on every backend against the double-precision
+ * reference, in ULP of fp32, over a sweep of the whole fp32 range plus the
+ * edge values and the tails where formulas usually break. */
+#include "device_fixture.h"
+#include "reference.h"
+
+#include <criterion/parameterized.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The accuracy contract for fp32 storage and arithmetic (README's table). */
+static double ulp_bound(ffnrt_activation act)
+{
+    switch (act) {
+    case FFNRT_ACT_RELU: return 0.0;
+    case FFNRT_ACT_LEAKY_RELU:
+    case FFNRT_ACT_PRELU: return 0.5; /* one rounding of slope*x */
+    default: return 4.0;
+    }
+}
+
+#define LEAKY_SLOPE 0.1f
+#define ELU_ALPHA 1.5f
+#define SWISH_BETA 1.7f
+
+static double reference(ffnrt_activation act, double x)
+{
+    switch (act) {
+    case FFNRT_ACT_RELU: return ref_relu(x);
+    case FFNRT_ACT_LEAKY_RELU: return ref_leaky_relu(x, LEAKY_SLOPE);
+    case FFNRT_ACT_PRELU: return ref_leaky_relu(x, LEAKY_SLOPE); /* one shared slope here */
+    case FFNRT_ACT_ELU: return ref_elu(x, ELU_ALPHA);
+    case FFNRT_ACT_GELU: return ref_gelu(x);
+    case FFNRT_ACT_GELU_TANH: return ref_gelu_tanh(x);
+    case FFNRT_ACT_SILU: return ref_silu(x);
+    case FFNRT_ACT_SWISH: return ref_swish(x, SWISH_BETA);
+    case FFNRT_ACT_SIGMOID: return ref_sigmoid(x);
+    case FFNRT_ACT_TANH: return ref_tanh(x);
+    default: return NAN;
+    }
+}
+
+static float bits_to_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* The inputs: edge values, every 65537th bit pattern (both signs, all
+ * exponents), and dense sweeps of the tails. */
+static size_t make_inputs(float **out)
+{
+    static const float edges[] = {0.0f, -0.0f, 1e-45f, -1e-45f, FLT_MIN, -FLT_MIN, 1e-30f, -1e-30f,
+                                  1.0f, -1.0f, 0.5f, -0.5f, 2.0f, -2.0f, 1e30f, -1e30f, FLT_MAX, -FLT_MAX,
+                                  INFINITY, -INFINITY, NAN, -10.0f, -13.0f, -14.0f, -88.0f, -100.0f, 9.0f, 10.0f};
+    size_t n_edges = sizeof edges / sizeof edges[0];
+    size_t n_sweep = 65536, n_tail = 8192, n_silu = 4096;
+    float *v = malloc((n_edges + n_sweep + n_tail + n_silu) * sizeof *v);
+    cr_assert_not_null(v);
+    size_t n = 0;
+    for (size_t i = 0; i < n_edges; i++)
+        v[n++] = edges[i];
+    for (size_t i = 0; i < n_sweep; i++)
+        v[n++] = bits_to_float((uint32_t)(i * 65537u + 12345u));
+    for (size_t i = 0; i < n_tail; i++) /* GELU's negative tail down to underflow */
+        v[n++] = -20.0f + 16.0f * (float)i / (float)n_tail;
+    for (size_t i = 0; i < n_silu; i++) /* SiLU's tail, where e^x leaves the normal range */
+        v[n++] = -110.0f + 30.0f * (float)i / (float)n_silu;
+    *out = v;
+    return n;
+}
+
+typedef struct accuracy_case {
+    ffnrt_backend backend;
+    ffnrt_activation act;
+} accuracy_case;
+
+ParameterizedTestParameters(activations, accuracy)
+{
+    static accuracy_case cases[TEST_BACKENDS * FFNRT_ACT_COUNT];
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int a = 0; a < FFNRT_ACT_COUNT; a++)
+            cases[b * FFNRT_ACT_COUNT + a] = (accuracy_case){test_backends[b], (ffnrt_activation)a};
+    return cr_make_param_array(accuracy_case, cases, sizeof cases / sizeof cases[0]);
+}
+
+ParameterizedTest(accuracy_case *c, activations, accuracy)
+{
+    ffnrt_context *ctx = test_context(c->backend, NULL);
+    float *in;
+    size_t n = make_inputs(&in);
+    ffnrt_tensor *x = test_tensor_1d(ctx, n, in);
+    ffnrt_tensor *y = test_tensor_1d(ctx, n, NULL);
+    ffnrt_tensor *slopes = NULL;
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(c->act);
+    if (c->act == FFNRT_ACT_LEAKY_RELU)
+        d.alpha = LEAKY_SLOPE;
+    if (c->act == FFNRT_ACT_ELU)
+        d.alpha = ELU_ALPHA;
+    if (c->act == FFNRT_ACT_SWISH)
+        d.beta = SWISH_BETA;
+    if (c->act == FFNRT_ACT_PRELU) {
+        float s = LEAKY_SLOPE;
+        slopes = test_tensor_1d(ctx, 1, &s);
+        d.slopes = slopes;
+    }
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    float *out = malloc(n * sizeof *out);
+    cr_assert_not_null(out);
+    test_read(y, out, n);
+
+    int keeps = test_keeps_subnormals(ctx);
+    double worst = 0;
+    size_t worst_i = 0, flushed = 0;
+    for (size_t i = 0; i < n; i++) {
+        double ref = reference(c->act, (double)in[i]);
+        if (isnan(ref)) {
+            cr_assert(isnan(out[i]), "%s(%a) = %a, expected NaN", ffnrt_activation_name(c->act), in[i], out[i]);
+            continue;
+        }
+        cr_assert(!isnan(out[i]), "%s(%a) = NaN, expected %a", ffnrt_activation_name(c->act), in[i], ref);
+        if (isfinite(ref) && fabs(ref) <= FLT_MAX)
+            cr_assert(isfinite(out[i]), "%s(%a) = %a, expected finite %a", ffnrt_activation_name(c->act), in[i],
+                      out[i], ref);
+        double e = ulp_error_f32(out[i], ref);
+        if (!keeps && e > ulp_bound(c->act)) {
+            /* A device that flushes subnormals: count the result if it is
+             * right for a flushed input or output, separately. */
+            double flushed_ref = fpclassify(in[i]) == FP_SUBNORMAL ? reference(c->act, copysign(0.0, in[i])) : ref;
+            double e_ftz = ulp_error_f32_ftz(out[i], ref, flushed_ref);
+            if (e_ftz <= ulp_bound(c->act)) {
+                flushed++;
+                continue;
+            }
+        }
+        if (e > worst) {
+            worst = e;
+            worst_i = i;
+        }
+    }
+    cr_log_info("%s on %s: max %.3f ULP at x = %a (bound %.1f); %zu results accepted as flushed subnormals",
+                ffnrt_activation_name(c->act), ffnrt_backend_name(c->backend), worst, in[worst_i],
+                ulp_bound(c->act), flushed);
+    cr_assert(worst <= ulp_bound(c->act), "%s on %s: %.3f ULP at x = %a (got %a, reference %a), bound %.1f",
+              ffnrt_activation_name(c->act), ffnrt_backend_name(c->backend), worst, in[worst_i], out[worst_i],
+              reference(c->act, in[worst_i]), ulp_bound(c->act));
+    free(out);
+    free(in);
+    test_context_done(ctx);
+}
+
+/* Counts that are not a multiple of the workgroup, 0, 1, and in place. */
+typedef struct count_case {
+    ffnrt_backend backend;
+    size_t n;
+    int in_place;
+} count_case;
+
+ParameterizedTestParameters(activations, counts)
+{
+    static count_case cases[TEST_BACKENDS * 6];
+    static const size_t sizes[] = {0, 1, 1000003};
+    int k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int s = 0; s < 3; s++)
+            for (int ip = 0; ip < 2; ip++)
+                cases[k++] = (count_case){test_backends[b], sizes[s], ip};
+    return cr_make_param_array(count_case, cases, k);
+}
+
+ParameterizedTest(count_case *c, activations, counts)
+{
+    ffnrt_context *ctx = test_context(c->backend, NULL);
+    float *in = malloc((c->n + 1) * sizeof *in), *out = malloc((c->n + 1) * sizeof *out);
+    cr_assert(in && out);
+    uint32_t state = 7u;
+    for (size_t i = 0; i < c->n; i++) {
+        state = state * 1664525u + 1013904223u;
+        in[i] = ((float)(state >> 8) / 16777216.0f - 0.5f) * 16.0f;
+    }
+    ffnrt_tensor *x = test_tensor_1d(ctx, c->n, in);
+    ffnrt_tensor *y = c->in_place ? x : test_tensor_1d(ctx, c->n, NULL);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_read(y, out, c->n);
+    for (size_t i = 0; i < c->n; i++)
+        cr_assert(ulp_error_f32(out[i], ref_gelu(in[i])) <= 4.0, "gelu(%a) = %a at index %zu of %zu", in[i], out[i],
+                  i, c->n);
+    if (!c->in_place) { /* out of place leaves x as it was */
+        test_read(x, out, c->n);
+        cr_assert(c->n == 0 || memcmp(in, out, c->n * sizeof *in) == 0, "the input was modified");
+    }
+    free(in);
+    free(out);
+    test_context_done(ctx);
+}
+
+/* PReLU's slope follows the channel axis: the last axis of tokens x
+ * features, axis 1 of an NCHW image, or one shared slope. */
+typedef struct prelu_case {
+    ffnrt_backend backend;
+    int axis;
+    int shared;
+} prelu_case;
+
+ParameterizedTestParameters(activations, prelu_channels)
+{
+    static prelu_case cases[TEST_BACKENDS * 3];
+    int k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++) {
+        cases[k++] = (prelu_case){test_backends[b], -1, 0};
+        cases[k++] = (prelu_case){test_backends[b], 1, 0};
+        cases[k++] = (prelu_case){test_backends[b], 1, 1};
+    }
+    return cr_make_param_array(prelu_case, cases, k);
+}
+
+ParameterizedTest(prelu_case *c, activations, prelu_channels)
+{
+    ffnrt_context *ctx = test_context(c->backend, NULL);
+    const int64_t shape[4] = {2, 3, 5, 7}; /* N, C, H, W */
+    size_t n = 2 * 3 * 5 * 7;
+    size_t axis = c->axis < 0 ? 3 : (size_t)c->axis;
+    size_t channels = c->shared ? 1 : (size_t)shape[axis];
+    size_t inner = 1;
+    for (size_t i = axis + 1; i < 4; i++)
+        inner *= (size_t)shape[i];
+    float in[210], out[210], slope[7];
+    for (size_t i = 0; i < n; i++)
+        in[i] = (float)((int)(i % 11) - 6) * 0.75f; /* negatives in every channel */
+    for (size_t i = 0; i < channels; i++)
+        slope[i] = 0.125f * (float)(i + 1);
+    ffnrt_tensor *x = NULL, *y = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 4, shape, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 4, shape, &y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(x, in, sizeof in), FFNRT_OK);
+    ffnrt_tensor *s = test_tensor_1d(ctx, channels, slope);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
+    d.slopes = s;
+    d.channel_axis = c->axis;
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_read(y, out, n);
+    for (size_t i = 0; i < n; i++) {
+        float a = slope[c->shared ? 0 : (i / inner) % channels];
+        float want = in[i] >= 0 ? in[i] : a * in[i];
+        cr_assert_eq(out[i], want, "prelu at %zu: %g, expected %g", i, out[i], want);
+    }
+    test_context_done(ctx);
+}
+
+/* Signs of zero, the limits at infinity, and the seed's values. */
+ParameterizedTestParameters(activations, special_values)
+{
+    static ffnrt_backend cases[TEST_BACKENDS];
+    memcpy(cases, test_backends, sizeof cases);
+    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
+}
+
+static float run_one(ffnrt_context *ctx, ffnrt_activation act, float v)
+{
+    ffnrt_tensor *x = test_tensor_1d(ctx, 1, &v);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(act);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    float r;
+    test_read(x, &r, 1);
+    ffnrt_tensor_destroy(x);
+    return r;
+}
+
+ParameterizedTest(ffnrt_backend *b, activations, special_values)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    static const ffnrt_activation odd_at_zero[] = {FFNRT_ACT_GELU, FFNRT_ACT_GELU_TANH, FFNRT_ACT_SILU,
+                                                   FFNRT_ACT_SWISH, FFNRT_ACT_TANH, FFNRT_ACT_ELU, FFNRT_ACT_RELU};
+    for (size_t i = 0; i < sizeof odd_at_zero / sizeof odd_at_zero[0]; i++) {
+        float r = run_one(ctx, odd_at_zero[i], -0.0f);
+        cr_assert(r == 0.0f && signbit(r), "%s(-0) = %g, expected -0", ffnrt_activation_name(odd_at_zero[i]), r);
+    }
+    cr_assert_eq(run_one(ctx, FFNRT_ACT_SIGMOID, 0.0f), 0.5f);
+    cr_assert_eq(run_one(ctx, FFNRT_ACT_GELU, INFINITY), INFINITY);
+    float g = run_one(ctx, FFNRT_ACT_GELU, -INFINITY);
+    cr_assert(g == 0.0f && signbit(g), "gelu(-inf) = %g, expected -0", g);
+    cr_assert_eq(run_one(ctx, FFNRT_ACT_TANH, INFINITY), 1.0f);
+    cr_assert_eq(run_one(ctx, FFNRT_ACT_TANH, -INFINITY), -1.0f);
+    cr_assert_eq(run_one(ctx, FFNRT_ACT_SIGMOID, -INFINITY), 0.0f);
+    cr_assert_eq(run_one(ctx, FFNRT_ACT_ELU, -INFINITY), -1.0f);
+    /* The seed: SiLU(-1) ~ -0.2689; GELU keeps its sign and precision far
+     * into the negative tail, where 1 + erf cancels to 0. */
+    cr_assert_float_eq(run_one(ctx, FFNRT_ACT_SILU, -1.0f), -0.268941421f, 1e-6f);
+    float tail = run_one(ctx, FFNRT_ACT_GELU, -10.0f);
+    cr_assert(tail < 0 && ulp_error_f32(tail, ref_gelu(-10.0)) <= 4.0, "gelu(-10) = %a", tail);
+    test_context_done(ctx);
+}

@@ -1,0 +1,92 @@
+/* Both test devices are found, described, and chosen as asked. */
+#include "device_fixture.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+Test(devices, every_backend_has_a_device)
+{
+    for (int b = 0; b < TEST_BACKENDS; b++) {
+        ffnrt_status st = ffnrt_backend_available(test_backends[b]);
+        const char *allow = getenv("FFNRT_TEST_ALLOW_MISSING");
+        if (st != FFNRT_OK && allow && strcmp(allow, "1") == 0)
+            continue;
+        cr_assert_eq(st, FFNRT_OK, "%s: %s", ffnrt_backend_name(test_backends[b]), ffnrt_last_error_message());
+    }
+}
+
+Test(devices, info_is_complete)
+{
+    size_t n = 0;
+    cr_assert_eq(ffnrt_device_count(&n), FFNRT_OK);
+    cr_assert_gt(n, 0, "no device found");
+    for (size_t i = 0; i < n; i++) {
+        ffnrt_device_info d;
+        cr_assert_eq(ffnrt_device_get_info(i, &d), FFNRT_OK);
+        cr_assert(d.backend == FFNRT_BACKEND_OPENCL || d.backend == FFNRT_BACKEND_VULKAN);
+        cr_assert_str_not_empty(d.name);
+        cr_assert_str_not_empty(d.vendor);
+        cr_assert_str_not_empty(d.driver_version);
+        cr_assert_str_not_empty(d.api_version);
+        cr_assert_gt(d.max_workgroup_size, 0);
+        cr_assert_gt(d.max_workgroup_count[0], 0);
+        cr_assert_gt(d.max_buffer_range, 0);
+        cr_assert_geq(d.max_allocation, 4096);
+        cr_assert_gt(d.memory_size, 0);
+        cr_assert_gt(d.shared_memory_size, 0);
+        if (d.backend == FFNRT_BACKEND_VULKAN)
+            cr_assert_gt(d.subgroup_size, 0, "Vulkan 1.1 reports a subgroup size");
+    }
+    ffnrt_device_info d;
+    cr_assert_eq(ffnrt_device_get_info(n, &d), FFNRT_ERROR_DEVICE_NOT_FOUND);
+    cr_assert_eq(ffnrt_device_get_info(0, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(ffnrt_device_count(NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+}
+
+static ffnrt_backend backend_for_env(const char *spec)
+{
+    setenv("FFNRT_DEVICE", spec, 1);
+    ffnrt_context *ctx = NULL;
+    ffnrt_status st = ffnrt_context_create(NULL, &ctx);
+    unsetenv("FFNRT_DEVICE");
+    cr_assert_eq(st, FFNRT_OK, "FFNRT_DEVICE=%s: %s", spec, ffnrt_last_error_message());
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_context_destroy(ctx);
+    return info.backend;
+}
+
+Test(devices, chosen_by_environment)
+{
+    cr_assert_eq(backend_for_env("vulkan"), FFNRT_BACKEND_VULKAN);
+    cr_assert_eq(backend_for_env("opencl:0"), FFNRT_BACKEND_OPENCL);
+    cr_assert_eq(backend_for_env("vulkan:llvmpipe"), FFNRT_BACKEND_VULKAN);
+    cr_assert_eq(backend_for_env("LLVMPIPE"), FFNRT_BACKEND_VULKAN); /* a name, any case */
+    setenv("FFNRT_DEVICE", "no-such-gpu", 1);
+    ffnrt_context *ctx = NULL;
+    cr_assert_eq(ffnrt_context_create(NULL, &ctx), FFNRT_ERROR_DEVICE_NOT_FOUND);
+    cr_assert(strstr(ffnrt_last_error_message(), "no-such-gpu") != NULL, "%s", ffnrt_last_error_message());
+    /* The caller's explicit choice wins over the environment. */
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.backend = FFNRT_BACKEND_OPENCL;
+    cr_assert_eq(ffnrt_context_create(&o, &ctx), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_device_info info;
+    ffnrt_context_get_device_info(ctx, &info);
+    cr_assert_eq(info.backend, FFNRT_BACKEND_OPENCL);
+    ffnrt_context_destroy(ctx);
+    unsetenv("FFNRT_DEVICE");
+}
+
+Test(devices, chosen_by_name_and_automatically)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.device_name = "llvmpipe";
+    ffnrt_context *ctx = NULL;
+    cr_assert_eq(ffnrt_context_create(&o, &ctx), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_device_info info;
+    ffnrt_context_get_device_info(ctx, &info);
+    cr_assert(strstr(info.name, "llvmpipe") != NULL);
+    ffnrt_context_destroy(ctx);
+    cr_assert_eq(ffnrt_context_create(NULL, &ctx), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_context_destroy(ctx);
+}

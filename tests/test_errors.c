@@ -1,0 +1,198 @@
+/* Bad input gets a clear status and message, never a crash; the context
+ * stays usable afterwards. Leaks are caught by the sanitizer run. */
+#include "device_fixture.h"
+
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+ParameterizedTestParameters(errors, api)
+{
+    static ffnrt_backend cases[TEST_BACKENDS];
+    memcpy(cases, test_backends, sizeof cases);
+    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
+}
+
+#define EXPECT(call, status)                                                                                  \
+    do {                                                                                                      \
+        ffnrt_status st_ = (call);                                                                            \
+        cr_assert_eq(st_, (status), "%s returned %s, expected %s (%s)", #call, ffnrt_status_string(st_),     \
+                     ffnrt_status_string(status), ffnrt_last_error_message());                                \
+        cr_assert(strlen(ffnrt_last_error_message()) > 0, "%s gave no message", #call);                      \
+    } while (0)
+
+ParameterizedTest(ffnrt_backend *b, errors, api)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_context *other = test_context(*b, NULL);
+    int64_t shape[2] = {4, 8}, other_shape[2] = {8, 4}, neg[1] = {-1};
+    ffnrt_tensor *x, *y, *z, *h, *hy, *foreign, *t = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, other_shape, &z), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 2, shape, &h), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 2, shape, &hy), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(other, FFNRT_DTYPE_F32, 2, shape, &foreign), FFNRT_OK);
+    float data[32];
+    for (int i = 0; i < 32; i++)
+        data[i] = (float)i - 16.0f;
+    cr_assert_eq(ffnrt_tensor_write(x, data, sizeof data), FFNRT_OK);
+
+    /* Tensors. */
+    EXPECT(ffnrt_tensor_create(NULL, FFNRT_DTYPE_F32, 2, shape, &t), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, NULL, &t), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, neg, &t), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, FFNRT_MAX_DIMS + 1, shape, &t), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_tensor_create(ctx, (ffnrt_dtype)77, 2, shape, &t), FFNRT_ERROR_INVALID_ARGUMENT);
+    int64_t huge[2] = {INT64_C(1) << 31, INT64_C(1) << 31};
+    EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, huge, &t), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_assert_null(t);
+    EXPECT(ffnrt_tensor_write(NULL, data, sizeof data), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_tensor_write(x, NULL, sizeof data), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_tensor_write(x, data, sizeof data - 4), FFNRT_ERROR_SHAPE_MISMATCH);
+    EXPECT(ffnrt_tensor_read(x, data, sizeof data + 4), FFNRT_ERROR_SHAPE_MISMATCH);
+    EXPECT(ffnrt_tensor_read(NULL, data, sizeof data), FFNRT_ERROR_INVALID_ARGUMENT);
+
+    /* Activations. */
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    EXPECT(ffnrt_activation_forward(NULL, &d, x, y), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_activation_forward(ctx, NULL, x, y), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_activation_forward(ctx, &d, NULL, y), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_activation_forward(ctx, &d, x, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_activation_forward(ctx, &d, x, z), FFNRT_ERROR_SHAPE_MISMATCH);
+    EXPECT(ffnrt_activation_forward(ctx, &d, x, h), FFNRT_ERROR_DTYPE_MISMATCH);
+    EXPECT(ffnrt_activation_forward(ctx, &d, h, hy), FFNRT_ERROR_UNSUPPORTED);
+    EXPECT(ffnrt_activation_forward(ctx, &d, x, foreign), FFNRT_ERROR_WRONG_CONTEXT);
+    ffnrt_activation_desc bad = FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)99);
+    EXPECT(ffnrt_activation_forward(ctx, &bad, x, y), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_activation_desc nan_alpha = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_ELU);
+    nan_alpha.alpha = NAN;
+    EXPECT(ffnrt_activation_forward(ctx, &nan_alpha, x, y), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_activation_desc prelu = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
+    EXPECT(ffnrt_activation_forward(ctx, &prelu, x, y), FFNRT_ERROR_INVALID_ARGUMENT); /* no slopes */
+    int64_t three = 3;
+    ffnrt_tensor *s3;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &three, &s3), FFNRT_OK);
+    prelu.slopes = s3;
+    EXPECT(ffnrt_activation_forward(ctx, &prelu, x, y), FFNRT_ERROR_SHAPE_MISMATCH); /* 3 slopes, 8 channels */
+    prelu.channel_axis = 5;
+    EXPECT(ffnrt_activation_forward(ctx, &prelu, x, y), FFNRT_ERROR_INVALID_ARGUMENT);
+    prelu.slopes = h;
+    EXPECT(ffnrt_activation_forward(ctx, &prelu, x, y), FFNRT_ERROR_DTYPE_MISMATCH);
+    EXPECT(ffnrt_copy(ctx, x, z), FFNRT_ERROR_SHAPE_MISMATCH);
+    ffnrt_activation act;
+    EXPECT(ffnrt_activation_from_name("geluu", &act), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_activation_from_name(NULL, &act), FFNRT_ERROR_INVALID_ARGUMENT);
+
+    /* Nothing above changed y or broke the context: a good call still works. */
+    float out[32];
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_read(y, out, sizeof out), FFNRT_OK);
+    cr_assert_eq(out[16], 0.0f);
+    cr_assert_float_eq(out[17], 0.841344746f, 1e-6f);
+    cr_assert_str_empty(ffnrt_context_last_error(ctx));
+
+    ffnrt_tensor_destroy(foreign);
+    test_context_done(other);
+    /* x, y, ... are freed with their context. */
+    test_context_done(ctx);
+}
+
+ParameterizedTestParameters(errors, context)
+{
+    static ffnrt_backend cases[TEST_BACKENDS];
+    memcpy(cases, test_backends, sizeof cases);
+    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
+}
+
+ParameterizedTest(ffnrt_backend *b, errors, context)
+{
+    ffnrt_context *ctx = NULL;
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    EXPECT(ffnrt_context_create(&o, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    o.backend = (ffnrt_backend)9;
+    EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT);
+    o.backend = *b;
+    o.device_name = "no such device anywhere";
+    EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_DEVICE_NOT_FOUND);
+    o.device_name = NULL;
+    o.device_index = 4096;
+    EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_DEVICE_NOT_FOUND);
+    o.device_index = 0;
+    o.max_workgroup_size = 1u << 30; /* limits can only be lowered */
+    EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert_null(ctx);
+    setenv("FFNRT_LIMITS", "max_buffer_range=abc", 1);
+    o.max_workgroup_size = 0;
+    EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT);
+    setenv("FFNRT_LIMITS", "no_such_limit=4", 1);
+    EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT);
+    unsetenv("FFNRT_LIMITS");
+    cr_assert_null(ctx);
+    /* NULL handles are harmless where the API says so. */
+    ffnrt_context_destroy(NULL);
+    ffnrt_tensor_destroy(NULL);
+    cr_assert_str_not_empty(ffnrt_context_last_error(NULL));
+    EXPECT(ffnrt_context_get_device_info(NULL, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_context_last_op_time(NULL, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+}
+
+ParameterizedTestParameters(errors, compile_failure)
+{
+    static ffnrt_backend cases[TEST_BACKENDS];
+    memcpy(cases, test_backends, sizeof cases);
+    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
+}
+
+/* A kernel that does not compile: a status, the compiler's log, and a
+ * context that still tears down cleanly. */
+ParameterizedTest(ffnrt_backend *b, errors, compile_failure)
+{
+    setenv("FFNRT_INJECT_COMPILE_ERROR", "1", 1);
+    ffnrt_context *ctx = test_context(*b, NULL);
+    unsetenv("FFNRT_INJECT_COMPILE_ERROR");
+    float v[4] = {1, 2, 3, 4};
+    ffnrt_tensor *x = test_tensor_1d(ctx, 4, v);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    EXPECT(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_ERROR_COMPILE_FAILED);
+    cr_assert(strstr(ffnrt_context_build_log(ctx), "FFNRT_INJECT_COMPILE_ERROR") != NULL,
+              "the build log does not show the compiler's message: \"%s\"", ffnrt_context_build_log(ctx));
+    float out[4];
+    test_read(x, out, 4);
+    cr_assert_arr_eq(out, v, sizeof v, "a failed op changed its input");
+    test_context_done(ctx);
+}
+
+Test(errors, status_strings)
+{
+    for (int s = 0; s < FFNRT_STATUS_COUNT; s++) {
+        cr_assert_not_null(ffnrt_status_string((ffnrt_status)s));
+        for (int t = 0; t < s; t++)
+            cr_assert_str_neq(ffnrt_status_string((ffnrt_status)s), ffnrt_status_string((ffnrt_status)t));
+    }
+    cr_assert_str_eq(ffnrt_status_string((ffnrt_status)1000), "unknown status");
+    cr_assert_eq(ffnrt_dtype_size((ffnrt_dtype)9), 0);
+}
+
+/* With no driver installed a backend is reported unavailable, and the
+ * library still loads and serves the other one. */
+Test(errors, backend_without_driver)
+{
+    setenv("OCL_ICD_VENDORS", "/nonexistent-ffnrt-test", 1);
+    setenv("OPENCL_VENDOR_PATH", "/nonexistent-ffnrt-test", 1);
+    setenv("VK_ICD_FILENAMES", "/nonexistent-ffnrt-test.json", 1);
+    setenv("VK_DRIVER_FILES", "/nonexistent-ffnrt-test.json", 1);
+    for (int b = 0; b < TEST_BACKENDS; b++) {
+        EXPECT(ffnrt_backend_available(test_backends[b]), FFNRT_ERROR_BACKEND_UNAVAILABLE);
+        ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+        o.backend = test_backends[b];
+        ffnrt_context *ctx = NULL;
+        EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_BACKEND_UNAVAILABLE);
+        cr_assert_null(ctx);
+    }
+    size_t n = 99;
+    cr_assert_eq(ffnrt_device_count(&n), FFNRT_OK);
+    cr_assert_eq(n, 0);
+}
