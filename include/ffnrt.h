@@ -213,11 +213,71 @@ typedef struct ffnrt_activation_desc {
 
 #define FFNRT_ACTIVATION_DESC_INIT(kind_) { (kind_), (kind_) == FFNRT_ACT_ELU ? 1.0f : 0.01f, 1.0f, NULL, -1 }
 
-/* y = act(x), element-wise. x and y have the same shape and dtype; y may be
- * x (in place). */
+/* y = act(x), element-wise. x and y have the same shape and dtype (f32,
+ * f16 or bf16: arithmetic is fp32 and the result is rounded once to the
+ * storage type); y may be x (in place). */
 FFNRT_API ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx,
                                                 const ffnrt_activation_desc *desc,
                                                 const ffnrt_tensor *x, ffnrt_tensor *y);
+/* dx = dy * act'(x). Conventions at the kinks: relu'(0) = 0, leaky/prelu'(0)
+ * = alpha (the negative side), elu'(0) = alpha. PReLU's gradient with
+ * respect to its slopes is not computed. dx may alias dy. */
+FFNRT_API ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx,
+                                                 const ffnrt_activation_desc *desc,
+                                                 const ffnrt_tensor *x, const ffnrt_tensor *dy,
+                                                 ffnrt_tensor *dx);
+
+/* ------------------------------------------------------- gated (GLU) ops */
+
+typedef enum ffnrt_glu {
+    FFNRT_GLU = 0,        /* value * sigmoid(gate) */
+    FFNRT_REGLU,          /* value * relu(gate) */
+    FFNRT_GEGLU,          /* value * gelu(gate), exact */
+    FFNRT_GEGLU_TANH,     /* value * gelu_tanh(gate) */
+    FFNRT_SWIGLU,         /* value * swish(gate, beta); beta = 1 is SiLU */
+    FFNRT_GLU_COUNT
+} ffnrt_glu;
+
+FFNRT_API const char *ffnrt_glu_name(ffnrt_glu kind);
+FFNRT_API ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out);
+
+typedef struct ffnrt_glu_desc {
+    ffnrt_glu kind;
+    float beta; /* SWIGLU */
+} ffnrt_glu_desc;
+
+#define FFNRT_GLU_DESC_INIT(kind_) { (kind_), 1.0f }
+
+/* One tensor split in halves along its last dimension, [..., 2h] -> [..., h]:
+ * the first half is the value and the second the gate, as in
+ * torch.nn.functional.glu (a * sigmoid(b) for x = [a, b]). */
+FFNRT_API ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc,
+                                         const ffnrt_tensor *x, ffnrt_tensor *y);
+/* Gate and value as separate tensors of one shape: y = value * phi(gate). */
+FFNRT_API ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc,
+                                               const ffnrt_tensor *gate, const ffnrt_tensor *value,
+                                               ffnrt_tensor *y);
+/* Gradients: dx has x's shape ([..., 2h], value half then gate half). */
+FFNRT_API ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc,
+                                          const ffnrt_tensor *x, const ffnrt_tensor *dy,
+                                          ffnrt_tensor *dx);
+FFNRT_API ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc,
+                                                const ffnrt_tensor *gate, const ffnrt_tensor *value,
+                                                const ffnrt_tensor *dy, ffnrt_tensor *dgate,
+                                                ffnrt_tensor *dvalue);
+
+/* --------------------------------------------------- host conversions */
+
+/* fp32 to and from fp16 and bf16 bits, rounding to nearest even; NaN stays
+ * NaN. The same rounding the kernels use. */
+FFNRT_API uint16_t ffnrt_f32_to_f16(float v);
+FFNRT_API float ffnrt_f16_to_f32(uint16_t bits);
+FFNRT_API uint16_t ffnrt_f32_to_bf16(float v);
+FFNRT_API float ffnrt_bf16_to_f32(uint16_t bits);
+FFNRT_API void ffnrt_f32_to_f16_array(const float *src, uint16_t *dst, size_t n);
+FFNRT_API void ffnrt_f16_to_f32_array(const uint16_t *src, float *dst, size_t n);
+FFNRT_API void ffnrt_f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
+FFNRT_API void ffnrt_bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 
 /* y = x, through the same element-wise machinery; the bench's bandwidth
  * limit and a device sanity check. */

@@ -3,6 +3,7 @@
 #extension GL_EXT_control_flow_attributes : enable
 
 #define FN
+#define FN_ALWAYS_INLINE /* after FN; GLSL compilers inline anyway */
 #define PRECISE precise
 #define F32(v) float(v)
 #define I32(v) int(v)
@@ -10,14 +11,24 @@
 #define AS_UINT(v) floatBitsToUint(v)
 #define AS_INT(v) floatBitsToInt(v)
 #define AS_FLOAT(v) uintBitsToFloat(v)
-/* GLSL only promises fma() a single rounding where its result feeds a
- * 'precise' variable; the two-float arithmetic in math.inc needs that. */
-float ffn_fma_precise(float a, float b, float c)
+/* FMA may round twice in Vulkan: GLSL leaves fma() unfused outside
+ * 'precise' uses, and llvmpipe computes it as a multiply and an add even
+ * then. Use it for polynomials; exact products go through TWO_PROD_ERR. */
+#define FMA(a, b, c) fma((a), (b), (c))
+/* a*b - p exactly, for p = a*b rounded (Dekker's product with Veltkamp's
+ * split, exact for |a|, |b| < 2^115 without any fused operation). */
+float ffn_two_prod_err(float a, float b, float p)
 {
-    precise float r = fma(a, b, c);
-    return r;
+    precise float ca = a * 4097.0f;
+    precise float ah = ca - (ca - a);
+    precise float al = a - ah;
+    precise float cb = b * 4097.0f;
+    precise float bh = cb - (cb - b);
+    precise float bl = b - bh;
+    precise float e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+    return e;
 }
-#define FMA(a, b, c) ffn_fma_precise((a), (b), (c))
+#define TWO_PROD_ERR(a, b, p) ffn_two_prod_err((a), (b), (p))
 #define FABS(v) abs(v)
 #define FLOOR(v) floor(v)
 #define RINT(v) roundEven(v)

@@ -5,6 +5,8 @@
 #pragma OPENCL FP_CONTRACT OFF /* the two-float tricks in math.inc need exact roundings */
 
 #define FN                      /* function definition prefix */
+#define FN_ALWAYS_INLINE __attribute__((always_inline)) /* after FN: big math helpers must be
+                                 inlined or PoCL cannot vectorise across work items */
 #define PRECISE                 /* GLSL needs 'precise' to forbid contraction; OpenCL has the pragma */
 #define F32(v) ((float)(v))
 #define I32(v) ((int)(v))
@@ -12,7 +14,8 @@
 #define AS_UINT(v) as_uint(v)
 #define AS_INT(v) as_int(v)
 #define AS_FLOAT(v) as_float(v)
-#define FMA(a, b, c) fma((a), (b), (c))
+#define FMA(a, b, c) fma((a), (b), (c)) /* correctly rounded in OpenCL's full profile */
+#define TWO_PROD_ERR(a, b, p) fma((a), (b), -(p)) /* a*b - p exactly, p = a*b rounded */
 #define FABS(v) fabs(v)
 #define FLOOR(v) floor(v)
 #define RINT(v) rint(v)               /* round half to even */

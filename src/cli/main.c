@@ -1,5 +1,6 @@
-/* The ffnrt command: devices, run, bench. */
+/* The ffnrt command: devices, run, check, bench. */
 #include "bench.h"
+#include "check.h"
 #include "ffnrt.h"
 
 #include <inttypes.h>
@@ -81,7 +82,7 @@ static int cmd_run(int argc, char **argv)
             printf("%s\t%.9g\n", argv[i + 1], v[i]);
         rc = 0;
     } else {
-        fprintf(stderr, "ffnrt run: %s\n", ffnrt_last_error_message());
+        fprintf(stderr, "ffnrt run: %s\n%s", ffnrt_last_error_message(), ffnrt_context_build_log(ctx));
     }
     ffnrt_context_destroy(ctx);
     free(v);
@@ -93,6 +94,7 @@ static void usage(void)
     fprintf(stderr, "usage: ffnrt COMMAND\n"
                     "  devices              list every device of every backend, with its limits\n"
                     "  run OP X [X...]      apply an activation to numbers, on the chosen device\n"
+                    "  check OP [options]   accuracy of OP on a device, in ULP (ffnrt check --help)\n"
                     "  bench [options]      the device bench harness (ffnrt bench --help)\n"
                     "environment: FFNRT_DEVICE (\"opencl\", \"vulkan:0\", \"pocl\", ...), FFNRT_VALIDATION=1,\n"
                     "             FFNRT_LIMITS (\"max_buffer_range=65536,max_workgroup_count=64\")\n");
@@ -108,6 +110,8 @@ int main(int argc, char **argv)
         return cmd_devices();
     if (strcmp(argv[1], "run") == 0)
         return cmd_run(argc - 2, argv + 2);
+    if (strcmp(argv[1], "check") == 0)
+        return ffnrt_check_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "bench") == 0)
         return ffnrt_bench_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "--version") == 0) {

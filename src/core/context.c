@@ -301,23 +301,36 @@ ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx, uint64_t *devi
 
 /* ----------------------------------------------------------- kernel cache */
 
+/* Kernel text: the API's prelude, the build defines, then the shared
+ * files every kernel may use, then the op's own file. */
 static char *concat_source(const ffnrt_context *ctx, const char *file, const char *defines,
                            uint32_t workgroup_size)
 {
     int vulkan = ctx->ops->kind == FFNRT_BACKEND_VULKAN;
-    const char *prelude = ffnrt_shader_source(vulkan ? "prelude_glsl.glsl" : "prelude_opencl.cl");
-    const char *math = ffnrt_shader_source("math.inc");
-    const char *body = ffnrt_shader_source(file);
-    if (!prelude || !math || !body)
-        return NULL;
-    const char *version = vulkan ? "#version 450\n" : "";
-    const char *inject = ctx->inject_compile_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "";
-    size_t len = strlen(version) + strlen(defines) + strlen(prelude) + strlen(math) + strlen(body) +
-                 strlen(inject) + 64;
+    const char *parts[] = {
+        vulkan ? "#version 450\n" : "",
+        NULL, /* defines, below */
+        ctx->inject_compile_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "",
+        ffnrt_shader_source(vulkan ? "prelude_glsl.glsl" : "prelude_opencl.cl"),
+        ffnrt_shader_source("math.inc"),
+        ffnrt_shader_source("storage.inc"),
+        ffnrt_shader_source(file),
+    };
+    char head[64];
+    snprintf(head, sizeof head, "#define WG_SIZE %u\n", workgroup_size);
+    size_t len = strlen(head) + strlen(defines) + 2;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (i != 1 && !parts[i])
+            return NULL;
+        len += i == 1 ? 0 : strlen(parts[i]) + 1;
+    }
     char *src = malloc(len);
-    if (src)
-        snprintf(src, len, "%s#define WG_SIZE %u\n%s\n%s%s\n%s\n%s", version, workgroup_size, defines,
-                 inject, prelude, math, body);
+    if (!src)
+        return NULL;
+    char *at = src;
+    at += sprintf(at, "%s%s%s\n", parts[0], head, defines);
+    for (size_t i = 2; i < sizeof parts / sizeof parts[0]; i++)
+        at += sprintf(at, "%s\n", parts[i]);
     return src;
 }
 

@@ -78,8 +78,11 @@ ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t n
         t->shape[i] = shape[i];
     t->numel = (size_t)numel;
     t->bytes = (size_t)numel * elem;
-    /* Empty tensors still get a small buffer: APIs refuse size 0. */
-    ffnrt_status st = ctx->ops->buffer_create(ctx->dev, t->bytes ? t->bytes : 16, &t->buffer, err);
+    /* Kernels access 32-bit words (16-bit types packed two a word), so the
+     * buffer is padded to whole words; empty tensors still get one word,
+     * as APIs refuse size 0. */
+    uint64_t padded = (t->bytes + 3) & ~(uint64_t)3;
+    ffnrt_status st = ctx->ops->buffer_create(ctx->dev, padded ? padded : 4, &t->buffer, err);
     if (st != FFNRT_OK) {
         free(t);
         return ffnrt_context_finish_call(ctx, st);

@@ -22,6 +22,12 @@ static const char *const activation_defines[FFNRT_ACT_COUNT] = {
     [FFNRT_ACT_SIGMOID] = "#define ACT_SIGMOID 1",   [FFNRT_ACT_TANH] = "#define ACT_TANH 1",
 };
 
+/* Parameters of shaders/activation.kernel, in its Params order. */
+typedef struct activation_params {
+    uint32_t n, base, inner, channels;
+    float alpha, beta;
+} activation_params;
+
 const char *ffnrt_activation_name(ffnrt_activation act)
 {
     return (unsigned)act < FFNRT_ACT_COUNT ? activation_names[act] : "unknown";
@@ -46,63 +52,43 @@ ffnrt_status ffnrt_activation_from_name(const char *name, ffnrt_activation *out)
     return err.status;
 }
 
-static ffnrt_status check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *x,
-                                      const ffnrt_tensor *y, const char *fn)
+static ffnrt_status check_desc(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const char *fn)
 {
-    if (!x || !y)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, x ? "y" : "x");
-    if (x->ctx != ctx || y->ctx != ctx)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_WRONG_CONTEXT, "%s: %s was created in another context",
-                          fn, x->ctx != ctx ? "x" : "y");
-    if (x->dtype != y->dtype)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: x is %s, y is %s", fn,
-                          ffnrt_dtype_name(x->dtype), ffnrt_dtype_name(y->dtype));
-    int same = x->ndim == y->ndim;
-    for (size_t i = 0; same && i < x->ndim; i++)
-        same = x->shape[i] == y->shape[i];
-    if (!same)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
-                          "%s: x and y differ in shape (%zu and %zu elements, %zu and %zu dims)", fn,
-                          x->numel, y->numel, x->ndim, y->ndim);
-    if (x->dtype != FFNRT_DTYPE_F32)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED, "%s: %s element-wise ops are not available yet; use f32",
-                          fn, ffnrt_dtype_name(x->dtype));
+    if (!desc)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
+    if ((unsigned)desc->kind >= FFNRT_ACT_COUNT)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not an activation", fn,
+                          (int)desc->kind);
+    if (!isfinite(desc->alpha) || !isfinite(desc->beta))
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: alpha and beta must be finite", fn);
     return FFNRT_OK;
 }
 
-static ffnrt_error null_context_error(const char *fn)
-{
-    ffnrt_error err;
-    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
-    ffnrt_error_publish(&err);
-    return err;
-}
-
 /* PReLU: channels and the stride of the channel axis for the kernel. */
-static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
-                                 const ffnrt_tensor *x, ffnrt_activation_params *p)
+static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
+                                 activation_params *p, const char *fn)
 {
     const ffnrt_tensor *s = desc->slopes;
-    if (!s)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "prelu: desc->slopes is NULL");
-    if (s->ctx != ctx)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_WRONG_CONTEXT, "prelu: slopes were created in another context");
+    ffnrt_status st = ffnrt_check_tensor(ctx, s, fn, "desc->slopes");
+    if (st != FFNRT_OK)
+        return st;
     if (s->dtype != x->dtype)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "prelu: slopes are %s, x is %s",
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: slopes are %s, x is %s", fn,
                           ffnrt_dtype_name(s->dtype), ffnrt_dtype_name(x->dtype));
     if (s->ndim != 1)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "prelu: slopes must be 1-D, got %zu dims", s->ndim);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: slopes must be 1-D, got %zu dims", fn,
+                          s->ndim);
     p->inner = 1;
     p->channels = 1;
     if (s->numel == 1)
         return FFNRT_OK;
     long axis = desc->channel_axis < 0 ? (long)x->ndim + desc->channel_axis : desc->channel_axis;
     if (axis < 0 || axis >= (long)x->ndim)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
-                          "prelu: channel_axis %d is outside a %zu-D input", desc->channel_axis, x->ndim);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: channel_axis %d is outside a %zu-D input",
+                          fn, desc->channel_axis, x->ndim);
     if ((int64_t)s->numel != x->shape[axis])
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
-                          "prelu: %zu slopes for a channel axis of %lld", s->numel, (long long)x->shape[axis]);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: %zu slopes for a channel axis of %lld", fn,
+                          s->numel, (long long)x->shape[axis]);
     uint64_t inner = 1;
     for (size_t i = (size_t)axis + 1; i < x->ndim; i++)
         inner *= (uint64_t)x->shape[i];
@@ -111,40 +97,68 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
     return FFNRT_OK;
 }
 
+/* Forward when dy is NULL, backward otherwise; out is y or dx. */
+static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
+                                   const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
+{
+    ffnrt_status st = check_desc(ctx, desc, fn);
+    if (st == FFNRT_OK)
+        st = ffnrt_check_same_layout(ctx, x, out, fn, "x", dy ? "dx" : "y");
+    if (st == FFNRT_OK && dy)
+        st = ffnrt_check_same_layout(ctx, x, dy, fn, "x", "dy");
+    activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
+    if (st == FFNRT_OK && desc->kind == FFNRT_ACT_PRELU)
+        st = prelu_layout(ctx, desc, x, &p, fn);
+    if (st != FFNRT_OK)
+        return st;
+    p.alpha = desc->alpha;
+    p.beta = desc->beta;
+    ffnrt_ew_binding b[4];
+    uint32_t nb = 0;
+    b[nb++] = (ffnrt_ew_binding){x, 1};
+    b[nb++] = (ffnrt_ew_binding){out, 1};
+    if (dy)
+        b[nb++] = (ffnrt_ew_binding){dy, 1};
+    if (desc->kind == FFNRT_ACT_PRELU)
+        b[nb++] = (ffnrt_ew_binding){desc->slopes, 0};
+    char defines[128];
+    snprintf(defines, sizeof defines, "%s\n%s", activation_defines[desc->kind], dy ? "#define BACKWARD 1" : "");
+    ffnrt_ew_launch l = {"activation.kernel", defines, x->dtype, x->numel, 1, b, nb, &p, sizeof p};
+    return ffnrt_run_elementwise(ctx, &l);
+}
+
 ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
                                       const ffnrt_tensor *x, ffnrt_tensor *y)
 {
     static const char fn[] = "ffnrt_activation_forward";
     if (!ctx)
-        return null_context_error(fn).status;
-    ffnrt_status st = FFNRT_OK;
-    ffnrt_activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
-    if (!desc)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
-    else if ((unsigned)desc->kind >= FFNRT_ACT_COUNT)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not an activation", fn, (int)desc->kind);
-    else if (!isfinite(desc->alpha) || !isfinite(desc->beta))
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: alpha and beta must be finite", fn);
+        return ffnrt_null_context(fn);
+    return ffnrt_context_finish_call(ctx, run_activation(ctx, desc, x, NULL, y, fn));
+}
+
+ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
+                                       const ffnrt_tensor *x, const ffnrt_tensor *dy, ffnrt_tensor *dx)
+{
+    static const char fn[] = "ffnrt_activation_backward";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    ffnrt_status st = dy ? FFNRT_OK : ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: dy is NULL", fn);
     if (st == FFNRT_OK)
-        st = check_same_layout(ctx, x, y, fn);
-    if (st == FFNRT_OK && desc->kind == FFNRT_ACT_PRELU)
-        st = prelu_layout(ctx, desc, x, &p);
-    if (st == FFNRT_OK) {
-        p.alpha = desc->alpha;
-        p.beta = desc->beta;
-        st = ffnrt_run_elementwise(ctx, "activation.kernel", activation_defines[desc->kind], x, y,
-                                   desc->kind == FFNRT_ACT_PRELU ? desc->slopes : NULL, &p);
-    }
+        st = run_activation(ctx, desc, x, dy, dx, fn);
     return ffnrt_context_finish_call(ctx, st);
 }
 
 ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y)
 {
+    static const char fn[] = "ffnrt_copy";
     if (!ctx)
-        return null_context_error("ffnrt_copy").status;
-    ffnrt_status st = check_same_layout(ctx, x, y, "ffnrt_copy");
-    ffnrt_activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
-    if (st == FFNRT_OK)
-        st = ffnrt_run_elementwise(ctx, "activation.kernel", "#define ACT_COPY 1", x, y, NULL, &p);
+        return ffnrt_null_context(fn);
+    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
+    if (st == FFNRT_OK) {
+        activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
+        ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
+        ffnrt_ew_launch l = {"activation.kernel", "#define ACT_COPY 1", x->dtype, x->numel, 1, b, 2, &p, sizeof p};
+        st = ffnrt_run_elementwise(ctx, &l);
+    }
     return ffnrt_context_finish_call(ctx, st);
 }

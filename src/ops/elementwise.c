@@ -1,74 +1,146 @@
 /* Splits an element-wise pass into dispatches that fit the device. */
 #include "ops/ops.h"
 
+#include <stdio.h>
 #include <string.h>
 
-/* Elements per work-item in the element-wise kernels (ITEMS there). */
+/* Output words per work-item in shaders/storage.inc (ITEMS there). */
 #define ITEMS_PER_ITEM 4u
 #define PREFERRED_WORKGROUP 256u
 
-static uint64_t round_down(uint64_t v, uint64_t m) { return v / m * m; }
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
 
-ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const char *file, const char *defines,
-                                   const ffnrt_tensor *x, ffnrt_tensor *y,
-                                   const ffnrt_tensor *extra,
-                                   const ffnrt_activation_params *params)
+static const char *storage_define(ffnrt_dtype dtype)
+{
+    switch (dtype) {
+    case FFNRT_DTYPE_F16: return "#define STORAGE_F16 1";
+    case FFNRT_DTYPE_BF16: return "#define STORAGE_BF16 1";
+    default: return "#define STORAGE_F32 1";
+    }
+}
+
+ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
 {
     const ffnrt_limits *lim = &ctx->limits;
     uint32_t wg = lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
-    uint32_t buffers = extra ? 3 : 2;
+    char defines[512];
+    snprintf(defines, sizeof defines, "%s\n%s", storage_define(l->dtype), l->defines);
     ffnrt_bkernel *kernel;
-    ffnrt_status st = ffnrt_context_kernel(ctx, file, "ffnrt_activation", defines, buffers,
-                                           sizeof *params, wg, &kernel);
+    ffnrt_status st = ffnrt_context_kernel(ctx, l->file, "ffnrt_elementwise", defines, l->binding_count,
+                                           l->params_size, wg, &kernel);
     if (st != FFNRT_OK)
         return st;
     ctx->last_op_ns = 0;
-    uint64_t total = x->numel;
-    if (total == 0)
+    if (l->rows == 0 || l->row_elems == 0)
         return FFNRT_OK;
 
-    uint64_t elem = ffnrt_dtype_size(x->dtype);
-    if (extra && extra->bytes > lim->max_buffer_range)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
-                          "%zu parameter bytes exceed the device's buffer range of %llu", extra->bytes,
-                          (unsigned long long)lim->max_buffer_range);
-    /* A dispatch covers at most one buffer range and the 2-D grid of
-     * workgroups the device allows; later ranges start at aligned offsets. */
-    uint64_t align = lim->buffer_offset_alignment > elem ? lim->buffer_offset_alignment / elem : 1;
+    /* Rows per dispatch: each ranged binding must fit the buffer range and
+     * start at an aligned offset; the output words must fit the 2-D grid of
+     * workgroups; element indices stay 32-bit. */
+    uint64_t esize = ffnrt_dtype_size(l->dtype);
+    uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
+    uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
     uint64_t per_group = (uint64_t)wg * ITEMS_PER_ITEM;
     uint64_t grid = (uint64_t)lim->max_workgroup_count[0] * lim->max_workgroup_count[1];
-    uint64_t chunk = lim->max_buffer_range / elem;
-    if (chunk > grid * per_group)
-        chunk = grid * per_group;
-    if (chunk > UINT32_MAX)
-        chunk = UINT32_MAX;
-    if (chunk < total) {
-        chunk = round_down(chunk, align);
+    uint64_t max_rows = (grid * per_group * epw) / l->row_elems;
+    if (max_rows > UINT32_MAX / l->row_elems)
+        max_rows = UINT32_MAX / l->row_elems;
+    uint64_t row_step = 1;
+    for (uint32_t b = 0; b < l->binding_count; b++) {
+        const ffnrt_ew_binding *eb = &l->bindings[b];
+        if (eb->per_row == 0) {
+            if (eb->tensor->bytes > lim->max_buffer_range)
+                return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                                  "a %zu-byte parameter tensor exceeds the device's buffer range of %llu bytes",
+                                  eb->tensor->bytes, (unsigned long long)lim->max_buffer_range);
+            continue;
+        }
+        uint64_t row_bytes = eb->per_row * esize;
+        uint64_t fit = lim->max_buffer_range / row_bytes;
+        if (fit < max_rows)
+            max_rows = fit;
+        uint64_t step = align / gcd64(align, row_bytes);
+        row_step = row_step / gcd64(row_step, step) * step;
+    }
+    uint64_t chunk = l->rows;
+    if (chunk > max_rows) {
+        chunk = max_rows / row_step * row_step;
         if (chunk == 0)
             return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
-                              "the device's limits leave no room for one aligned range of elements");
+                              "rows of %llu elements do not fit the device's buffer range (%llu bytes), "
+                              "offset alignment (%llu) and workgroup counts",
+                              (unsigned long long)l->row_elems, (unsigned long long)lim->max_buffer_range,
+                              (unsigned long long)align);
     }
 
     if ((st = ctx->ops->begin(ctx->dev, &ctx->error)) != FFNRT_OK)
         return st;
-    for (uint64_t start = 0; start < total; start += chunk) {
-        uint64_t n = total - start < chunk ? total - start : chunk;
-        uint64_t groups = (n + per_group - 1) / per_group;
+    ffnrt_binding bind[8];
+    for (uint64_t row = 0; row < l->rows && st == FFNRT_OK; row += chunk) {
+        uint64_t rows = l->rows - row < chunk ? l->rows - row : chunk;
+        uint64_t n = rows * l->row_elems;
+        for (uint32_t b = 0; b < l->binding_count; b++) {
+            const ffnrt_ew_binding *eb = &l->bindings[b];
+            uint64_t offset = eb->per_row ? row * eb->per_row * esize : 0;
+            uint64_t size = eb->per_row ? rows * eb->per_row * esize : eb->tensor->bytes;
+            size = (size + 3) & ~(uint64_t)3; /* whole words; buffers are padded to them */
+            bind[b] = (ffnrt_binding){eb->tensor->buffer, offset, size ? size : 4};
+        }
+        uint32_t head[2] = {(uint32_t)n, (uint32_t)(row * l->row_elems)};
+        memcpy(l->params, head, sizeof head);
+        uint64_t words = (n + epw - 1) / epw;
+        uint64_t groups = (words + per_group - 1) / per_group;
         uint32_t gx = (uint32_t)(groups < lim->max_workgroup_count[0] ? groups : lim->max_workgroup_count[0]);
         uint32_t grid_groups[2] = {gx, (uint32_t)((groups + gx - 1) / gx)};
-        ffnrt_binding bind[3] = {
-            {x->buffer, start * elem, n * elem},
-            {y->buffer, start * elem, n * elem},
-            {extra ? extra->buffer : NULL, 0, extra ? extra->bytes : 0},
-        };
-        ffnrt_activation_params p = *params;
-        p.n = (uint32_t)n;
-        p.base = (uint32_t)start;
-        st = ctx->ops->dispatch(ctx->dev, kernel, bind, buffers, &p, grid_groups, &ctx->error);
-        if (st != FFNRT_OK)
-            break;
+        st = ctx->ops->dispatch(ctx->dev, kernel, bind, l->binding_count, l->params, grid_groups, &ctx->error);
     }
     /* Submit even after a failed dispatch so the batch is closed. */
     ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
     return st != FFNRT_OK ? st : sst;
+}
+
+ffnrt_status ffnrt_check_tensor(ffnrt_context *ctx, const ffnrt_tensor *t, const char *fn, const char *name)
+{
+    if (!t)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
+    if (t->ctx != ctx)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_WRONG_CONTEXT, "%s: %s was created in another context", fn, name);
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
+                                     const char *fn, const char *a_name, const char *b_name)
+{
+    ffnrt_status st = ffnrt_check_tensor(ctx, a, fn, a_name);
+    if (st == FFNRT_OK)
+        st = ffnrt_check_tensor(ctx, b, fn, b_name);
+    if (st != FFNRT_OK)
+        return st;
+    if (a->dtype != b->dtype)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: %s is %s, %s is %s", fn, a_name,
+                          ffnrt_dtype_name(a->dtype), b_name, ffnrt_dtype_name(b->dtype));
+    int same = a->ndim == b->ndim;
+    for (size_t i = 0; same && i < a->ndim; i++)
+        same = a->shape[i] == b->shape[i];
+    if (!same)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                          "%s: %s and %s differ in shape (%zu and %zu elements, %zu and %zu dims)", fn, a_name,
+                          b_name, a->numel, b->numel, a->ndim, b->ndim);
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_null_context(const char *fn)
+{
+    ffnrt_error err;
+    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    ffnrt_error_publish(&err);
+    return err.status;
 }

@@ -1,0 +1,175 @@
+/* The gated family, element-wise: GLU, ReGLU, GEGLU, SwiGLU. */
+#include "ops/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const glu_names[FFNRT_GLU_COUNT] = {
+    [FFNRT_GLU] = "glu",       [FFNRT_REGLU] = "reglu",   [FFNRT_GEGLU] = "geglu",
+    [FFNRT_GEGLU_TANH] = "geglu_tanh", [FFNRT_SWIGLU] = "swiglu",
+};
+
+/* The gate function each kind applies, as glu.kernel selects it. */
+static const char *const glu_defines[FFNRT_GLU_COUNT] = {
+    [FFNRT_GLU] = "#define GLU_SIGMOID 1",     [FFNRT_REGLU] = "#define GLU_RELU 1",
+    [FFNRT_GEGLU] = "#define GLU_GELU 1",      [FFNRT_GEGLU_TANH] = "#define GLU_GELU_TANH 1",
+    [FFNRT_SWIGLU] = "#define GLU_SWISH 1",
+};
+
+/* Parameters of shaders/glu.kernel, in its Params order. */
+typedef struct glu_params {
+    uint32_t n, base, h;
+    float beta;
+} glu_params;
+
+const char *ffnrt_glu_name(ffnrt_glu kind)
+{
+    return (unsigned)kind < FFNRT_GLU_COUNT ? glu_names[kind] : "unknown";
+}
+
+ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (!name || !out) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_glu_from_name: %s is NULL", name ? "out" : "name");
+    } else {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "\"%s\" is not a GLU kind", name);
+        for (int i = 0; i < FFNRT_GLU_COUNT; i++)
+            if (strcmp(name, glu_names[i]) == 0) {
+                *out = (ffnrt_glu)i;
+                ffnrt_error_clear(&err);
+            }
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
+static ffnrt_status check_desc(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *fn)
+{
+    if (!desc)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
+    if ((unsigned)desc->kind >= FFNRT_GLU_COUNT)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a GLU kind", fn, (int)desc->kind);
+    if (!isfinite(desc->beta))
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: beta must be finite", fn);
+    return FFNRT_OK;
+}
+
+/* x is [..., 2h] and y [..., h] with the same leading dimensions. */
+static ffnrt_status check_halves(ffnrt_context *ctx, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn,
+                                 const char *y_name)
+{
+    ffnrt_status st = ffnrt_check_tensor(ctx, x, fn, "x");
+    if (st == FFNRT_OK)
+        st = ffnrt_check_tensor(ctx, y, fn, y_name);
+    if (st != FFNRT_OK)
+        return st;
+    if (x->dtype != y->dtype)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: x is %s, %s is %s", fn,
+                          ffnrt_dtype_name(x->dtype), y_name, ffnrt_dtype_name(y->dtype));
+    if (x->ndim == 0 || x->shape[x->ndim - 1] % 2 != 0)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                          "%s: x's last dimension must be even to split in halves", fn);
+    int ok = y->ndim == x->ndim && y->shape[y->ndim - 1] * 2 == x->shape[x->ndim - 1];
+    for (size_t i = 0; ok && i + 1 < x->ndim; i++)
+        ok = x->shape[i] == y->shape[i];
+    if (!ok)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                          "%s: %s must be x's shape with the last dimension halved", fn, y_name);
+    return FFNRT_OK;
+}
+
+static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *layout, ffnrt_dtype dtype,
+                           uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb)
+{
+    glu_params p = {0, 0, h, desc->beta};
+    char defines[160];
+    snprintf(defines, sizeof defines, "%s\n%s", glu_defines[desc->kind], layout);
+    ffnrt_ew_launch l = {"glu.kernel", defines, dtype, rows, row_elems, b, nb, &p, sizeof p};
+    return ffnrt_run_elementwise(ctx, &l);
+}
+
+ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *x,
+                               ffnrt_tensor *y)
+{
+    static const char fn[] = "ffnrt_glu_forward";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    ffnrt_status st = check_desc(ctx, desc, fn);
+    if (st == FFNRT_OK)
+        st = check_halves(ctx, x, y, fn, "y");
+    if (st == FFNRT_OK) {
+        uint64_t h = (uint64_t)y->shape[y->ndim - 1];
+        ffnrt_ew_binding b[2] = {{x, 2 * h}, {y, h}};
+        st = launch(ctx, desc, "#define HALVES 1", x->dtype, h ? y->numel / h : 0, h, (uint32_t)h, b, 2);
+    }
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                     const ffnrt_tensor *value, ffnrt_tensor *y)
+{
+    static const char fn[] = "ffnrt_glu_forward_split";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    ffnrt_status st = check_desc(ctx, desc, fn);
+    if (st == FFNRT_OK)
+        st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
+    if (st == FFNRT_OK)
+        st = ffnrt_check_same_layout(ctx, gate, y, fn, "gate", "y");
+    if (st == FFNRT_OK) {
+        ffnrt_ew_binding b[3] = {{gate, 1}, {y, 1}, {value, 1}};
+        st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3);
+    }
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *x,
+                                const ffnrt_tensor *dy, ffnrt_tensor *dx)
+{
+    static const char fn[] = "ffnrt_glu_backward";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    ffnrt_status st = check_desc(ctx, desc, fn);
+    if (st == FFNRT_OK)
+        st = check_halves(ctx, x, dy, fn, "dy");
+    if (st == FFNRT_OK)
+        st = ffnrt_check_same_layout(ctx, x, dx, fn, "x", "dx");
+    if (st == FFNRT_OK && (dx == x || dx == dy))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                        "%s: dx must not alias x or dy (each gradient reads both halves)", fn);
+    if (st == FFNRT_OK) {
+        uint64_t h = (uint64_t)dy->shape[dy->ndim - 1];
+        ffnrt_ew_binding b[3] = {{x, 2 * h}, {dx, 2 * h}, {dy, h}};
+        st = launch(ctx, desc, "#define HALVES 1\n#define BACKWARD 1", x->dtype, h ? dy->numel / h : 0, 2 * h,
+                    (uint32_t)h, b, 3);
+    }
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                      const ffnrt_tensor *value, const ffnrt_tensor *dy, ffnrt_tensor *dgate,
+                                      ffnrt_tensor *dvalue)
+{
+    static const char fn[] = "ffnrt_glu_backward_split";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    ffnrt_status st = check_desc(ctx, desc, fn);
+    if (st == FFNRT_OK)
+        st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
+    if (st == FFNRT_OK)
+        st = ffnrt_check_same_layout(ctx, gate, dy, fn, "gate", "dy");
+    if (st == FFNRT_OK)
+        st = ffnrt_check_same_layout(ctx, gate, dgate, fn, "gate", "dgate");
+    if (st == FFNRT_OK)
+        st = ffnrt_check_same_layout(ctx, gate, dvalue, fn, "gate", "dvalue");
+    if (st == FFNRT_OK && dgate == dvalue)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: dgate and dvalue are the same tensor", fn);
+    if (st == FFNRT_OK) {
+        ffnrt_ew_binding b[5] = {{gate, 1}, {dgate, 1}, {value, 1}, {dy, 1}, {dvalue, 1}};
+        st = launch(ctx, desc, "#define BACKWARD 1\n#define TWO_OUTPUTS 1", gate->dtype, gate->numel, 1, 0, b, 5);
+    }
+    return ffnrt_context_finish_call(ctx, st);
+}

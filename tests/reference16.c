@@ -1,0 +1,44 @@
+#include "reference16.h"
+#include "ffnrt.h"
+
+#include <math.h>
+
+static double ulp_error_16(double g, double ref, int mant_bits, int min_exp, double max_finite, double overflow)
+{
+    if (isnan(ref))
+        return isnan(g) ? 0.0 : INFINITY;
+    if (isnan(g))
+        return INFINITY;
+    double a = fabs(ref);
+    if (isinf(g)) {
+        if ((g > 0) != (ref > 0))
+            return INFINITY;
+        if (a >= overflow - ldexp(1.0, (int)log2(overflow) - mant_bits - 2)) /* rounds to inf */
+            return 0.0;
+        g = g > 0 ? overflow : -overflow;
+    }
+    if (isinf(ref))
+        return INFINITY;
+    double ulp;
+    if (a < ldexp(1.0, min_exp)) {
+        ulp = ldexp(1.0, min_exp - mant_bits);
+    } else {
+        int e;
+        frexp(a > max_finite ? max_finite : a, &e);
+        ulp = ldexp(1.0, e - 1 - mant_bits);
+    }
+    return fabs(g - ref) / ulp;
+}
+
+double ulp_error_f16(uint16_t got, double ref)
+{
+    return ulp_error_16(ffnrt_f16_to_f32(got), ref, 10, -14, 65504.0, 65536.0);
+}
+
+double ulp_error_bf16(uint16_t got, double ref, int flush_ok)
+{
+    double g = ffnrt_bf16_to_f32(got);
+    if (flush_ok && g == 0.0 && fabs(ref) < ldexp(1.0, -126))
+        return 0.0;
+    return ulp_error_16(g, ref, 7, -126, ldexp(255.0, 120), ldexp(1.0, 128));
+}
