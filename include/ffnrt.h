@@ -198,6 +198,18 @@ FFNRT_API const char *ffnrt_activation_name(ffnrt_activation act);
 /* Parses a name as ffnrt_activation_name prints it ("gelu_tanh"). */
 FFNRT_API ffnrt_status ffnrt_activation_from_name(const char *name, ffnrt_activation *out);
 
+/* The arithmetic precision of an element-wise op. F32: the portable math
+ * in fp32, rounded once to the storage type. F16 ("fast"): needs f16
+ * tensors and a device with fp16 arithmetic (shaderFloat16 / cl_khr_fp16);
+ * the op's products (x * Phi(x), value * phi(gate), slope * x, dy * f'(x))
+ * are computed in fp16 registers and the special functions (sigmoid, erfc,
+ * tanh, exp) come from the fp32 math rounded to fp16. Elsewhere it is
+ * FFNRT_ERROR_UNSUPPORTED. */
+typedef enum ffnrt_compute {
+    FFNRT_COMPUTE_F32 = 0,
+    FFNRT_COMPUTE_F16 = 1
+} ffnrt_compute;
+
 typedef struct ffnrt_activation_desc {
     ffnrt_activation kind;
     float alpha;  /* LEAKY_RELU slope (default 0.01), ELU alpha (default 1) */
@@ -209,9 +221,11 @@ typedef struct ffnrt_activation_desc {
      * is the feature axis of a tokens x features activation; use 1 for NCHW
      * images (PyTorch's nn.PReLU). */
     int channel_axis;
+    ffnrt_compute compute;
 } ffnrt_activation_desc;
 
-#define FFNRT_ACTIVATION_DESC_INIT(kind_) { (kind_), (kind_) == FFNRT_ACT_ELU ? 1.0f : 0.01f, 1.0f, NULL, -1 }
+#define FFNRT_ACTIVATION_DESC_INIT(kind_) \
+    { (kind_), (kind_) == FFNRT_ACT_ELU ? 1.0f : 0.01f, 1.0f, NULL, -1, FFNRT_COMPUTE_F32 }
 
 /* y = act(x), element-wise. x and y have the same shape and dtype (f32,
  * f16 or bf16: arithmetic is fp32 and the result is rounded once to the
@@ -244,9 +258,10 @@ FFNRT_API ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out);
 typedef struct ffnrt_glu_desc {
     ffnrt_glu kind;
     float beta; /* SWIGLU */
+    ffnrt_compute compute;
 } ffnrt_glu_desc;
 
-#define FFNRT_GLU_DESC_INIT(kind_) { (kind_), 1.0f }
+#define FFNRT_GLU_DESC_INIT(kind_) { (kind_), 1.0f, FFNRT_COMPUTE_F32 }
 
 /* One tensor split in halves along its last dimension, [..., 2h] -> [..., h]:
  * the first half is the value and the second the gate, as in

@@ -1,6 +1,11 @@
 /* ffnrt kernel dialect, GLSL 4.50 (Vulkan) mapping. #version and the build
  * defines are placed before this by the library. */
 #extension GL_EXT_control_flow_attributes : enable
+#ifdef ARITH_F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define AFP float16_t
+#define AFP_FROM_BITS(b) unpackFloat2x16(b).x /* exact: the rounding is storage.inc's */
+#endif
 
 #define FN
 #define FN_ALWAYS_INLINE /* after FN; GLSL compilers inline anyway */
@@ -49,4 +54,13 @@ float ffn_two_prod_err(float a, float b, float p)
 #define KERNEL_END void main()
 
 #define LOCAL_ID gl_LocalInvocationID.x
+#define GROUP_ID_X gl_WorkGroupID.x
+#define GROUP_ID_Y gl_WorkGroupID.y
+#define GROUP_COUNT_X gl_NumWorkGroups.x
+
+/* Workgroup-shared arrays: see prelude_opencl.cl. */
+#define SHARED(type, name, size) shared type name[size];
+#define SHARED_GLOBAL_SCOPE(list) list
+#define SHARED_KERNEL_SCOPE(list)
+#define BARRIER() barrier()
 #define GROUP_LINEAR_ID (gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x)

@@ -3,6 +3,11 @@
  * prelude_glsl.glsl for the Vulkan mapping and prelude_host.h for the C one
  * used to test the math on the host. */
 #pragma OPENCL FP_CONTRACT OFF /* the two-float tricks in math.inc need exact roundings */
+#ifdef ARITH_F16
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
+#define AFP half
+#define AFP_FROM_BITS(b) as_half((ushort)(b)) /* exact: the rounding is storage.inc's */
+#endif
 
 #define FN                      /* function definition prefix */
 #define FN_ALWAYS_INLINE __attribute__((always_inline)) /* after FN: big math helpers must be
@@ -35,6 +40,18 @@ typedef float2 f2;
 #define KERNEL_END const Params p)
 
 #define LOCAL_ID ((uint)get_local_id(0))
+#define GROUP_ID_X ((uint)get_group_id(0))
+#define GROUP_ID_Y ((uint)get_group_id(1))
+#define GROUP_COUNT_X ((uint)get_num_groups(0))
+
+/* Workgroup-shared arrays: GLSL declares them at global scope, OpenCL in
+ * the kernel's outermost scope, so a kernel lists them once in a macro and
+ * places both SHARED_GLOBAL_SCOPE(list) before KERNEL_BEGIN and
+ * SHARED_KERNEL_SCOPE(list) first in its body. */
+#define SHARED(type, name, size) __local type name[size];
+#define SHARED_GLOBAL_SCOPE(list)
+#define SHARED_KERNEL_SCOPE(list) list
+#define BARRIER() barrier(CLK_LOCAL_MEM_FENCE)
 /* Large dispatches use a 2-D grid of workgroups to stay under the
  * per-dimension workgroup-count limit. */
 #define GROUP_LINEAR_ID ((uint)get_group_id(0) + (uint)get_group_id(1) * (uint)get_num_groups(0))

@@ -292,3 +292,89 @@ ParameterizedTest(glu_case *c, precisions, glu_forward)
     free(y2);
     test_context_done(ctx);
 }
+
+/* ---------------------------------------------------- fp16 arithmetic */
+
+/* Bound for FFNRT_COMPUTE_F16, in ULP of fp16, over all 65,536 inputs:
+ * the special function is rounded to fp16 (0.5), then the product is
+ * rounded again (0.5), with the fp32 math's error beneath that. Where the
+ * special function's value falls below fp16's normal range (2^-14) it
+ * keeps only an absolute accuracy of 2^-25, which the product scales by
+ * |x|: there the bound is |x| * 2^-25 absolute, plus 1 ULP. */
+#define F16_ARITH_BOUND 1.5
+
+typedef struct arith_case {
+    ffnrt_backend backend;
+    int op;
+} arith_case;
+
+ParameterizedTestParameters(precisions, f16_arithmetic)
+{
+    static arith_case cases[TEST_BACKENDS * FFNRT_ACT_COUNT];
+    int k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int a = 0; a < FFNRT_ACT_COUNT; a++)
+            cases[k++] = (arith_case){test_backends[b], a};
+    return cr_make_param_array(arith_case, cases, k);
+}
+
+ParameterizedTest(arith_case *c, precisions, f16_arithmetic)
+{
+    ffnrt_context *ctx = test_context(c->backend, NULL);
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    const size_t n = 65536;
+    uint16_t *in = malloc(n * 2), *out = malloc(n * 2);
+    cr_assert(in && out);
+    for (size_t i = 0; i < n; i++)
+        in[i] = (uint16_t)i;
+    ffnrt_tensor *x = tensor16(ctx, FFNRT_DTYPE_F16, n, in);
+    ffnrt_tensor *y = tensor16(ctx, FFNRT_DTYPE_F16, n, NULL);
+    ffnrt_activation act = (ffnrt_activation)c->op;
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(act);
+    d.alpha = act == FFNRT_ACT_ELU ? ELU_ALPHA : LEAKY_SLOPE;
+    d.beta = SWISH_BETA;
+    d.compute = FFNRT_COMPUTE_F16;
+    uint16_t slope_bits = ffnrt_f32_to_f16(LEAKY_SLOPE);
+    if (act == FFNRT_ACT_PRELU)
+        d.slopes = tensor16(ctx, FFNRT_DTYPE_F16, 1, &slope_bits);
+    ffnrt_status st = ffnrt_activation_forward(ctx, &d, x, y);
+    if (!info.fp16_arithmetic) {
+        /* The device says it has none: a clear refusal, nothing run. */
+        cr_assert_eq(st, FFNRT_ERROR_UNSUPPORTED, "%s", ffnrt_status_string(st));
+        cr_assert(strstr(ffnrt_context_last_error(ctx), "fp16 arithmetic") != NULL, "%s",
+                  ffnrt_context_last_error(ctx));
+    } else {
+        cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        cr_assert_eq(ffnrt_tensor_read(y, out, n * 2), FFNRT_OK);
+        double worst = 0;
+        size_t worst_i = 0;
+        double slope = act == FFNRT_ACT_PRELU ? ffnrt_f16_to_f32(slope_bits) : LEAKY_SLOPE;
+        for (size_t i = 0; i < n; i++) {
+            double xin = ffnrt_f16_to_f32(in[i]);
+            double ref = act == FFNRT_ACT_PRELU || act == FFNRT_ACT_LEAKY_RELU ? ref_leaky_relu(xin, slope)
+                                                                                 : act_reference(act, xin);
+            double e = ulp_error_f16(out[i], ref);
+            double factor = xin != 0 && isfinite(xin) ? fabs(ref / xin) : 1.0; /* Phi(x), sigmoid(x), ... */
+            double ulp = fabs(ref) < 0x1p-14 ? 0x1p-24 : ldexp(1.0, ilogb(ref) - 10);
+            if (e > F16_ARITH_BOUND && factor < 0x1p-14 && e <= 1.0 + fabs(xin) * 0x1p-25 / ulp)
+                e = 0;
+            if (e > worst) {
+                worst = e;
+                worst_i = i;
+            }
+        }
+        cr_log_info("f16 arithmetic %s on %s: max %.3f ULP at x = %a", ffnrt_activation_name(act),
+                    ffnrt_backend_name(c->backend), worst, ffnrt_f16_to_f32(in[worst_i]));
+        cr_assert(worst <= F16_ARITH_BOUND, "f16 arithmetic %s: %.3f ULP at x = %a (got %a)",
+                  ffnrt_activation_name(act), worst, ffnrt_f16_to_f32(in[worst_i]), ffnrt_f16_to_f32(out[worst_i]));
+    }
+    /* f16 arithmetic on f32 tensors is refused wherever it runs. */
+    ffnrt_tensor *xf = test_tensor_1d(ctx, 4, NULL);
+    ffnrt_activation_desc relu16 = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_RELU);
+    relu16.compute = FFNRT_COMPUTE_F16;
+    cr_assert_eq(ffnrt_activation_forward(ctx, &relu16, xf, xf), FFNRT_ERROR_UNSUPPORTED);
+    free(in);
+    free(out);
+    test_context_done(ctx);
+}

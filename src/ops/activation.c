@@ -109,6 +109,9 @@ static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_de
     activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
     if (st == FFNRT_OK && desc->kind == FFNRT_ACT_PRELU)
         st = prelu_layout(ctx, desc, x, &p, fn);
+    const char *compute = "";
+    if (st == FFNRT_OK)
+        st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &compute);
     if (st != FFNRT_OK)
         return st;
     p.alpha = desc->alpha;
@@ -121,8 +124,9 @@ static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_de
         b[nb++] = (ffnrt_ew_binding){dy, 1};
     if (desc->kind == FFNRT_ACT_PRELU)
         b[nb++] = (ffnrt_ew_binding){desc->slopes, 0};
-    char defines[128];
-    snprintf(defines, sizeof defines, "%s\n%s", activation_defines[desc->kind], dy ? "#define BACKWARD 1" : "");
+    char defines[160];
+    snprintf(defines, sizeof defines, "%s\n%s\n%s", activation_defines[desc->kind], dy ? "#define BACKWARD 1" : "",
+             compute);
     ffnrt_ew_launch l = {"activation.kernel", defines, x->dtype, x->numel, 1, b, nb, &p, sizeof p};
     return ffnrt_run_elementwise(ctx, &l);
 }

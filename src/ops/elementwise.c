@@ -137,6 +137,26 @@ ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, 
     return FFNRT_OK;
 }
 
+ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
+                                  const char **define)
+{
+    *define = "";
+    if (compute == FFNRT_COMPUTE_F32)
+        return FFNRT_OK;
+    if (compute != FFNRT_COMPUTE_F16)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a compute precision", fn,
+                          (int)compute);
+    if (!ctx->info.fp16_arithmetic)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: fp16 arithmetic asked for, but %s has none (no %s); use FFNRT_COMPUTE_F32", fn,
+                          ctx->info.name, ctx->info.backend == FFNRT_BACKEND_VULKAN ? "shaderFloat16" : "cl_khr_fp16");
+    if (dtype != FFNRT_DTYPE_F16)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: fp16 arithmetic works on f16 tensors, these are %s", fn, ffnrt_dtype_name(dtype));
+    *define = "#define ARITH_F16 1";
+    return FFNRT_OK;
+}
+
 ffnrt_status ffnrt_null_context(const char *fn)
 {
     ffnrt_error err;

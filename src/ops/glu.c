@@ -82,11 +82,16 @@ static ffnrt_status check_halves(ffnrt_context *ctx, const ffnrt_tensor *x, cons
 }
 
 static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *layout, ffnrt_dtype dtype,
-                           uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb)
+                           uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb,
+                           const char *fn)
 {
+    const char *compute;
+    ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &compute);
+    if (st != FFNRT_OK)
+        return st;
     glu_params p = {0, 0, h, desc->beta};
-    char defines[160];
-    snprintf(defines, sizeof defines, "%s\n%s", glu_defines[desc->kind], layout);
+    char defines[192];
+    snprintf(defines, sizeof defines, "%s\n%s\n%s", glu_defines[desc->kind], layout, compute);
     ffnrt_ew_launch l = {"glu.kernel", defines, dtype, rows, row_elems, b, nb, &p, sizeof p};
     return ffnrt_run_elementwise(ctx, &l);
 }
@@ -103,7 +108,7 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
     if (st == FFNRT_OK) {
         uint64_t h = (uint64_t)y->shape[y->ndim - 1];
         ffnrt_ew_binding b[2] = {{x, 2 * h}, {y, h}};
-        st = launch(ctx, desc, "#define HALVES 1", x->dtype, h ? y->numel / h : 0, h, (uint32_t)h, b, 2);
+        st = launch(ctx, desc, "#define HALVES 1", x->dtype, h ? y->numel / h : 0, h, (uint32_t)h, b, 2, fn);
     }
     return ffnrt_context_finish_call(ctx, st);
 }
@@ -121,7 +126,7 @@ ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *d
         st = ffnrt_check_same_layout(ctx, gate, y, fn, "gate", "y");
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[3] = {{gate, 1}, {y, 1}, {value, 1}};
-        st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3);
+        st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3, fn);
     }
     return ffnrt_context_finish_call(ctx, st);
 }
@@ -144,7 +149,7 @@ ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
         uint64_t h = (uint64_t)dy->shape[dy->ndim - 1];
         ffnrt_ew_binding b[3] = {{x, 2 * h}, {dx, 2 * h}, {dy, h}};
         st = launch(ctx, desc, "#define HALVES 1\n#define BACKWARD 1", x->dtype, h ? dy->numel / h : 0, 2 * h,
-                    (uint32_t)h, b, 3);
+                    (uint32_t)h, b, 3, fn);
     }
     return ffnrt_context_finish_call(ctx, st);
 }
@@ -169,7 +174,7 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: dgate and dvalue are the same tensor", fn);
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[5] = {{gate, 1}, {dgate, 1}, {value, 1}, {dy, 1}, {dvalue, 1}};
-        st = launch(ctx, desc, "#define BACKWARD 1\n#define TWO_OUTPUTS 1", gate->dtype, gate->numel, 1, 0, b, 5);
+        st = launch(ctx, desc, "#define BACKWARD 1\n#define TWO_OUTPUTS 1", gate->dtype, gate->numel, 1, 0, b, 5, fn);
     }
     return ffnrt_context_finish_call(ctx, st);
 }

@@ -36,6 +36,10 @@ ffnrt_status ffnrt_check_tensor(ffnrt_context *ctx, const ffnrt_tensor *t, const
 /* FFNRT_OK when a and b have the same shape and dtype. */
 ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
                                      const char *fn, const char *a_name, const char *b_name);
+/* Checks that the device and dtype allow the compute precision; *define
+ * gets the build define that selects it ("" for fp32). */
+ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
+                                  const char **define);
 /* Publishes and returns the error for a call made with a NULL context. */
 ffnrt_status ffnrt_null_context(const char *fn);
 

@@ -461,8 +461,14 @@ static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnr
         .queueCount = 1,
         .pQueuePriorities = &priority,
     };
+    /* fp16 arithmetic (the "f16 compute" kernels) where the device has it. */
+    VkPhysicalDeviceShaderFloat16Int8Features float16 = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
+        .shaderFloat16 = VK_TRUE,
+    };
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pNext = info->fp16_arithmetic ? &float16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
     };
