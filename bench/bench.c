@@ -4,6 +4,7 @@
  * OpenCL profiling events), medians of repeated runs after a warm-up; the
  * host's end-to-end time is reported beside them. */
 #include "bench.h"
+#include "bench_ffn.h"
 #include "ffnrt.h"
 
 #include <inttypes.h>
@@ -23,6 +24,9 @@ typedef struct bench_options {
     double budget_s; /* per row, after warm-up */
     const char *csv_path;
     const char *json_path;
+    int ffn;           /* 0: no FFN rows (--no-ffn) */
+    int elementwise;   /* 0: FFN rows only (--ffn-only) */
+    const char *ffn_csv_path;
 } bench_options;
 
 typedef struct bench_row {
@@ -161,7 +165,7 @@ static int bench_device(size_t index, const ffnrt_device_info *info, const bench
     printf("%-10s %-10s %10s %5s %10s %10s %8s %10s %8s %7s\n", "backend", "op", "elements", "runs", "dev_ms",
            "min_ms", "spread", "host_ms", "GB/s", "x_copy");
     int failed = 0;
-    for (int s = 0; s < o->size_count && !failed; s++) {
+    for (int s = 0; s < o->size_count && !failed && o->elementwise; s++) {
         size_t n = o->sizes[s];
         int64_t shape[2] = {(int64_t)(n / 1024), 1024};
         ffnrt_tensor *x = NULL, *y = NULL, *slopes = NULL;
@@ -221,6 +225,13 @@ static int bench_device(size_t index, const ffnrt_device_info *info, const bench
         ffnrt_tensor_destroy(y);
         ffnrt_tensor_destroy(slopes);
     }
+    if (o->ffn && !failed) {
+        bench_ffn_options fo = {o->quick, o->quick ? 3 : 7, o->quick ? 0.3 : 2.0};
+        FILE *csv = o->ffn_csv_path ? fopen(o->ffn_csv_path, "a") : NULL;
+        failed = ffnrt_bench_ffn(ctx, &fo, csv) != 0;
+        if (csv)
+            fclose(csv);
+    }
     ffnrt_context_destroy(ctx);
     return failed ? -1 : 0;
 }
@@ -229,7 +240,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: ffnrt bench [--quick] [--op NAME] [--device SUBSTRING] [--size N]... [--repeats N]\n"
-            "                   [--csv FILE] [--json FILE]\n");
+            "                   [--csv FILE] [--json FILE] [--no-ffn | --ffn-only] [--ffn-csv FILE]\n");
 }
 
 int ffnrt_bench_main(int argc, char **argv)
@@ -237,6 +248,7 @@ int ffnrt_bench_main(int argc, char **argv)
     bench_options o = {0};
     o.repeats = 25;
     o.budget_s = 2.0;
+    o.ffn = o.elementwise = 1;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -254,6 +266,12 @@ int ffnrt_bench_main(int argc, char **argv)
             o.csv_path = v, i++;
         } else if (strcmp(a, "--json") == 0 && v) {
             o.json_path = v, i++;
+        } else if (strcmp(a, "--no-ffn") == 0) {
+            o.ffn = 0;
+        } else if (strcmp(a, "--ffn-only") == 0) {
+            o.elementwise = 0;
+        } else if (strcmp(a, "--ffn-csv") == 0 && v) {
+            o.ffn_csv_path = v, i++;
         } else {
             usage();
             return 2;

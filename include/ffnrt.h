@@ -281,6 +281,119 @@ FFNRT_API ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_
                                                 const ffnrt_tensor *dy, ffnrt_tensor *dgate,
                                                 ffnrt_tensor *dvalue);
 
+/* ------------------------------------------------------------ FFN layers */
+
+/* A feed-forward block on tokens x d_model inputs (row-major):
+ *   dense: y = W_out·phi(W_in·x + b_in) + b_out
+ *   gated: y = W_out·(phi(W_gate·x + b_gate) * (W_value·x + b_value)) + b_out
+ * Weights are [out, in] row-major like PyTorch's nn.Linear.weight, so a
+ * state dict loads without transposing. x, the weights, the biases and y
+ * share one dtype; products accumulate in fp32. */
+typedef struct ffnrt_ffn ffnrt_ffn;
+
+typedef enum ffnrt_ffn_kind {
+    FFNRT_FFN_DENSE = 0,
+    FFNRT_FFN_GATED
+} ffnrt_ffn_kind;
+
+/* Fused: bias and activation in the matrix product's epilogue and, gated,
+ * gate and value products in one kernel that writes only phi(g)*v.
+ * Unfused: separate product, bias, activation and gating kernels with
+ * intermediates in device memory. Both give the same results within the
+ * stated error bound; AUTO is fused. */
+typedef enum ffnrt_ffn_path {
+    FFNRT_FFN_PATH_AUTO = 0,
+    FFNRT_FFN_PATH_FUSED,
+    FFNRT_FFN_PATH_UNFUSED
+} ffnrt_ffn_path;
+
+/* The product kernel: matrix-vector (streams the weights once; decode) up
+ * to matvec_max_tokens tokens, tiled above. AUTO chooses by token count;
+ * MATVEC runs larger inputs as chunks of matvec_max_tokens tokens. */
+typedef enum ffnrt_matmul_kernel {
+    FFNRT_MATMUL_AUTO = 0,
+    FFNRT_MATMUL_MATVEC,
+    FFNRT_MATMUL_TILED
+} ffnrt_matmul_kernel;
+
+typedef struct ffnrt_ffn_desc {
+    ffnrt_ffn_kind kind;
+    int64_t d_model;
+    int64_t hidden;           /* m (dense) or g (gated) */
+    ffnrt_dtype dtype;
+    int bias;                 /* 1: every projection has a bias, 0: none has */
+    ffnrt_activation_desc activation; /* dense: phi, any kind but PRELU */
+    ffnrt_glu_desc glu;       /* gated: phi of the gate, as ffnrt_glu_forward */
+    ffnrt_ffn_path path;
+    ffnrt_matmul_kernel matmul;
+    uint32_t matvec_max_tokens; /* 0: 8 */
+    /* Accumulate in fp16 where the device has fp16 arithmetic; a
+     * permission, not a demand. Not used yet: accumulation is fp32. */
+    int allow_fp16_accumulation;
+} ffnrt_ffn_desc;
+
+#define FFNRT_FFN_DESC_INIT(kind_, d_model_, hidden_)                                              \
+    { (kind_), (d_model_), (hidden_), FFNRT_DTYPE_F32, 0, FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU), \
+      FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU), FFNRT_FFN_PATH_AUTO, FFNRT_MATMUL_AUTO, 0, 0 }
+
+/* Weights as host arrays of the desc's dtype (float, or uint16_t bits for
+ * f16 and bf16). Dense: w_in [hidden, d_model], b_in [hidden]. Gated:
+ * w_gate and w_value [hidden, d_model] with b_gate, b_value [hidden], or
+ * both stacked as w_gate_value [2*hidden, d_model] (gate rows first, as
+ * Phi-3's gate_up_proj) with b_gate_value [2*hidden]. Both: w_out
+ * [d_model, hidden], b_out [d_model]. Biases are given iff desc.bias;
+ * unused fields stay NULL. */
+typedef struct ffnrt_ffn_weights {
+    const void *w_in, *b_in;
+    const void *w_gate, *b_gate, *w_value, *b_value;
+    const void *w_gate_value, *b_gate_value;
+    const void *w_out, *b_out;
+} ffnrt_ffn_weights;
+
+/* The same as device tensors of those shapes (biases 1-D). The layer uses
+ * them in place: they must outlive it. */
+typedef struct ffnrt_ffn_weight_tensors {
+    const ffnrt_tensor *w_in, *b_in;
+    const ffnrt_tensor *w_gate, *b_gate, *w_value, *b_value;
+    const ffnrt_tensor *w_gate_value, *b_gate_value;
+    const ffnrt_tensor *w_out, *b_out;
+} ffnrt_ffn_weight_tensors;
+
+/* Creates a layer, copying host weights to the device. Layers must be
+ * destroyed before their context. */
+FFNRT_API ffnrt_status ffnrt_ffn_create(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
+                                        const ffnrt_ffn_weights *weights, ffnrt_ffn **out);
+FFNRT_API ffnrt_status ffnrt_ffn_create_from_tensors(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
+                                                     const ffnrt_ffn_weight_tensors *weights,
+                                                     ffnrt_ffn **out);
+FFNRT_API void ffnrt_ffn_destroy(ffnrt_ffn *layer); /* NULL is a no-op */
+/* y = ffn(x): x and y are [..., d_model] of the layer's dtype and one shape;
+ * the leading dimensions are the tokens. y must not be x. The device time of
+ * the whole block (every kernel) is ffnrt_context_last_op_time's. */
+FFNRT_API ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
+
+/* The cost of one forward of `tokens` tokens on a path (AUTO: fused).
+ * flops: 2 per multiply-add, plus 1 per bias add, activation and gating
+ * product. bytes_moved: compulsory device-memory traffic, every kernel
+ * reading its inputs and writing its outputs once. peak_bytes: weights,
+ * biases, x, y and the path's intermediates. */
+typedef struct ffnrt_ffn_cost {
+    uint64_t parameters;
+    uint64_t weight_bytes;   /* parameters * dtype size */
+    uint64_t flops;
+    uint64_t bytes_moved;
+    uint64_t peak_bytes;
+    uint32_t kernels;        /* dispatches launched (before splitting for limits) */
+} ffnrt_ffn_cost;
+
+FFNRT_API ffnrt_status ffnrt_ffn_cost_of(const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt_ffn_path path,
+                                         ffnrt_ffn_cost *out);
+
+/* The gated width whose 3·d·g weights match a dense FFN's 2·d·m: g = 2m/3
+ * (rounded down), then up to a multiple of `multiple` (Llama: 256, so
+ * m = 4·4096 gives 11008). 0 if m < 1 or multiple < 1. */
+FFNRT_API int64_t ffnrt_ffn_gated_hidden(int64_t dense_hidden, int64_t multiple);
+
 /* --------------------------------------------------- host conversions */
 
 /* fp32 to and from fp16 and bf16 bits, rounding to nearest even; NaN stays

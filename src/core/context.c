@@ -313,6 +313,7 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, const cha
         ctx->inject_compile_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "",
         ffnrt_shader_source(vulkan ? "prelude_glsl.glsl" : "prelude_opencl.cl"),
         ffnrt_shader_source("math.inc"),
+        ffnrt_shader_source("math_grad.inc"),
         ffnrt_shader_source("storage.inc"),
         ffnrt_shader_source(file),
     };

@@ -1,0 +1,724 @@
+/* FFN layers: dense and gated, fused and unfused paths, their accounting,
+ * and the product kernels of shaders/gemm.kernel they launch.
+ *
+ * Every projection is y = x·Wᵀ on K-contiguous operands. Large weights are
+ * split by output features (rows of W) into dispatches whose bindings fit
+ * the device's buffer range; each binding starts at an offset rounded down
+ * to the device's alignment and the kernel is told where its first element
+ * lies, so no split is ever refused for alignment. */
+#include "ops/ops.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MATVEC_TOKENS 8u
+#define MAX_MATVEC_TOKENS 32u /* registers per work-item grow with it */
+/* Element indices are 32-bit in the kernels: plan with at most 2 GiB a binding. */
+#define MAX_PLANNED_RANGE (1ull << 31)
+
+/* --------------------------------------------------------------- layers */
+
+/* One projection: rows [w_row0, w_row0 + out) of w, and its bias from
+ * element b_first (b NULL: none). Stacked gate/value weights are two
+ * projections over one tensor. */
+typedef struct projection {
+    const ffnrt_tensor *w;
+    uint64_t w_row0;
+    const ffnrt_tensor *b;
+    uint64_t b_first;
+} projection;
+
+/* Tile and workgroup sizes of the two product kernels, from the device's
+ * limits (the dispatcher issue will tune them). */
+typedef struct tiled_shape {
+    uint32_t bm, bn, bk, tm, tn;
+} tiled_shape;
+
+typedef struct matvec_shape {
+    uint32_t rows, lanes;
+} matvec_shape;
+
+/* The weight slots of ffnrt_ffn_weights and ffnrt_ffn_weight_tensors, in
+ * their field order. */
+enum slot { W_IN, B_IN, W_GATE, B_GATE, W_VALUE, B_VALUE, W_GATE_VALUE, B_GATE_VALUE, W_OUT, B_OUT, SLOT_COUNT };
+static const char *const slot_names[SLOT_COUNT] = {"w_in",  "b_in",         "w_gate",       "b_gate", "w_value",
+                                                   "b_value", "w_gate_value", "b_gate_value", "w_out",  "b_out"};
+
+struct ffnrt_ffn {
+    ffnrt_context *ctx;
+    ffnrt_ffn_desc desc;
+    projection in, gate, value, out; /* in: dense; gate and value: gated */
+    ffnrt_tensor *owned[SLOT_COUNT]; /* uploaded from host arrays */
+    ffnrt_tensor *h, *g, *v;         /* intermediates, [scratch_tokens, hidden] */
+    uint64_t scratch_tokens;
+    tiled_shape tiled;
+    uint32_t matvec_tokens;
+};
+
+static int is_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }
+
+/* The activation the gated kinds apply to the gate. */
+static ffnrt_activation glu_activation(ffnrt_glu kind)
+{
+    switch (kind) {
+    case FFNRT_GLU: return FFNRT_ACT_SIGMOID;
+    case FFNRT_REGLU: return FFNRT_ACT_RELU;
+    case FFNRT_GEGLU: return FFNRT_ACT_GELU;
+    case FFNRT_GEGLU_TANH: return FFNRT_ACT_GELU_TANH;
+    default: return FFNRT_ACT_SWISH;
+    }
+}
+
+static ffnrt_status check_desc(ffnrt_error *err, const ffnrt_ffn_desc *d, const char *fn)
+{
+    if (!d)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
+    if (d->kind != FFNRT_FFN_DENSE && d->kind != FFNRT_FFN_GATED)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not an FFN kind", fn, (int)d->kind);
+    if (d->d_model < 1 || d->hidden < 1 || d->d_model > UINT32_MAX || d->hidden > UINT32_MAX)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: d_model %lld and hidden %lld must be in [1, 2^32)",
+                          fn, (long long)d->d_model, (long long)d->hidden);
+    if (ffnrt_dtype_size(d->dtype) == 0)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)d->dtype);
+    if (d->bias != 0 && d->bias != 1)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: bias must be 0 or 1", fn);
+    if ((unsigned)d->path > FFNRT_FFN_PATH_UNFUSED || (unsigned)d->matmul > FFNRT_MATMUL_TILED)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: bad path (%d) or matmul kernel (%d)", fn,
+                          (int)d->path, (int)d->matmul);
+    if (d->matvec_max_tokens > MAX_MATVEC_TOKENS)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: matvec_max_tokens %u is above %u", fn,
+                          d->matvec_max_tokens, MAX_MATVEC_TOKENS);
+    if (is_gated(d)) {
+        if ((unsigned)d->glu.kind >= FFNRT_GLU_COUNT)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a GLU kind", fn, (int)d->glu.kind);
+        if (!isfinite(d->glu.beta))
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: glu.beta must be finite", fn);
+    } else {
+        if ((unsigned)d->activation.kind >= FFNRT_ACT_COUNT)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not an activation", fn,
+                              (int)d->activation.kind);
+        if (d->activation.kind == FFNRT_ACT_PRELU)
+            return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                              "%s: PReLU's learned slopes are not supported in an FFN layer", fn);
+        if (!isfinite(d->activation.alpha) || !isfinite(d->activation.beta))
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: activation alpha and beta must be finite", fn);
+    }
+    return FFNRT_OK;
+}
+
+/* Expected shape of a slot: rows x cols, cols 0 for a 1-D bias. */
+static void slot_shape(const ffnrt_ffn_desc *d, int slot, int64_t *rows, int64_t *cols)
+{
+    int64_t h = d->hidden, m = d->d_model;
+    switch (slot) {
+    case W_IN: case W_GATE: case W_VALUE: *rows = h, *cols = m; break;
+    case W_GATE_VALUE: *rows = 2 * h, *cols = m; break;
+    case B_GATE_VALUE: *rows = 2 * h, *cols = 0; break;
+    case W_OUT: *rows = m, *cols = h; break;
+    case B_OUT: *rows = m, *cols = 0; break;
+    default: *rows = h, *cols = 0; break; /* b_in, b_gate, b_value */
+    }
+}
+
+/* Which slots the desc needs, given the slots present (NULL or not):
+ * fails naming the first slot missing or given in excess. */
+static ffnrt_status check_slots(ffnrt_error *err, const ffnrt_ffn_desc *d, const void *const present[SLOT_COUNT],
+                                const char *fn)
+{
+    int stacked = is_gated(d) && present[W_GATE_VALUE] != NULL;
+    for (int s = 0; s < SLOT_COUNT; s++) {
+        int bias = s == B_IN || s == B_GATE || s == B_VALUE || s == B_GATE_VALUE || s == B_OUT;
+        int wanted;
+        const char *why;
+        if (s == W_OUT || s == B_OUT) {
+            wanted = 1, why = "";
+        } else if (!is_gated(d)) {
+            wanted = s == W_IN || s == B_IN, why = "a dense layer has only w_in, w_out and their biases";
+        } else if (s == W_IN || s == B_IN) {
+            wanted = 0, why = "a gated layer has gate and value weights, not w_in";
+        } else {
+            wanted = stacked == (s == W_GATE_VALUE || s == B_GATE_VALUE);
+            why = "give w_gate and w_value, or w_gate_value stacked, not both";
+        }
+        if (bias && wanted && !d->bias) {
+            wanted = 0, why = "desc.bias is 0";
+        }
+        if (wanted && !present[s])
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: weights.%s is NULL%s", fn, slot_names[s],
+                              bias ? " (desc.bias is 1)" : "");
+        if (!wanted && present[s])
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: weights.%s must be NULL: %s", fn,
+                              slot_names[s], why);
+    }
+    return FFNRT_OK;
+}
+
+static ffnrt_status check_weight(ffnrt_context *ctx, const ffnrt_ffn_desc *d, const ffnrt_tensor *t, int slot,
+                                 const char *fn)
+{
+    char name[32];
+    snprintf(name, sizeof name, "weights.%s", slot_names[slot]);
+    ffnrt_status st = ffnrt_check_tensor(ctx, t, fn, name);
+    if (st != FFNRT_OK)
+        return st;
+    if (t->dtype != d->dtype)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: %s is %s, the layer is %s", fn, name,
+                          ffnrt_dtype_name(t->dtype), ffnrt_dtype_name(d->dtype));
+    int64_t rows, cols;
+    slot_shape(d, slot, &rows, &cols);
+    int ok = cols ? t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols : t->ndim == 1 && t->shape[0] == rows;
+    if (!ok) {
+        char got[64] = "";
+        for (size_t i = 0; i < t->ndim && i < 4; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        if (cols)
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                              "%s: %s is [%s], expected [%lld, %lld] ([out, in] as nn.Linear)", fn, name, got,
+                              (long long)rows, (long long)cols);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: %s is [%s], expected [%lld]", fn, name,
+                          got, (long long)rows);
+    }
+    return FFNRT_OK;
+}
+
+/* Largest tiles within the device's workgroup size and shared memory,
+ * from a start that suits CPUs and GPUs alike (64 x 64 x 16, 4 x 4 a
+ * work-item, 256 work-items). */
+static tiled_shape choose_tiled(const ffnrt_context *ctx)
+{
+    tiled_shape t = {64, 64, 16, 4, 4};
+    /* FFNRT_GEMM_TILES="bm,bn,bk,tm,tn" overrides the start (for tuning). */
+    const char *env = getenv("FFNRT_GEMM_TILES");
+    tiled_shape e;
+    if (env && sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 && e.tm && e.tn && e.bk &&
+        e.bm % e.tm == 0 && e.bn % e.tn == 0)
+        t = e;
+    uint64_t shared = ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
+    for (;;) {
+        uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
+        uint64_t staged = (uint64_t)t.bk * ((t.bm + 1) + 2 * (t.bn + 1)); /* gated: two W slices */
+        uint64_t floats = staged > (uint64_t)t.bm * t.bn ? staged : (uint64_t)t.bm * t.bn;
+        if (wg <= ctx->limits.max_workgroup_size && 4 * floats <= shared)
+            return t;
+        if (4 * floats > shared && t.bk > 4)
+            t.bk /= 2;
+        else if (t.bm >= t.bn && t.bm > 1)
+            t.bm /= 2, t.tm = t.tm > t.bm ? t.bm : t.tm;
+        else if (t.bn > 1)
+            t.bn /= 2, t.tn = t.tn > t.bn ? t.bn : t.tn;
+        else
+            return t; /* 1 x 1: always fits */
+    }
+}
+
+static uint64_t matvec_smem_floats(matvec_shape s, uint32_t tokens)
+{
+    return (uint64_t)tokens * s.rows * (2ull * s.lanes + 1); /* gated partials, then the output tile */
+}
+
+/* Lanes along K: one subgroup per row where the device reports its size
+ * (its reads are contiguous, and few lanes mean few reduction steps, whose
+ * barriers are costly on CPU drivers), else 4; 256 work-items, halved to
+ * fit. Measured here: lavapipe (subgroup 8) 32 x 8 is 2.5x faster than
+ * 4 x 64; PoCL 64 x 4 is 1.6x faster. Lanes stay a power of two. */
+static matvec_shape choose_matvec(const ffnrt_context *ctx, uint32_t tokens)
+{
+    uint32_t sub = ctx->info.subgroup_size;
+    uint32_t lanes = sub >= 2 && sub <= 64 && (sub & (sub - 1)) == 0 ? sub : 4;
+    matvec_shape s = {256 / lanes, lanes};
+    /* FFNRT_GEMV_SHAPE="rows,lanes" overrides the start (for tuning). */
+    const char *env = getenv("FFNRT_GEMV_SHAPE");
+    matvec_shape e;
+    if (env && sscanf(env, "%u,%u", &e.rows, &e.lanes) == 2 && e.rows && e.lanes && (e.lanes & (e.lanes - 1)) == 0)
+        s = e;
+    uint64_t shared = ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
+    while ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
+           4 * matvec_smem_floats(s, tokens) > shared) {
+        if (s.rows > 1)
+            s.rows /= 2;
+        else if (s.lanes > 1)
+            s.lanes /= 2;
+        else
+            break;
+    }
+    return s;
+}
+
+static void destroy_scratch(ffnrt_ffn *l)
+{
+    ffnrt_tensor_destroy(l->h);
+    ffnrt_tensor_destroy(l->g);
+    ffnrt_tensor_destroy(l->v);
+    l->h = l->g = l->v = NULL;
+    l->scratch_tokens = 0;
+}
+
+void ffnrt_ffn_destroy(ffnrt_ffn *layer)
+{
+    if (!layer)
+        return;
+    destroy_scratch(layer);
+    for (int s = 0; s < SLOT_COUNT; s++)
+        ffnrt_tensor_destroy(layer->owned[s]);
+    free(layer);
+}
+
+/* Checks the tensors and builds the layer over them (not owned). */
+static ffnrt_status create_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_tensor *const t[SLOT_COUNT],
+                                 const char *fn, ffnrt_ffn **out)
+{
+    ffnrt_status st = check_slots(&ctx->error, desc, (const void *const *)t, fn);
+    for (int s = 0; s < SLOT_COUNT && st == FFNRT_OK; s++)
+        if (t[s])
+            st = check_weight(ctx, desc, t[s], s, fn);
+    if (st != FFNRT_OK)
+        return st;
+    ffnrt_ffn *l = calloc(1, sizeof *l);
+    if (!l)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    l->ctx = ctx;
+    l->desc = *desc;
+    l->desc.activation.slopes = NULL;
+    uint64_t h = (uint64_t)desc->hidden;
+    l->in = (projection){t[W_IN], 0, t[B_IN], 0};
+    if (t[W_GATE_VALUE]) {
+        l->gate = (projection){t[W_GATE_VALUE], 0, t[B_GATE_VALUE], 0};
+        l->value = (projection){t[W_GATE_VALUE], h, t[B_GATE_VALUE], h};
+    } else {
+        l->gate = (projection){t[W_GATE], 0, t[B_GATE], 0};
+        l->value = (projection){t[W_VALUE], 0, t[B_VALUE], 0};
+    }
+    l->out = (projection){t[W_OUT], 0, t[B_OUT], 0};
+    l->tiled = choose_tiled(ctx);
+    l->matvec_tokens = desc->matvec_max_tokens ? desc->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
+    *out = l;
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_ffn_create_from_tensors(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
+                                           const ffnrt_ffn_weight_tensors *weights, ffnrt_ffn **out)
+{
+    static const char fn[] = "ffnrt_ffn_create_from_tensors";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    if (out)
+        *out = NULL;
+    ffnrt_status st = check_desc(&ctx->error, desc, fn);
+    if (st == FFNRT_OK && (!weights || !out))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, weights ? "out" : "weights");
+    if (st == FFNRT_OK) {
+        const ffnrt_tensor *t[SLOT_COUNT] = {weights->w_in,         weights->b_in,         weights->w_gate,
+                                             weights->b_gate,       weights->w_value,      weights->b_value,
+                                             weights->w_gate_value, weights->b_gate_value, weights->w_out,
+                                             weights->b_out};
+        st = create_layer(ctx, desc, t, fn, out);
+    }
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_ffn_create(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,
+                              ffnrt_ffn **out)
+{
+    static const char fn[] = "ffnrt_ffn_create";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    if (out)
+        *out = NULL;
+    ffnrt_status st = check_desc(&ctx->error, desc, fn);
+    if (st == FFNRT_OK && (!weights || !out))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, weights ? "out" : "weights");
+    const void *host[SLOT_COUNT] = {0};
+    if (st == FFNRT_OK) {
+        const void *h[SLOT_COUNT] = {weights->w_in,         weights->b_in,         weights->w_gate,
+                                     weights->b_gate,       weights->w_value,      weights->b_value,
+                                     weights->w_gate_value, weights->b_gate_value, weights->w_out,
+                                     weights->b_out};
+        memcpy(host, h, sizeof host);
+        st = check_slots(&ctx->error, desc, host, fn);
+    }
+    /* Upload every given array into a tensor of its slot's shape. */
+    ffnrt_tensor *t[SLOT_COUNT] = {0};
+    for (int s = 0; s < SLOT_COUNT && st == FFNRT_OK; s++) {
+        if (!host[s])
+            continue;
+        int64_t shape[2];
+        slot_shape(desc, s, &shape[0], &shape[1]);
+        st = ffnrt_tensor_create(ctx, desc->dtype, shape[1] ? 2 : 1, shape, &t[s]);
+        if (st == FFNRT_OK)
+            st = ffnrt_tensor_write(t[s], host[s], t[s]->bytes);
+    }
+    if (st == FFNRT_OK)
+        st = create_layer(ctx, desc, (const ffnrt_tensor *const *)t, fn, out);
+    if (st == FFNRT_OK)
+        memcpy((*out)->owned, t, sizeof t);
+    else
+        for (int s = 0; s < SLOT_COUNT; s++)
+            ffnrt_tensor_destroy(t[s]);
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+/* ------------------------------------------------------------- products */
+
+/* y[m, n] = epilogue(sum_k x[m, k] · W[n, k]) for an m x k slice of x and
+ * the n output features of one (or, gated, two) projections; y's row
+ * stride is n. */
+typedef struct product {
+    const ffnrt_tensor *x;
+    uint64_t m, k;
+    projection w, wv; /* wv.w non-NULL: gated */
+    uint64_t n;
+    ffnrt_tensor *y;
+    ffnrt_activation act; /* FFNRT_ACT_COUNT: none */
+    float alpha, beta;
+} product;
+
+typedef struct product_params {
+    uint32_t m, n, k, x_base, w_base, wv_base, y_base, ldy, bias_base, bv_base;
+    float alpha, beta;
+} product_params;
+
+/* A binding of `count` elements of t from element `first`: the offset is
+ * rounded down to the device's alignment and *base is where `first` lies. */
+static ffnrt_binding bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *t, uint64_t first, uint64_t count,
+                                   uint32_t *base)
+{
+    uint64_t esize = ffnrt_dtype_size(t->dtype);
+    uint64_t align = ctx->limits.buffer_offset_alignment < 4 ? 4 : ctx->limits.buffer_offset_alignment;
+    uint64_t start = first * esize;
+    uint64_t offset = start / align * align;
+    uint64_t end = ((first + count) * esize + 3) & ~(uint64_t)3; /* whole words; buffers are padded to them */
+    *base = (uint32_t)((start - offset) / esize);
+    return (ffnrt_binding){t->buffer, offset, end - offset};
+}
+
+static void append(char *buf, size_t cap, const char *fmt, unsigned v)
+{
+    size_t len = strlen(buf);
+    snprintf(buf + len, cap - len, fmt, v);
+}
+
+static const char *storage_define(ffnrt_dtype dtype)
+{
+    switch (dtype) {
+    case FFNRT_DTYPE_F16: return "#define STORAGE_F16 1\n";
+    case FFNRT_DTYPE_BF16: return "#define STORAGE_BF16 1\n";
+    default: return "#define STORAGE_F32 1\n";
+    }
+}
+
+/* Records the dispatches of one product into the open batch. */
+static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
+{
+    ffnrt_context *ctx = l->ctx;
+    const ffnrt_limits *lim = &ctx->limits;
+    int gated = pr->wv.w != NULL, bias = pr->w.b != NULL;
+    uint32_t tokens = 0;
+    matvec_shape mv = {0, 0};
+    tiled_shape tl = l->tiled;
+    char defines[512] = "";
+    snprintf(defines, sizeof defines, "%s", storage_define(pr->x->dtype));
+    if (pr->act == FFNRT_ACT_COUNT) {
+        append(defines, sizeof defines, "#define ACT_NONE %u\n", 1);
+    } else {
+        char name[32];
+        snprintf(name, sizeof name, "%s", ffnrt_activation_name(pr->act));
+        for (char *c = name; *c; c++)
+            *c = (char)toupper((unsigned char)*c);
+        size_t len = strlen(defines);
+        snprintf(defines + len, sizeof defines - len, "#define ACT_%s 1\n", name);
+    }
+    if (gated)
+        append(defines, sizeof defines, "#define GATED %u\n", 1);
+    if (bias)
+        append(defines, sizeof defines, "#define BIAS %u\n", 1);
+    uint64_t smem_floats, wg;
+    if (matvec) {
+        tokens = (uint32_t)(pr->m < l->matvec_tokens ? pr->m : l->matvec_tokens);
+        mv = choose_matvec(ctx, tokens);
+        smem_floats = matvec_smem_floats(mv, tokens);
+        wg = (uint64_t)mv.rows * mv.lanes;
+        append(defines, sizeof defines, "#define GEMV %u\n", 1);
+        append(defines, sizeof defines, "#define TOKENS %uu\n", tokens);
+        append(defines, sizeof defines, "#define GEMV_ROWS %uu\n", mv.rows);
+        append(defines, sizeof defines, "#define GEMV_LANES %uu\n", mv.lanes);
+    } else {
+        uint64_t staged = (uint64_t)tl.bk * ((tl.bm + 1) + 2 * (tl.bn + 1));
+        smem_floats = staged > (uint64_t)tl.bm * tl.bn ? staged : (uint64_t)tl.bm * tl.bn;
+        wg = (uint64_t)(tl.bm / tl.tm) * (tl.bn / tl.tn);
+        append(defines, sizeof defines, "#define BM %uu\n", tl.bm);
+        append(defines, sizeof defines, "#define BN %uu\n", tl.bn);
+        append(defines, sizeof defines, "#define BK %uu\n", tl.bk);
+        append(defines, sizeof defines, "#define TM %uu\n", tl.tm);
+        append(defines, sizeof defines, "#define TN %uu\n", tl.tn);
+    }
+    append(defines, sizeof defines, "#define SMEM_FLOATS %uu", (unsigned)smem_floats);
+    uint32_t buffers = 3 + (uint32_t)gated + (uint32_t)bias * (1 + (uint32_t)gated);
+    ffnrt_bkernel *kernel;
+    ffnrt_status st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines, buffers,
+                                           sizeof(product_params), (uint32_t)wg, &kernel);
+    if (st != FFNRT_OK)
+        return st;
+
+    /* Chunks: W rows (output features) and x rows (tokens) such that every
+     * binding fits the buffer range (less the alignment slack) and the
+     * workgroups fit the grid. */
+    uint64_t esize = ffnrt_dtype_size(pr->x->dtype);
+    uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
+    uint64_t range = lim->max_buffer_range < MAX_PLANNED_RANGE ? lim->max_buffer_range : MAX_PLANNED_RANGE;
+    uint64_t usable = range > align + 4 ? (range - align - 4) / esize : 0; /* elements a binding may span */
+    uint64_t n_per_group = matvec ? mv.rows : tl.bn;
+    uint64_t n_chunk = pr->k ? usable / pr->k : 0;
+    if (n_chunk > (uint64_t)lim->max_workgroup_count[0] * n_per_group)
+        n_chunk = (uint64_t)lim->max_workgroup_count[0] * n_per_group;
+    if (n_chunk > pr->n)
+        n_chunk = pr->n;
+    uint64_t m_chunk = n_chunk ? usable / pr->k : 0;
+    uint64_t y_rows = n_chunk && usable >= n_chunk ? (usable - n_chunk) / pr->n + 1 : 0;
+    if (m_chunk > y_rows)
+        m_chunk = y_rows;
+    uint64_t m_cap = matvec ? tokens : (uint64_t)lim->max_workgroup_count[1] * tl.bm;
+    if (m_chunk > m_cap)
+        m_chunk = m_cap;
+    if (n_chunk == 0 || m_chunk == 0)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                          "an FFN row of %llu %s elements does not fit the device's buffer range of %llu bytes",
+                          (unsigned long long)(pr->k > pr->n ? pr->k : pr->n), ffnrt_dtype_name(pr->x->dtype),
+                          (unsigned long long)lim->max_buffer_range);
+
+    for (uint64_t m0 = 0; m0 < pr->m && st == FFNRT_OK; m0 += m_chunk) {
+        uint64_t mc = pr->m - m0 < m_chunk ? pr->m - m0 : m_chunk;
+        for (uint64_t n0 = 0; n0 < pr->n && st == FFNRT_OK; n0 += n_chunk) {
+            uint64_t nc = pr->n - n0 < n_chunk ? pr->n - n0 : n_chunk;
+            product_params p = {(uint32_t)mc, (uint32_t)nc, (uint32_t)pr->k, 0, 0, 0, 0, (uint32_t)pr->n, 0, 0,
+                                pr->alpha, pr->beta};
+            ffnrt_binding b[6];
+            uint32_t nb = 0;
+            b[nb++] = bind_elements(ctx, pr->x, m0 * pr->k, mc * pr->k, &p.x_base);
+            b[nb++] = bind_elements(ctx, pr->w.w, (pr->w.w_row0 + n0) * pr->k, nc * pr->k, &p.w_base);
+            b[nb++] = bind_elements(ctx, pr->y, m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y_base);
+            if (gated)
+                b[nb++] = bind_elements(ctx, pr->wv.w, (pr->wv.w_row0 + n0) * pr->k, nc * pr->k, &p.wv_base);
+            if (bias)
+                b[nb++] = bind_elements(ctx, pr->w.b, pr->w.b_first + n0, nc, &p.bias_base);
+            if (bias && gated)
+                b[nb++] = bind_elements(ctx, pr->wv.b, pr->wv.b_first + n0, nc, &p.bv_base);
+            uint32_t groups[2] = {(uint32_t)((nc + n_per_group - 1) / n_per_group),
+                                  matvec ? 1 : (uint32_t)((mc + tl.bm - 1) / tl.bm)};
+            st = ctx->ops->dispatch(ctx->dev, kernel, b, nb, &p, groups, &ctx->error);
+        }
+    }
+    return st;
+}
+
+/* ---------------------------------------------------------------- paths */
+
+static ffnrt_status ensure_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_value)
+{
+    if (l->scratch_tokens != tokens || (need_gate_value && !l->g))
+        destroy_scratch(l);
+    int64_t shape[2] = {(int64_t)tokens, l->desc.hidden};
+    ffnrt_status st = FFNRT_OK;
+    if (!l->h)
+        st = ffnrt_tensor_create(l->ctx, l->desc.dtype, 2, shape, &l->h);
+    if (st == FFNRT_OK && need_gate_value && !l->g)
+        st = ffnrt_tensor_create(l->ctx, l->desc.dtype, 2, shape, &l->g);
+    if (st == FFNRT_OK && need_gate_value && !l->v)
+        st = ffnrt_tensor_create(l->ctx, l->desc.dtype, 2, shape, &l->v);
+    if (st == FFNRT_OK)
+        l->scratch_tokens = tokens;
+    return st;
+}
+
+/* One product as its own batch (the unfused path's kernels are separate
+ * launches); adds its device time to *total_ns. */
+static ffnrt_status run_product(ffnrt_ffn *l, const product *pr, int matvec, uint64_t *total_ns)
+{
+    ffnrt_context *ctx = l->ctx;
+    ffnrt_status st = ctx->ops->begin(ctx->dev, &ctx->error);
+    if (st != FFNRT_OK)
+        return st;
+    st = record_product(l, pr, matvec);
+    ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
+    *total_ns += ctx->last_op_ns;
+    return st != FFNRT_OK ? st : sst;
+}
+
+/* y += bias, row-broadcast, in place (the unfused bias kernel). */
+static ffnrt_status run_bias(ffnrt_ffn *l, ffnrt_tensor *y, const projection *pj, uint64_t *total_ns)
+{
+    if (!pj->b)
+        return FFNRT_OK;
+    uint64_t width = (uint64_t)y->shape[y->ndim - 1];
+    uint32_t params[4] = {0, 0, (uint32_t)width, (uint32_t)pj->b_first};
+    ffnrt_ew_binding b[3] = {{y, width}, {y, width}, {pj->b, 0}};
+    ffnrt_ew_launch launch = {"bias.kernel", "", y->dtype, y->numel / width, width, b, 3, params, sizeof params};
+    ffnrt_status st = ffnrt_run_elementwise(l->ctx, &launch);
+    *total_ns += l->ctx->last_op_ns;
+    return st;
+}
+
+static ffnrt_status forward_unfused(ffnrt_ffn *l, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
+                                    int matvec, uint64_t *ns)
+{
+    ffnrt_context *ctx = l->ctx;
+    const ffnrt_ffn_desc *d = &l->desc;
+    uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
+    projection no_bias;
+    ffnrt_status st;
+    if (!is_gated(d)) {
+        no_bias = (projection){l->in.w, l->in.w_row0, NULL, 0};
+        product up = {x, tokens, dm, no_bias, {0}, h, l->h, FFNRT_ACT_COUNT, 0, 0};
+        st = run_product(l, &up, matvec, ns);
+        if (st == FFNRT_OK)
+            st = run_bias(l, l->h, &l->in, ns);
+        if (st == FFNRT_OK) {
+            st = ffnrt_activation_forward(ctx, &d->activation, l->h, l->h);
+            *ns += ctx->last_op_ns;
+        }
+    } else {
+        no_bias = (projection){l->gate.w, l->gate.w_row0, NULL, 0};
+        product gate = {x, tokens, dm, no_bias, {0}, h, l->g, FFNRT_ACT_COUNT, 0, 0};
+        st = run_product(l, &gate, matvec, ns);
+        if (st == FFNRT_OK)
+            st = run_bias(l, l->g, &l->gate, ns);
+        no_bias = (projection){l->value.w, l->value.w_row0, NULL, 0};
+        product value = {x, tokens, dm, no_bias, {0}, h, l->v, FFNRT_ACT_COUNT, 0, 0};
+        if (st == FFNRT_OK)
+            st = run_product(l, &value, matvec, ns);
+        if (st == FFNRT_OK)
+            st = run_bias(l, l->v, &l->value, ns);
+        if (st == FFNRT_OK) {
+            st = ffnrt_glu_forward_split(ctx, &d->glu, l->g, l->v, l->h);
+            *ns += ctx->last_op_ns;
+        }
+    }
+    no_bias = (projection){l->out.w, l->out.w_row0, NULL, 0};
+    product down = {l->h, tokens, h, no_bias, {0}, dm, y, FFNRT_ACT_COUNT, 0, 0};
+    if (st == FFNRT_OK)
+        st = run_product(l, &down, matvec, ns);
+    if (st == FFNRT_OK)
+        st = run_bias(l, y, &l->out, ns);
+    return st;
+}
+
+static ffnrt_status forward_fused(ffnrt_ffn *l, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens, int matvec,
+                                  uint64_t *ns)
+{
+    ffnrt_context *ctx = l->ctx;
+    const ffnrt_ffn_desc *d = &l->desc;
+    uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
+    product up;
+    if (is_gated(d))
+        up = (product){x, tokens, dm, l->gate, l->value, h, l->h, glu_activation(d->glu.kind), 0, d->glu.beta};
+    else
+        up = (product){x, tokens, dm, l->in, {0}, h, l->h, d->activation.kind, d->activation.alpha,
+                       d->activation.beta};
+    product down = {l->h, tokens, h, l->out, {0}, dm, y, FFNRT_ACT_COUNT, 0, 0};
+    ffnrt_status st = ctx->ops->begin(ctx->dev, &ctx->error);
+    if (st != FFNRT_OK)
+        return st;
+    st = record_product(l, &up, matvec);
+    if (st == FFNRT_OK)
+        st = record_product(l, &down, matvec);
+    /* Submit even after a failed dispatch so the batch is closed. */
+    ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
+    *ns = ctx->last_op_ns;
+    return st != FFNRT_OK ? st : sst;
+}
+
+ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
+{
+    static const char fn[] = "ffnrt_ffn_forward";
+    if (!layer) {
+        ffnrt_error err;
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: layer is NULL", fn);
+        ffnrt_error_publish(&err);
+        return err.status;
+    }
+    ffnrt_context *ctx = layer->ctx;
+    const ffnrt_ffn_desc *d = &layer->desc;
+    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
+    if (st == FFNRT_OK && x->dtype != d->dtype)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: x is %s, the layer is %s", fn,
+                        ffnrt_dtype_name(x->dtype), ffnrt_dtype_name(d->dtype));
+    if (st == FFNRT_OK && (x->ndim == 0 || x->shape[x->ndim - 1] != d->d_model))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: x's last dimension is %lld, d_model is %lld",
+                        fn, x->ndim ? (long long)x->shape[x->ndim - 1] : 0LL, (long long)d->d_model);
+    if (st == FFNRT_OK && x == y)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: y must not be x", fn);
+    uint64_t tokens = st == FFNRT_OK ? x->numel / (uint64_t)d->d_model : 0;
+    uint64_t ns = 0;
+    if (st == FFNRT_OK && tokens > 0) {
+        int unfused = d->path == FFNRT_FFN_PATH_UNFUSED;
+        int matvec = d->matmul == FFNRT_MATMUL_MATVEC || (d->matmul == FFNRT_MATMUL_AUTO && tokens <= layer->matvec_tokens);
+        st = ensure_scratch(layer, tokens, unfused && is_gated(d));
+        if (st == FFNRT_OK)
+            st = unfused ? forward_unfused(layer, x, y, tokens, matvec, &ns)
+                         : forward_fused(layer, x, y, tokens, matvec, &ns);
+    }
+    ctx->last_op_ns = ns;
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+/* ----------------------------------------------------------- accounting */
+
+ffnrt_status ffnrt_ffn_cost_of(const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt_ffn_path path, ffnrt_ffn_cost *out)
+{
+    static const char fn[] = "ffnrt_ffn_cost_of";
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (check_desc(&err, desc, fn) == FFNRT_OK) {
+        if (!out)
+            ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        else if (tokens < 0)
+            ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: tokens is %lld", fn, (long long)tokens);
+        else if ((unsigned)path > FFNRT_FFN_PATH_UNFUSED)
+            ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a path", fn, (int)path);
+    }
+    if (err.status == FFNRT_OK) {
+        uint64_t t = (uint64_t)tokens, d = (uint64_t)desc->d_model, h = (uint64_t)desc->hidden;
+        uint64_t es = ffnrt_dtype_size(desc->dtype), bias = (uint64_t)desc->bias;
+        int gated = is_gated(desc), unfused = path == FFNRT_FFN_PATH_UNFUSED;
+        uint64_t up_rows = gated ? 2 * h : h; /* rows of the input projections */
+        uint64_t weights = up_rows * d + d * h;
+        uint64_t biases = bias * (up_rows + d);
+        uint64_t io = 2 * t * d * es, act = t * h * es; /* x + y; one [tokens, hidden] tensor */
+        memset(out, 0, sizeof *out);
+        out->parameters = weights + biases;
+        out->weight_bytes = out->parameters * es;
+        out->flops = 2 * t * weights + t * biases + t * h * (gated ? 2 : 1); /* activation (and gating) per hidden unit */
+        if (!unfused) {
+            /* up: reads x, weights and biases, writes h; down: reads h, writes y. */
+            out->bytes_moved = out->weight_bytes + io + 2 * act;
+            out->peak_bytes = out->weight_bytes + io + act;
+            out->kernels = 2;
+        } else if (!gated) {
+            /* products write h and y; bias passes read and write them; the
+             * activation reads and writes h; the down product reads h. */
+            out->bytes_moved = out->weight_bytes + io + act /* up writes h */ + 2 * act /* act */ + act /* down */ +
+                               bias * (2 * act + 2 * t * d * es);
+            out->peak_bytes = out->weight_bytes + io + act;
+            out->kernels = 3 + 2 * (uint32_t)bias;
+        } else {
+            /* x read twice; g and v written, biased (read + write), read by
+             * the gating pass, which writes h; the down product reads h. */
+            out->bytes_moved = out->weight_bytes + io + t * d * es + 2 * act + bias * 4 * act + 3 * act + act +
+                               bias * 2 * t * d * es;
+            out->peak_bytes = out->weight_bytes + io + 3 * act;
+            out->kernels = 4 + 3 * (uint32_t)bias;
+        }
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
+int64_t ffnrt_ffn_gated_hidden(int64_t dense_hidden, int64_t multiple)
+{
+    if (dense_hidden < 1 || multiple < 1 || dense_hidden > INT64_MAX / 2)
+        return 0;
+    int64_t g = 2 * dense_hidden / 3;
+    return (g + multiple - 1) / multiple * multiple;
+}

@@ -1,0 +1,622 @@
+/* FFN layers: dense and gated, fused and unfused, matrix-vector and tiled,
+ * fp32/fp16/bf16, on both backends, against a double-precision reference.
+ *
+ * Error measure: normwise relative error ||y - y_ref||_2 / ||y_ref||_2,
+ * y_ref computed in double from the very values the device holds (16-bit
+ * inputs are rounded before both sides see them). Bounds:
+ *  - fp32: each dot product of length K commits K roundings of random sign,
+ *    about sqrt(K)·u with u = 2^-24 in norm; the two products add, and the
+ *    activation and output rounding add a few ULP per element. Bound:
+ *    4·(sqrt(d) + sqrt(h) + 2)·u (the worst seen here is 7 times smaller;
+ *    an indexing error gives O(1)).
+ *  - fp16 / bf16 storage, fp32 accumulation: dominated by the roundings to
+ *    the storage type of the hidden activation and of the output (unfused:
+ *    also of g, v and the biased intermediates, up to 5 roundings of
+ *    u16 = 2^-11 or 2^-8 each); measured up to 1.2·u16. Bound: 4·u16.
+ * Fused and unfused results must agree within the same bound.
+ *
+ * Kernel builds cost about a second each on PoCL and every test runs in its
+ * own process, so the cases are spread: every activation once (cycling
+ * through tokens 1, 7, 64 and bias on/off), precisions and odd shapes on a
+ * few kinds, and lowered limits on small shapes. */
+#include "device_fixture.h"
+#include "reference.h"
+
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEAKY_SLOPE 0.1f
+#define ELU_ALPHA 1.5f
+#define SWISH_BETA 1.7f
+
+typedef struct ffn_case {
+    ffnrt_backend backend;
+    ffnrt_ffn_kind kind;
+    int phi;             /* ffnrt_activation (dense) or ffnrt_glu (gated) */
+    ffnrt_dtype dtype;
+    int d_model, hidden, tokens;
+    int bias;
+    int stacked;         /* gated: one [2h, d] gate/value matrix */
+    int from_tensors;    /* create from device tensors rather than host arrays */
+    ffnrt_matmul_kernel matmul;
+} ffn_case;
+
+/* ------------------------------------------------------------ reference */
+
+static double phi_reference(const ffn_case *c, double v)
+{
+    if (c->kind == FFNRT_FFN_GATED) {
+        switch ((ffnrt_glu)c->phi) {
+        case FFNRT_GLU: return ref_sigmoid(v);
+        case FFNRT_REGLU: return ref_relu(v);
+        case FFNRT_GEGLU: return ref_gelu(v);
+        case FFNRT_GEGLU_TANH: return ref_gelu_tanh(v);
+        default: return ref_swish(v, SWISH_BETA);
+        }
+    }
+    switch ((ffnrt_activation)c->phi) {
+    case FFNRT_ACT_RELU: return ref_relu(v);
+    case FFNRT_ACT_LEAKY_RELU: return ref_leaky_relu(v, LEAKY_SLOPE);
+    case FFNRT_ACT_ELU: return ref_elu(v, ELU_ALPHA);
+    case FFNRT_ACT_GELU: return ref_gelu(v);
+    case FFNRT_ACT_GELU_TANH: return ref_gelu_tanh(v);
+    case FFNRT_ACT_SILU: return ref_silu(v);
+    case FFNRT_ACT_SWISH: return ref_swish(v, SWISH_BETA);
+    case FFNRT_ACT_SIGMOID: return ref_sigmoid(v);
+    case FFNRT_ACT_TANH: return ref_tanh(v);
+    default: return NAN;
+    }
+}
+
+/* Host weights as the device holds them: float values already rounded to
+ * the dtype, plus their storage bits. */
+typedef struct host_array {
+    float *values;
+    void *stored; /* float or uint16_t bits */
+    size_t n;
+} host_array;
+
+static uint32_t rng_state;
+static float uniform(float lo, float hi)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return lo + (hi - lo) * (float)(rng_state >> 8) / 16777216.0f;
+}
+
+static host_array make_array(ffnrt_dtype dtype, size_t n, float scale)
+{
+    host_array a = {malloc((n ? n : 1) * sizeof(float)), malloc((n ? n : 1) * 4), n};
+    cr_assert(a.values && a.stored);
+    for (size_t i = 0; i < n; i++) {
+        float v = uniform(-scale, scale);
+        if (dtype == FFNRT_DTYPE_F16) {
+            ((uint16_t *)a.stored)[i] = ffnrt_f32_to_f16(v);
+            v = ffnrt_f16_to_f32(((uint16_t *)a.stored)[i]);
+        } else if (dtype == FFNRT_DTYPE_BF16) {
+            ((uint16_t *)a.stored)[i] = ffnrt_f32_to_bf16(v);
+            v = ffnrt_bf16_to_f32(((uint16_t *)a.stored)[i]);
+        } else {
+            ((float *)a.stored)[i] = v;
+        }
+        a.values[i] = v;
+    }
+    return a;
+}
+
+static void free_array(host_array *a)
+{
+    free(a->values);
+    free(a->stored);
+}
+
+/* out[t][r] = sum_k in[t][k] * w[row0 + r][k] (+ b[b0 + r]), in double. */
+static void ref_linear(const double *in, size_t tokens, size_t k, const float *w, size_t row0, size_t rows,
+                       const float *b, size_t b0, double *out)
+{
+    for (size_t t = 0; t < tokens; t++)
+        for (size_t r = 0; r < rows; r++) {
+            double s = b ? b[b0 + r] : 0.0;
+            for (size_t i = 0; i < k; i++)
+                s += in[t * k + i] * (double)w[(row0 + r) * k + i];
+            out[t * rows + r] = s;
+        }
+}
+
+/* --------------------------------------------------------------- runner */
+
+enum { X, W_IN, B_IN, W_GATE, B_GATE, W_VALUE, B_VALUE, W_OUT, B_OUT, ARRAYS };
+
+typedef struct ffn_data {
+    host_array a[ARRAYS]; /* gated stacked: W_GATE holds [2h, d], W_VALUE unused */
+    double *y_ref;
+} ffn_data;
+
+static ffn_data make_data(const ffn_case *c)
+{
+    ffn_data f;
+    memset(&f, 0, sizeof f);
+    size_t d = (size_t)c->d_model, h = (size_t)c->hidden, t = (size_t)c->tokens;
+    int gated = c->kind == FFNRT_FFN_GATED;
+    rng_state = 0x9e3779b9u ^ (uint32_t)(d * 131 + h * 7 + t);
+    /* Scaled so that pre-activations are O(1) whatever the widths. */
+    float sd = 1.0f / sqrtf((float)d), sh = 1.0f / sqrtf((float)h);
+    f.a[X] = make_array(c->dtype, t * d, 1.0f);
+    f.a[W_IN] = make_array(c->dtype, gated ? 0 : h * d, 2.0f * sd);
+    f.a[B_IN] = make_array(c->dtype, gated ? 0 : h, 0.5f);
+    f.a[W_GATE] = make_array(c->dtype, gated ? (c->stacked ? 2 : 1) * h * d : 0, 2.0f * sd);
+    f.a[B_GATE] = make_array(c->dtype, gated ? (c->stacked ? 2 : 1) * h : 0, 0.5f);
+    f.a[W_VALUE] = make_array(c->dtype, gated && !c->stacked ? h * d : 0, 2.0f * sd);
+    f.a[B_VALUE] = make_array(c->dtype, gated && !c->stacked ? h : 0, 0.5f);
+    f.a[W_OUT] = make_array(c->dtype, d * h, 2.0f * sh);
+    f.a[B_OUT] = make_array(c->dtype, d, 0.5f);
+
+    double *x = malloc(t * d * sizeof *x), *hid = malloc(t * h * sizeof *hid), *v = malloc(t * h * sizeof *v);
+    f.y_ref = malloc(t * d * sizeof *f.y_ref);
+    cr_assert(x && hid && v && f.y_ref);
+    for (size_t i = 0; i < t * d; i++)
+        x[i] = f.a[X].values[i];
+    if (!gated) {
+        ref_linear(x, t, d, f.a[W_IN].values, 0, h, c->bias ? f.a[B_IN].values : NULL, 0, hid);
+        for (size_t i = 0; i < t * h; i++)
+            hid[i] = phi_reference(c, hid[i]);
+    } else {
+        const float *wv = c->stacked ? f.a[W_GATE].values : f.a[W_VALUE].values;
+        const float *bv = c->stacked ? f.a[B_GATE].values : f.a[B_VALUE].values;
+        size_t v0 = c->stacked ? h : 0;
+        ref_linear(x, t, d, f.a[W_GATE].values, 0, h, c->bias ? f.a[B_GATE].values : NULL, 0, hid);
+        ref_linear(x, t, d, wv, v0, h, c->bias ? bv : NULL, v0, v);
+        for (size_t i = 0; i < t * h; i++)
+            hid[i] = phi_reference(c, hid[i]) * v[i];
+    }
+    ref_linear(hid, t, h, f.a[W_OUT].values, 0, d, c->bias ? f.a[B_OUT].values : NULL, 0, f.y_ref);
+    free(x);
+    free(hid);
+    free(v);
+    return f;
+}
+
+static void free_data(ffn_data *f)
+{
+    for (int i = 0; i < ARRAYS; i++)
+        free_array(&f->a[i]);
+    free(f->y_ref);
+}
+
+static ffnrt_ffn_desc case_desc(const ffn_case *c, ffnrt_ffn_path path)
+{
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(c->kind, c->d_model, c->hidden);
+    desc.dtype = c->dtype;
+    desc.bias = c->bias;
+    desc.path = path;
+    desc.matmul = c->matmul;
+    if (c->kind == FFNRT_FFN_GATED) {
+        desc.glu.kind = (ffnrt_glu)c->phi;
+        desc.glu.beta = SWISH_BETA;
+    } else {
+        ffnrt_activation_desc a = FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)c->phi);
+        a.alpha = c->phi == FFNRT_ACT_ELU ? ELU_ALPHA : LEAKY_SLOPE;
+        a.beta = SWISH_BETA;
+        desc.activation = a;
+    }
+    return desc;
+}
+
+static ffnrt_tensor *device_array(ffnrt_context *ctx, ffnrt_dtype dtype, const host_array *a, int64_t rows,
+                                  int64_t cols)
+{
+    int64_t shape[2] = {rows, cols};
+    ffnrt_tensor *t = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, dtype, cols ? 2 : 1, shape, &t), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_tensor_write(t, a->stored, ffnrt_tensor_bytes(t)), FFNRT_OK, "%s", ffnrt_last_error_message());
+    return t;
+}
+
+/* FFNRT_TEST_BOUND_SCALE=0.001 makes every case fail and print its error:
+ * a way to see the margins. */
+static double bound_for(const ffn_case *c)
+{
+    const char *scale_env = getenv("FFNRT_TEST_BOUND_SCALE");
+    double scale = scale_env ? atof(scale_env) : 1.0;
+    switch (c->dtype) {
+    case FFNRT_DTYPE_F16: return scale * 4.0 * ldexp(1.0, -11);
+    case FFNRT_DTYPE_BF16: return scale * 4.0 * ldexp(1.0, -8);
+    default: return scale * 4.0 * (sqrt((double)c->d_model) + sqrt((double)c->hidden) + 2.0) * ldexp(1.0, -24);
+    }
+}
+
+static void read_output(const ffnrt_tensor *y, ffnrt_dtype dtype, size_t n, float *out)
+{
+    uint16_t *bits = malloc(n * sizeof *bits + 1);
+    cr_assert(bits);
+    if (dtype == FFNRT_DTYPE_F32) {
+        cr_assert_eq(ffnrt_tensor_read(y, out, n * 4), FFNRT_OK, "%s", ffnrt_last_error_message());
+    } else {
+        cr_assert_eq(ffnrt_tensor_read(y, bits, n * 2), FFNRT_OK, "%s", ffnrt_last_error_message());
+        for (size_t i = 0; i < n; i++)
+            out[i] = dtype == FFNRT_DTYPE_F16 ? ffnrt_f16_to_f32(bits[i]) : ffnrt_bf16_to_f32(bits[i]);
+    }
+    free(bits);
+}
+
+static double rel_error(const float *y, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)y[i] - ref[i];
+        num += e * e;
+        den += ref[i] * ref[i];
+    }
+    if (isnan(num))
+        return INFINITY;
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Runs the case on both paths in ctx; checks each against the reference
+ * and against each other. */
+static void run_case(ffnrt_context *ctx, const ffn_case *c)
+{
+    ffn_data f = make_data(c);
+    size_t d = (size_t)c->d_model, n = (size_t)c->tokens * d;
+    int64_t h = c->hidden, dm = c->d_model;
+    int gated = c->kind == FFNRT_FFN_GATED;
+    int64_t x_shape[2] = {c->tokens, dm};
+    ffnrt_tensor *x = NULL, *y = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, x_shape, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, x_shape, &y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(x, f.a[X].stored, ffnrt_tensor_bytes(x)), FFNRT_OK);
+
+    /* Weights: host arrays, or device tensors shared by both paths' layers. */
+    ffnrt_ffn_weights hw = {0};
+    ffnrt_ffn_weight_tensors tw = {0};
+    ffnrt_tensor *owned[ARRAYS] = {0};
+    const void *hb[ARRAYS];
+    for (int i = 0; i < ARRAYS; i++)
+        hb[i] = c->bias ? f.a[i].stored : NULL;
+    if (!gated) {
+        hw.w_in = f.a[W_IN].stored, hw.b_in = hb[B_IN];
+    } else if (c->stacked) {
+        hw.w_gate_value = f.a[W_GATE].stored, hw.b_gate_value = hb[B_GATE];
+    } else {
+        hw.w_gate = f.a[W_GATE].stored, hw.b_gate = hb[B_GATE];
+        hw.w_value = f.a[W_VALUE].stored, hw.b_value = hb[B_VALUE];
+    }
+    hw.w_out = f.a[W_OUT].stored, hw.b_out = hb[B_OUT];
+    if (c->from_tensors) {
+        int64_t up = gated && c->stacked ? 2 * h : h;
+        owned[W_OUT] = device_array(ctx, c->dtype, &f.a[W_OUT], dm, h);
+        tw.w_out = owned[W_OUT];
+        if (c->bias)
+            tw.b_out = owned[B_OUT] = device_array(ctx, c->dtype, &f.a[B_OUT], dm, 0);
+        int w = gated ? W_GATE : W_IN;
+        owned[w] = device_array(ctx, c->dtype, &f.a[w], up, dm);
+        if (c->bias)
+            owned[w + 1] = device_array(ctx, c->dtype, &f.a[w + 1], up, 0);
+        if (gated && !c->stacked) {
+            owned[W_VALUE] = device_array(ctx, c->dtype, &f.a[W_VALUE], h, dm);
+            if (c->bias)
+                owned[B_VALUE] = device_array(ctx, c->dtype, &f.a[B_VALUE], h, 0);
+        }
+        if (!gated) {
+            tw.w_in = owned[W_IN], tw.b_in = owned[B_IN];
+        } else if (c->stacked) {
+            tw.w_gate_value = owned[W_GATE], tw.b_gate_value = owned[B_GATE];
+        } else {
+            tw.w_gate = owned[W_GATE], tw.b_gate = owned[B_GATE];
+            tw.w_value = owned[W_VALUE], tw.b_value = owned[B_VALUE];
+        }
+    }
+
+    double bound = bound_for(c);
+    float *out[2];
+    double err[2];
+    for (int path = 0; path < 2; path++) {
+        ffnrt_ffn_desc desc = case_desc(c, path ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED);
+        ffnrt_ffn *layer = NULL;
+        ffnrt_status st = c->from_tensors ? ffnrt_ffn_create_from_tensors(ctx, &desc, &tw, &layer)
+                                          : ffnrt_ffn_create(ctx, &desc, &hw, &layer);
+        cr_assert_eq(st, FFNRT_OK, "create: %s", ffnrt_last_error_message());
+        cr_assert_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK, "forward: %s", ffnrt_last_error_message());
+        out[path] = malloc((n ? n : 1) * sizeof(float));
+        cr_assert(out[path]);
+        read_output(y, c->dtype, n, out[path]);
+        err[path] = rel_error(out[path], f.y_ref, n);
+        ffnrt_ffn_destroy(layer);
+    }
+    const char *names[2] = {"fused", "unfused"};
+    for (int path = 0; path < 2; path++)
+        cr_expect_leq(err[path], bound,
+                      "%s %s %s phi=%d d=%d h=%d tokens=%d bias=%d stacked=%d: %s error %.3g > bound %.3g",
+                      ffnrt_backend_name(c->backend), c->kind ? "gated" : "dense", ffnrt_dtype_name(c->dtype), c->phi,
+                      c->d_model, c->hidden, c->tokens, c->bias, c->stacked, names[path], err[path], bound);
+    double *fused = malloc((n ? n : 1) * sizeof *fused);
+    cr_assert(fused);
+    for (size_t i = 0; i < n; i++)
+        fused[i] = out[0][i];
+    double agree = rel_error(out[1], fused, n);
+    cr_expect_leq(agree, bound, "%s d=%d h=%d tokens=%d: fused and unfused differ by %.3g > %.3g",
+                  ffnrt_backend_name(c->backend), c->d_model, c->hidden, c->tokens, agree, bound);
+    free(fused);
+    free(out[0]);
+    free(out[1]);
+    for (int i = 0; i < ARRAYS; i++)
+        ffnrt_tensor_destroy(owned[i]);
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(y);
+    free_data(&f);
+}
+
+static void run_cases(const ffn_case *cases, size_t count, const ffnrt_context_options *options)
+{
+    ffnrt_context *ctx = test_context(cases[0].backend, options);
+    if (!ctx)
+        return;
+    for (size_t i = 0; i < count; i++)
+        run_case(ctx, &cases[i]);
+    test_context_done(ctx);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+#define MAX_CASES 64
+static const int token_cycle[3] = {1, 7, 64};
+
+/* Every activation of the dense FFN and every gate of the gated one, fp32,
+ * odd widths, cycling tokens, bias and weight layout. One test per backend
+ * and kind so kernel builds are shared in one process. */
+typedef struct phi_group {
+    ffnrt_backend backend;
+    ffnrt_ffn_kind kind;
+} phi_group;
+
+ParameterizedTestParameters(ffn, every_activation)
+{
+    static phi_group groups[TEST_BACKENDS * 2];
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int k = 0; k < 2; k++)
+            groups[b * 2 + k] = (phi_group){test_backends[b], (ffnrt_ffn_kind)k};
+    return cr_make_param_array(phi_group, groups, TEST_BACKENDS * 2);
+}
+
+ParameterizedTest(phi_group *g, ffn, every_activation)
+{
+    ffn_case cases[MAX_CASES];
+    size_t n = 0;
+    int kinds = g->kind == FFNRT_FFN_GATED ? FFNRT_GLU_COUNT : FFNRT_ACT_COUNT;
+    for (int phi = 0; phi < kinds; phi++) {
+        if (g->kind == FFNRT_FFN_DENSE && phi == FFNRT_ACT_PRELU)
+            continue;
+        int i = (int)n;
+        cases[n++] = (ffn_case){g->backend, g->kind, phi, FFNRT_DTYPE_F32, 19, 37, token_cycle[i % 3],
+                                i % 2 == 0, i % 4 == 1, i % 3 == 2, FFNRT_MATMUL_AUTO};
+    }
+    run_cases(cases, n, NULL);
+}
+
+/* fp16 and bf16 storage: both kinds, both kernels, bias and stacked
+ * weights, even and odd output widths (odd ones write shared words). */
+typedef struct precision_group {
+    ffnrt_backend backend;
+    ffnrt_dtype dtype;
+} precision_group;
+
+ParameterizedTestParameters(ffn, precisions)
+{
+    static precision_group groups[TEST_BACKENDS * 2];
+    for (int b = 0; b < TEST_BACKENDS; b++) {
+        groups[b * 2] = (precision_group){test_backends[b], FFNRT_DTYPE_F16};
+        groups[b * 2 + 1] = (precision_group){test_backends[b], FFNRT_DTYPE_BF16};
+    }
+    return cr_make_param_array(precision_group, groups, TEST_BACKENDS * 2);
+}
+
+ParameterizedTest(precision_group *g, ffn, precisions)
+{
+    ffn_case cases[] = {
+        {g->backend, FFNRT_FFN_DENSE, FFNRT_ACT_GELU, g->dtype, 24, 64, 1, 1, 0, 0, FFNRT_MATMUL_AUTO},
+        {g->backend, FFNRT_FFN_DENSE, FFNRT_ACT_GELU, g->dtype, 13, 27, 64, 0, 0, 1, FFNRT_MATMUL_AUTO},
+        {g->backend, FFNRT_FFN_GATED, FFNRT_SWIGLU, g->dtype, 13, 27, 7, 1, 1, 0, FFNRT_MATMUL_AUTO},
+        {g->backend, FFNRT_FFN_GATED, FFNRT_SWIGLU, g->dtype, 32, 48, 64, 1, 0, 1, FFNRT_MATMUL_AUTO},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], NULL);
+}
+
+/* Shapes: 1, primes, odd, K not a multiple of the tile, the seed's
+ * d = 6 / m = 12 / g = 8, and each kernel forced outside its range. */
+ParameterizedTestParameters(ffn, shapes)
+{
+    static ffnrt_backend backends[TEST_BACKENDS];
+    memcpy(backends, test_backends, sizeof backends);
+    return cr_make_param_array(ffnrt_backend, backends, TEST_BACKENDS);
+}
+
+ParameterizedTest(ffnrt_backend *b, ffn, shapes)
+{
+    ffnrt_ffn_kind D = FFNRT_FFN_DENSE, G = FFNRT_FFN_GATED;
+    ffnrt_dtype F32 = FFNRT_DTYPE_F32;
+    ffn_case cases[] = {
+        {*b, D, FFNRT_ACT_GELU, F32, 1, 1, 1, 1, 0, 0, FFNRT_MATMUL_AUTO},
+        {*b, D, FFNRT_ACT_GELU, F32, 6, 12, 7, 1, 0, 0, FFNRT_MATMUL_AUTO},
+        {*b, G, FFNRT_SWIGLU, F32, 6, 8, 64, 1, 0, 0, FFNRT_MATMUL_AUTO},
+        {*b, G, FFNRT_SWIGLU, F32, 1, 1, 1, 0, 1, 0, FFNRT_MATMUL_AUTO},
+        {*b, D, FFNRT_ACT_GELU, F32, 67, 131, 65, 1, 0, 1, FFNRT_MATMUL_AUTO},
+        {*b, G, FFNRT_SWIGLU, F32, 33, 70, 9, 1, 1, 0, FFNRT_MATMUL_AUTO},
+        {*b, G, FFNRT_SWIGLU, F32, 29, 17, 23, 0, 0, 0, FFNRT_MATMUL_MATVEC}, /* tokens in chunks of 8 */
+        {*b, D, FFNRT_ACT_GELU, F32, 29, 17, 2, 0, 0, 0, FFNRT_MATMUL_TILED},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], NULL);
+}
+
+/* Limits of a small GPU: a 64 KiB buffer range splits W (and x, y) over
+ * dispatches at unaligned element offsets, a 16-workgroup grid splits
+ * further, 32-item workgroups shrink the tiles. */
+ParameterizedTestParameters(ffn, lowered_limits)
+{
+    static ffnrt_backend backends[TEST_BACKENDS];
+    memcpy(backends, test_backends, sizeof backends);
+    return cr_make_param_array(ffnrt_backend, backends, TEST_BACKENDS);
+}
+
+ParameterizedTest(ffnrt_backend *b, ffn, lowered_limits)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.max_buffer_range = 65536;
+    o.max_workgroup_count = 16;
+    o.max_workgroup_size = 32;
+    ffn_case cases[] = {
+        {*b, FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 75, 301, 1, 1, 1, 1, FFNRT_MATMUL_AUTO},
+        {*b, FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 75, 301, 70, 1, 0, 0, FFNRT_MATMUL_AUTO},
+        {*b, FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F16, 77, 433, 7, 1, 0, 1, FFNRT_MATMUL_AUTO},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], &o);
+}
+
+/* ----------------------------------------------------------- accounting */
+
+Test(ffn, accounting)
+{
+    /* The seed's example: d = 6, m = 12 dense and g = 8 gated both hold 144 weights. */
+    cr_assert_eq(ffnrt_ffn_gated_hidden(12, 1), 8);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(4 * 4096, 256), 11008);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(0, 256), 0);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(12, 0), 0);
+    ffnrt_ffn_desc dense = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, 6, 12);
+    ffnrt_ffn_desc gated = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 6, 8);
+    ffnrt_ffn_cost cd, cg, cu;
+    cr_assert_eq(ffnrt_ffn_cost_of(&dense, 1, FFNRT_FFN_PATH_FUSED, &cd), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_cost_of(&gated, 1, FFNRT_FFN_PATH_FUSED, &cg), FFNRT_OK);
+    cr_assert_eq(cd.parameters, 144);
+    cr_assert_eq(cg.parameters, 144);
+    cr_assert_eq(cd.weight_bytes, 144 * 4);
+    /* 2 flops a weight a token, plus the activation (and gating) per hidden unit. */
+    cr_assert_eq(cd.flops, 2 * 144 + 12);
+    cr_assert_eq(cg.flops, 2 * 144 + 2 * 8);
+    /* Fused: weights + x + y + h written and read once. */
+    cr_assert_eq(cd.bytes_moved, 144 * 4 + 2 * 6 * 4 + 2 * 12 * 4);
+    cr_assert_eq(cd.peak_bytes, 144 * 4 + 2 * 6 * 4 + 12 * 4);
+    cr_assert_eq(cd.kernels, 2);
+    /* Unfused gated: more traffic, more memory, more launches. */
+    gated.bias = 1;
+    cr_assert_eq(ffnrt_ffn_cost_of(&gated, 64, FFNRT_FFN_PATH_FUSED, &cg), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_cost_of(&gated, 64, FFNRT_FFN_PATH_UNFUSED, &cu), FFNRT_OK);
+    cr_assert_eq(cg.parameters, 144 + 2 * 8 + 6);
+    cr_assert_eq(cu.flops, cg.flops);
+    cr_assert_gt(cu.bytes_moved, cg.bytes_moved);
+    cr_assert_eq(cu.peak_bytes, cg.peak_bytes + 2 * 64 * 8 * 4);
+    cr_assert_eq(cu.kernels, 7);
+    gated.dtype = FFNRT_DTYPE_F16;
+    cr_assert_eq(ffnrt_ffn_cost_of(&gated, 64, FFNRT_FFN_PATH_FUSED, &cu), FFNRT_OK);
+    cr_assert_eq(cu.weight_bytes, cg.weight_bytes / 2);
+    cr_assert_eq(ffnrt_ffn_cost_of(&gated, -1, FFNRT_FFN_PATH_FUSED, &cu), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(ffnrt_ffn_cost_of(NULL, 1, FFNRT_FFN_PATH_FUSED, &cu), FFNRT_ERROR_INVALID_ARGUMENT);
+}
+
+/* ------------------------------------------------------------ bad input */
+
+#define EXPECT_FAIL(call, status, needle)                                                              \
+    do {                                                                                               \
+        ffnrt_status st_ = (call);                                                                     \
+        cr_expect_eq(st_, status, "%s gave %s: %s", #call, ffnrt_status_string(st_),                   \
+                     ffnrt_last_error_message());                                                      \
+        cr_expect(strstr(ffnrt_last_error_message(), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", \
+                  #call, ffnrt_last_error_message(), needle);                                          \
+    } while (0)
+
+ParameterizedTestParameters(ffn, bad_input)
+{
+    static ffnrt_backend backends[TEST_BACKENDS];
+    memcpy(backends, test_backends, sizeof backends);
+    return cr_make_param_array(ffnrt_backend, backends, TEST_BACKENDS);
+}
+
+ParameterizedTest(ffnrt_backend *b, ffn, bad_input)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    enum { D = 4, H = 6 };
+    float w_in[H * D] = {0}, w_out[D * H] = {0}, b_in[H] = {0};
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, D, H);
+    ffnrt_ffn_weights w = {0};
+    w.w_in = w_in, w.w_out = w_out;
+    ffnrt_ffn *layer = NULL;
+
+    EXPECT_FAIL(ffnrt_ffn_create(NULL, &desc, &w, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "ctx is NULL");
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, NULL, &w, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "desc is NULL");
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &desc, NULL, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "weights is NULL");
+    ffnrt_ffn_weights missing = w;
+    missing.w_out = NULL;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &desc, &missing, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "w_out is NULL");
+    ffnrt_ffn_weights with_bias = w;
+    with_bias.b_in = b_in;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &desc, &with_bias, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "desc.bias is 0");
+    desc.bias = 1;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &desc, &w, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "b_in is NULL");
+    desc.bias = 0;
+    ffnrt_ffn_weights gate_given = w;
+    gate_given.w_gate = w_in;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &desc, &gate_given, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "w_gate");
+    ffnrt_ffn_desc bad = desc;
+    bad.activation.kind = FFNRT_ACT_PRELU;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_UNSUPPORTED, "PReLU");
+    bad = desc;
+    bad.activation.kind = (ffnrt_activation)99;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "not an activation");
+    bad = desc;
+    bad.kind = FFNRT_FFN_GATED;
+    bad.glu.kind = (ffnrt_glu)-1;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "not a GLU kind");
+    bad = desc;
+    bad.d_model = 0;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "d_model");
+    bad = desc;
+    bad.kind = FFNRT_FFN_GATED;
+    ffnrt_ffn_weights both = {0};
+    both.w_gate = w_in, both.w_value = w_in, both.w_gate_value = w_in, both.w_out = w_out;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &both, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "not both");
+    cr_expect_null(layer);
+
+    /* Device tensors: wrong shape, wrong dtype, another layout. */
+    int64_t hd[2] = {H, D}, dh[2] = {D, H}, dd[2] = {D, D};
+    ffnrt_tensor *t_in, *t_out, *t_sq, *t_half;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, hd, &t_in), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, dh, &t_out), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, dd, &t_sq), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 2, dh, &t_half), FFNRT_OK);
+    ffnrt_ffn_weight_tensors tw = {0};
+    tw.w_in = t_in, tw.w_out = t_sq;
+    EXPECT_FAIL(ffnrt_ffn_create_from_tensors(ctx, &desc, &tw, &layer), FFNRT_ERROR_SHAPE_MISMATCH, "w_out is [4, 4]");
+    tw.w_out = t_half;
+    EXPECT_FAIL(ffnrt_ffn_create_from_tensors(ctx, &desc, &tw, &layer), FFNRT_ERROR_DTYPE_MISMATCH, "f16");
+    tw.w_out = t_in; /* [H, D] where [D, H] is expected */
+    EXPECT_FAIL(ffnrt_ffn_create_from_tensors(ctx, &desc, &tw, &layer), FFNRT_ERROR_SHAPE_MISMATCH, "w_out");
+    tw.w_out = t_out;
+    cr_assert_eq(ffnrt_ffn_create_from_tensors(ctx, &desc, &tw, &layer), FFNRT_OK, "%s", ffnrt_last_error_message());
+
+    /* Forward: x's width, dtype, aliasing, NULLs. */
+    int64_t x_shape[2] = {3, D}, wrong_shape[2] = {3, H};
+    ffnrt_tensor *x, *y, *x_wide, *x_half;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, x_shape, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, x_shape, &y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, wrong_shape, &x_wide), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 2, x_shape, &x_half), FFNRT_OK);
+    EXPECT_FAIL(ffnrt_ffn_forward(NULL, x, y), FFNRT_ERROR_INVALID_ARGUMENT, "layer is NULL");
+    EXPECT_FAIL(ffnrt_ffn_forward(layer, NULL, y), FFNRT_ERROR_INVALID_ARGUMENT, "x is NULL");
+    EXPECT_FAIL(ffnrt_ffn_forward(layer, x, x_wide), FFNRT_ERROR_SHAPE_MISMATCH, "differ in shape");
+    EXPECT_FAIL(ffnrt_ffn_forward(layer, x_wide, x_wide), FFNRT_ERROR_SHAPE_MISMATCH, "d_model");
+    EXPECT_FAIL(ffnrt_ffn_forward(layer, x_half, x_half), FFNRT_ERROR_DTYPE_MISMATCH, "the layer is f32");
+    EXPECT_FAIL(ffnrt_ffn_forward(layer, x, x), FFNRT_ERROR_INVALID_ARGUMENT, "y must not be x");
+    cr_expect_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_ffn_destroy(layer);
+    ffnrt_ffn_destroy(NULL);
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(y);
+    ffnrt_tensor_destroy(x_wide);
+    ffnrt_tensor_destroy(x_half);
+    ffnrt_tensor_destroy(t_in);
+    ffnrt_tensor_destroy(t_out);
+    ffnrt_tensor_destroy(t_sq);
+    ffnrt_tensor_destroy(t_half);
+    test_context_done(ctx);
+}

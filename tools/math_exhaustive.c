@@ -1,0 +1,130 @@
+/* Exhaustive accuracy check of shaders/math.inc on the host: every one of the
+ * 2^32 fp32 inputs against the double reference of tests/reference.c.
+ *
+ *   cc -O2 -fopenmp -ffp-contract=off -std=gnu99 tools/math_exhaustive.c \
+ *      tests/reference.c -lm -o /tmp/math_exhaustive
+ *   /tmp/math_exhaustive            # all functions (~1 h on 2 cores)
+ *   /tmp/math_exhaustive gelu silu  # some of them
+ *   /tmp/math_exhaustive -s 17 ...  # only every 17th bit pattern
+ *
+ * Prints, per function, the max ULP error, the worst input, and the number
+ * of inputs with error > 1 and > 2 ULP.  -ffp-contract=off is required. */
+#include "../shaders/prelude_host.h"
+#include "../shaders/math.inc"
+#include "../tests/reference.h"
+
+#include <float.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    const char *name;
+    float (*f)(float);
+    double (*ref)(double);
+} fn_t;
+
+static float swish_b(float x) { return ffn_swish(x, 1.702f); }
+static double rswish_b(double x) { return ref_swish(x, (double)1.702f); }
+static float swish_m(float x) { return ffn_swish(x, -0.75f); }
+static double rswish_m(double x) { return ref_swish(x, -0.75); }
+static float swish_h(float x) { return ffn_swish(x, 3.0e-20f); }
+static double rswish_h(double x) { return ref_swish(x, (double)3.0e-20f); }
+static float elu1(float x) { return ffn_elu(x, 1.0f); }
+static double relu1(double x) { return ref_elu(x, 1.0); }
+static float elu2(float x) { return ffn_elu(x, 1.6732632f); }
+static double relu2(double x) { return ref_elu(x, (double)1.6732632f); }
+static float leaky(float x) { return ffn_leaky_relu(x, 0.01f); }
+static double rleaky(double x) { return ref_leaky_relu(x, (double)0.01f); }
+static double rexp(double x) { return exp(x); }
+static double rexpm1(double x) { return expm1(x); }
+static double rerf(double x) { return erf(x); }
+static double rerfc(double x) { return erfc(x); }
+
+static const fn_t fns[] = {
+    {"gelu", ffn_gelu, ref_gelu},
+    {"silu", ffn_silu, ref_silu},
+    {"gelu_tanh", ffn_gelu_tanh, ref_gelu_tanh},
+    {"sigmoid", ffn_sigmoid, ref_sigmoid},
+    {"tanh", ffn_tanh, ref_tanh},
+    {"erfc", ffn_erfc, rerfc},
+    {"erf", ffn_erf, rerf},
+    {"swish1.702", swish_b, rswish_b},
+    {"expm1", ffn_expm1, rexpm1},
+    {"exp", ffn_exp, rexp},
+    {"elu1", elu1, relu1},
+    {"swish-0.75", swish_m, rswish_m},
+    {"swish3e-20", swish_h, rswish_h},
+    {"elu1.67", elu2, relu2},
+    {"relu", ffn_relu, ref_relu},
+    {"leaky0.01", leaky, rleaky},
+};
+
+static void run(const fn_t *fn, unsigned stride)
+{
+    double gmax = 0;
+    uint32_t gworst = 0;
+    unsigned long long n1 = 0, n2 = 0, nsign = 0;
+#pragma omp parallel
+    {
+        double lmax = 0;
+        uint32_t lworst = 0;
+        unsigned long long l1 = 0, l2 = 0, ls = 0;
+#pragma omp for schedule(dynamic, 1024)
+        for (long long hi = 0; hi < (1LL << 16); hi++) {
+            uint32_t base = (uint32_t)hi << 16;
+            uint32_t lo0 = stride > 1 ? (uint32_t)((stride - base % stride) % stride) : 0;
+            for (uint32_t lo = lo0; lo < (1u << 16); lo += stride) {
+                uint32_t u = base | lo;
+                float x = ffnrt_host_as_float(u);
+                float got = fn->f(x);
+                double ref = fn->ref((double)x);
+                double e = ulp_error_f32(got, ref);
+                if (e > lmax || (e != e)) {
+                    lmax = e;
+                    lworst = u;
+                }
+                l1 += e > 1.0;
+                l2 += e > 2.0;
+                /* sign of zero */
+                if (ref == 0.0 && got == 0.0f && (!signbit(ref) != !signbit(got))) {
+                    if (!ls)
+                        printf("  %s: zero sign mismatch at %g (0x%08x): got %g ref %g\n", fn->name, x, u, got, ref);
+                    ls++;
+                }
+            }
+        }
+#pragma omp critical
+        {
+            if (lmax > gmax || (lmax == gmax && lworst < gworst)) {
+                gmax = lmax;
+                gworst = lworst;
+            }
+            n1 += l1;
+            n2 += l2;
+            nsign += ls;
+        }
+    }
+    float wx = ffnrt_host_as_float(gworst);
+    printf("%-12s max %8.4f ulp at x = %-15.9g (0x%08x) got %-15.9g ref %-20.12g  >1ulp: %llu  >2ulp: %llu  zero-sign: %llu\n",
+           fn->name, gmax, wx, gworst, fn->f(wx), fn->ref(wx), n1, n2, nsign);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned stride = 1;
+    int first = 1;
+    if (argc > 2 && !strcmp(argv[1], "-s")) {
+        stride = (unsigned)atoi(argv[2]);
+        first = 3;
+    }
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
+        int want = first >= argc;
+        for (int a = first; a < argc; a++)
+            want |= !strcmp(argv[a], fns[i].name);
+        if (want)
+            run(&fns[i], stride);
+    }
+    return 0;
+}
