@@ -250,3 +250,93 @@ ParameterizedTest(glu_grad_case *c, gradients, glu)
     free(dv);
     test_context_done(ctx);
 }
+
+/* -------------------------------------------------- 16-bit storage */
+
+typedef struct grad16_case {
+    ffnrt_backend backend;
+    ffnrt_dtype dtype;
+    ffnrt_activation act;
+} grad16_case;
+
+ParameterizedTestParameters(gradients, storage_16bit)
+{
+    static grad16_case cases[TEST_BACKENDS * 2 * FFNRT_ACT_COUNT];
+    int k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int t = 0; t < 2; t++)
+            for (int a = 0; a < FFNRT_ACT_COUNT; a++)
+                cases[k++] = (grad16_case){test_backends[b], t ? FFNRT_DTYPE_BF16 : FFNRT_DTYPE_F16,
+                                           (ffnrt_activation)a};
+    return cr_make_param_array(grad16_case, cases, k);
+}
+
+/* Every 16-bit x with dy cycling through a few values: within 1 ULP of
+ * the storage type at the term scale (the fp32 math, then one rounding). */
+ParameterizedTest(grad16_case *c, gradients, storage_16bit)
+{
+    ffnrt_context *ctx = test_context(c->backend, NULL);
+    const size_t n = 65536;
+    int f16 = c->dtype == FFNRT_DTYPE_F16;
+    uint16_t *x = malloc(n * 2), *dy = malloc(n * 2), *dx = malloc(n * 2);
+    cr_assert(x && dy && dx);
+    static const float dys[4] = {1.0f, -0.75f, 3.0f, 0.125f};
+    for (size_t i = 0; i < n; i++) {
+        x[i] = (uint16_t)i;
+        dy[i] = f16 ? ffnrt_f32_to_f16(dys[i % 4]) : ffnrt_f32_to_bf16(dys[i % 4]);
+    }
+    int64_t shape = (int64_t)n;
+    ffnrt_tensor *tx, *tdy, *tdx, *slopes = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 1, &shape, &tx), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 1, &shape, &tdy), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 1, &shape, &tdx), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(tx, x, n * 2), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(tdy, dy, n * 2), FFNRT_OK);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(c->act);
+    uint16_t slope_bits = f16 ? ffnrt_f32_to_f16(LEAKY_SLOPE) : ffnrt_f32_to_bf16(LEAKY_SLOPE);
+    double slope = f16 ? ffnrt_f16_to_f32(slope_bits) : ffnrt_bf16_to_f32(slope_bits);
+    d.alpha = c->act == FFNRT_ACT_ELU ? ELU_ALPHA : LEAKY_SLOPE;
+    d.beta = SWISH_BETA;
+    if (c->act == FFNRT_ACT_PRELU) {
+        int64_t one = 1;
+        cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 1, &one, &slopes), FFNRT_OK);
+        cr_assert_eq(ffnrt_tensor_write(slopes, &slope_bits, 2), FFNRT_OK);
+        d.slopes = slopes;
+    }
+    cr_assert_eq(ffnrt_activation_backward(ctx, &d, tx, tdy, tdx), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_read(tdx, dx, n * 2), FFNRT_OK);
+    int flush_ok = !test_keeps_subnormals(ctx);
+    double alpha = c->act == FFNRT_ACT_PRELU ? slope : alpha_of(c->act);
+    double worst = 0;
+    size_t worst_i = 0;
+    for (size_t i = 0; i < n; i++) {
+        double xv = f16 ? ffnrt_f16_to_f32(x[i]) : ffnrt_bf16_to_f32(x[i]);
+        double dyv = f16 ? ffnrt_f16_to_f32(dy[i]) : ffnrt_bf16_to_f32(dy[i]);
+        double ref = dyv * ref_grad(c->act, xv, alpha, SWISH_BETA);
+        double got = f16 ? ffnrt_f16_to_f32(dx[i]) : ffnrt_bf16_to_f32(dx[i]);
+        if (isnan(ref)) {
+            cr_assert(isnan(got), "%s'(%a): %a, expected NaN", ffnrt_activation_name(c->act), xv, got);
+            continue;
+        }
+        double scale = fmax(fabs(ref), fabs(dyv) * ref_grad_scale(c->act, xv, alpha, SWISH_BETA));
+        /* ULP of the storage type at the scale. */
+        int mant = f16 ? 10 : 7, min_exp = f16 ? -14 : -126;
+        double ulp = scale < ldexp(1.0, min_exp) ? ldexp(1.0, min_exp - mant) : ldexp(1.0, ilogb(scale) - mant);
+        double e = fabs(got - ref) / ulp;
+        if (flush_ok && !f16 && e > 1 && (fabs(ref) < 0x1p-126 || fpclassify((float)xv) == FP_SUBNORMAL))
+            continue; /* bf16 subnormals are fp32 subnormals: flushed here */
+        if (e > worst) {
+            worst = e;
+            worst_i = i;
+        }
+    }
+    double xw = f16 ? ffnrt_f16_to_f32(x[worst_i]) : ffnrt_bf16_to_f32(x[worst_i]);
+    cr_log_info("%s %s' on %s: max %.3f ULP at x = %a", ffnrt_dtype_name(c->dtype), ffnrt_activation_name(c->act),
+                ffnrt_backend_name(c->backend), worst, xw);
+    cr_assert(worst <= 1.0, "%s %s' on %s: %.3f ULP at x = %a", ffnrt_dtype_name(c->dtype),
+              ffnrt_activation_name(c->act), ffnrt_backend_name(c->backend), worst, xw);
+    free(x);
+    free(dy);
+    free(dx);
+    test_context_done(ctx);
+}
