@@ -1,6 +1,8 @@
-/* ffnrt bench: the same element-wise work on every device found, each
- * result reported against the copy kernel measured on the same device in
- * the same run. Times are device timestamps (Vulkan timestamp queries,
+/* ffnrt bench: the same work on every device found, each result reported
+ * against a limit measured on the same device in the same run: element-wise
+ * ops (every activation and GLU kind, forward and backward, in fp32, fp16
+ * and bf16 storage and fp16 arithmetic) against the copy kernel of the same
+ * storage type, FFN layers (bench_ffn.c) against the best GEMM rate. Times are device timestamps (Vulkan timestamp queries,
  * OpenCL profiling events), medians of repeated runs after a warm-up; the
  * host's end-to-end time is reported beside them. */
 #include "bench.h"
@@ -33,6 +35,8 @@ typedef struct bench_row {
     char device[300];
     const char *backend;
     const char *op;
+    const char *direction; /* fwd or bwd */
+    const char *precision; /* f32, f16, bf16 (storage, fp32 arithmetic) or f16a (fp16 arithmetic) */
     size_t elements;
     int runs;
     double device_median_s, device_min_s, device_spread; /* spread: (max-min)/median */
@@ -60,24 +64,62 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/* kind < 0 is the copy kernel. */
-static ffnrt_status run_once(ffnrt_context *ctx, int kind, ffnrt_tensor *x, ffnrt_tensor *y,
-                             ffnrt_tensor *slopes)
+/* One element-wise workload: the copy kernel, an activation or a GLU kind
+ * (split layout: gate and value tensors), forward or backward. */
+typedef enum work_kind { WORK_COPY, WORK_ACTIVATION, WORK_GLU } work_kind;
+
+typedef struct ew_work {
+    work_kind kind;
+    int id; /* ffnrt_activation or ffnrt_glu */
+    int backward;
+    ffnrt_compute compute;
+} ew_work;
+
+/* The tensors a device's element-wise rows run on, all of one dtype. */
+typedef struct ew_tensors {
+    ffnrt_tensor *x, *value, *dy, *y, *y2, *slopes;
+} ew_tensors;
+
+static const char *work_name(const ew_work *w)
 {
-    if (kind < 0)
-        return ffnrt_copy(ctx, x, y);
-    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)kind);
-    d.slopes = slopes;
-    return ffnrt_activation_forward(ctx, &d, x, y);
+    return w->kind == WORK_COPY ? "copy"
+         : w->kind == WORK_ACTIVATION ? ffnrt_activation_name((ffnrt_activation)w->id)
+                                      : ffnrt_glu_name((ffnrt_glu)w->id);
+}
+
+/* Tensors read and written, in units of one tensor's bytes. */
+static int work_traffic(const ew_work *w)
+{
+    if (w->kind == WORK_GLU)
+        return w->backward ? 5 : 3;
+    return w->backward ? 3 : 2;
+}
+
+static ffnrt_status run_once(ffnrt_context *ctx, const ew_work *w, const ew_tensors *t)
+{
+    if (w->kind == WORK_COPY)
+        return ffnrt_copy(ctx, t->x, t->y);
+    if (w->kind == WORK_ACTIVATION) {
+        ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)w->id);
+        d.slopes = t->slopes;
+        d.compute = w->compute;
+        return w->backward ? ffnrt_activation_backward(ctx, &d, t->x, t->dy, t->y)
+                           : ffnrt_activation_forward(ctx, &d, t->x, t->y);
+    }
+    ffnrt_glu_desc d = FFNRT_GLU_DESC_INIT((ffnrt_glu)w->id);
+    d.compute = w->compute;
+    /* gate = x; the gradients land in y (dgate) and y2 (dvalue). */
+    return w->backward ? ffnrt_glu_backward_split(ctx, &d, t->x, t->value, t->dy, t->y, t->y2)
+                       : ffnrt_glu_forward_split(ctx, &d, t->x, t->value, t->y);
 }
 
 #define MAX_RUNS 200
 
-static int measure(ffnrt_context *ctx, int kind, ffnrt_tensor *x, ffnrt_tensor *y, ffnrt_tensor *slopes,
-                   const bench_options *o, bench_row *row)
+static int measure(ffnrt_context *ctx, const ew_work *w, const ew_tensors *t, const bench_options *o,
+                   bench_row *row)
 {
     double dev[MAX_RUNS], host[MAX_RUNS];
-    if (run_once(ctx, kind, x, y, slopes) != FFNRT_OK) { /* warm-up: builds the kernel */
+    if (run_once(ctx, w, t) != FFNRT_OK) { /* warm-up: builds the kernel */
         fprintf(stderr, "ffnrt bench: %s\n", ffnrt_context_last_error(ctx));
         return -1;
     }
@@ -85,7 +127,7 @@ static int measure(ffnrt_context *ctx, int kind, ffnrt_tensor *x, ffnrt_tensor *
     double start = now_s();
     while (n < MAX_RUNS && (n < 3 || (n < o->repeats && now_s() - start < o->budget_s))) {
         double t0 = now_s();
-        if (run_once(ctx, kind, x, y, slopes) != FFNRT_OK) {
+        if (run_once(ctx, w, t) != FFNRT_OK) {
             fprintf(stderr, "ffnrt bench: %s\n", ffnrt_context_last_error(ctx));
             return -1;
         }
@@ -100,16 +142,16 @@ static int measure(ffnrt_context *ctx, int kind, ffnrt_tensor *x, ffnrt_tensor *
     row->device_median_s = median(dev, n); /* sorts dev */
     row->device_min_s = dev[0];
     row->device_spread = (dev[n - 1] - dev[0]) / row->device_median_s;
-    size_t bytes = 2 * ffnrt_tensor_bytes(x); /* read x, write y */
-    row->gbps = (double)bytes / row->device_median_s * 1e-9;
+    double bytes = (double)work_traffic(w) * (double)ffnrt_tensor_bytes(t->x);
+    row->gbps = bytes / row->device_median_s * 1e-9;
     return 0;
 }
 
 static void print_row(const bench_row *r)
 {
-    printf("%-10s %-10s %10zu %5d %10.3f %10.3f %7.1f%% %10.3f %8.2f %7.2f\n", r->backend, r->op, r->elements,
-           r->runs, r->device_median_s * 1e3, r->device_min_s * 1e3, 100.0 * r->device_spread,
-           r->host_median_s * 1e3, r->gbps, r->copy_ratio);
+    printf("%-8s %-11s %-4s %-5s %10zu %5d %10.3f %10.3f %7.1f%% %10.3f %8.2f %7.2f\n", r->backend, r->op,
+           r->direction, r->precision, r->elements, r->runs, r->device_median_s * 1e3, r->device_min_s * 1e3,
+           100.0 * r->device_spread, r->host_median_s * 1e3, r->gbps, r->copy_ratio);
 }
 
 static void write_outputs(const bench_row *rows, size_t n, const bench_options *o)
@@ -119,10 +161,12 @@ static void write_outputs(const bench_row *rows, size_t n, const bench_options *
         if (!f) {
             fprintf(stderr, "ffnrt bench: cannot write %s\n", o->csv_path);
         } else {
-            fprintf(f, "ffnrt_version,device,backend,op,elements,runs,device_median_s,device_min_s,spread,host_median_s,gbps,copy_ratio\n");
+            fprintf(f, "ffnrt_version,device,backend,op,direction,precision,elements,runs,device_median_s,"
+                       "device_min_s,spread,host_median_s,gbps,copy_ratio\n");
             for (size_t i = 0; i < n; i++)
-                fprintf(f, "%s,\"%s\",%s,%s,%zu,%d,%.9g,%.9g,%.4f,%.9g,%.4f,%.4f\n", FFNRT_VERSION_STRING,
-                        rows[i].device, rows[i].backend, rows[i].op, rows[i].elements, rows[i].runs,
+                fprintf(f, "%s,\"%s\",%s,%s,%s,%s,%zu,%d,%.9g,%.9g,%.4f,%.9g,%.4f,%.4f\n", FFNRT_VERSION_STRING,
+                        rows[i].device, rows[i].backend, rows[i].op, rows[i].direction, rows[i].precision,
+                        rows[i].elements, rows[i].runs,
                         rows[i].device_median_s, rows[i].device_min_s, rows[i].device_spread,
                         rows[i].host_median_s, rows[i].gbps, rows[i].copy_ratio);
             fclose(f);
@@ -136,16 +180,122 @@ static void write_outputs(const bench_row *rows, size_t n, const bench_options *
             fprintf(f, "{\n  \"ffnrt_version\": \"%s\",\n  \"rows\": [\n", FFNRT_VERSION_STRING);
             for (size_t i = 0; i < n; i++)
                 fprintf(f,
-                        "    {\"device\": \"%s\", \"backend\": \"%s\", \"op\": \"%s\", \"elements\": %zu, "
+                        "    {\"device\": \"%s\", \"backend\": \"%s\", \"op\": \"%s\", \"direction\": \"%s\", "
+                        "\"precision\": \"%s\", \"elements\": %zu, "
                         "\"runs\": %d, \"device_median_s\": %.9g, \"device_min_s\": %.9g, \"spread\": %.4f, "
                         "\"host_median_s\": %.9g, \"gbps\": %.4f, \"copy_ratio\": %.4f}%s\n",
-                        rows[i].device, rows[i].backend, rows[i].op, rows[i].elements, rows[i].runs,
-                        rows[i].device_median_s, rows[i].device_min_s, rows[i].device_spread,
-                        rows[i].host_median_s, rows[i].gbps, rows[i].copy_ratio, i + 1 < n ? "," : "");
+                        rows[i].device, rows[i].backend, rows[i].op, rows[i].direction, rows[i].precision,
+                        rows[i].elements, rows[i].runs, rows[i].device_median_s, rows[i].device_min_s,
+                        rows[i].device_spread, rows[i].host_median_s, rows[i].gbps, rows[i].copy_ratio,
+                        i + 1 < n ? "," : "");
             fprintf(f, "  ]\n}\n");
             fclose(f);
         }
     }
+}
+
+static bench_row *next_row(bench_row **rows, size_t *nrows, size_t *cap)
+{
+    if (*nrows == *cap) {
+        size_t grown_cap = *cap ? 2 * *cap : 64;
+        bench_row *grown = realloc(*rows, grown_cap * sizeof *grown);
+        if (!grown)
+            return NULL;
+        *rows = grown;
+        *cap = grown_cap;
+    }
+    bench_row *r = &(*rows)[*nrows];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+/* Fills t with n values of U[-10, 10) from a fixed seed (the same inputs
+ * on every device), in its dtype. */
+static ffnrt_status fill(ffnrt_tensor *t, uint32_t seed)
+{
+    size_t n = ffnrt_tensor_numel(t);
+    ffnrt_dtype dtype = ffnrt_tensor_dtype(t);
+    float *v = malloc(n * sizeof *v);
+    uint16_t *h = dtype == FFNRT_DTYPE_F32 ? NULL : malloc(n * sizeof *h);
+    if (!v || (dtype != FFNRT_DTYPE_F32 && !h)) {
+        free(v);
+        free(h);
+        return FFNRT_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        v[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 20.0f;
+    }
+    if (dtype == FFNRT_DTYPE_F16)
+        ffnrt_f32_to_f16_array(v, h, n);
+    else if (dtype == FFNRT_DTYPE_BF16)
+        ffnrt_f32_to_bf16_array(v, h, n);
+    ffnrt_status st = ffnrt_tensor_write(t, h ? (void *)h : (void *)v, ffnrt_tensor_bytes(t));
+    free(v);
+    free(h);
+    return st;
+}
+
+/* The element-wise rows of one size and storage type: the copy kernel
+ * first (the limit), then every activation and GLU kind forward and
+ * backward, and for fp16 the same again in fp16 arithmetic where the
+ * device has it. */
+static int bench_elementwise(ffnrt_context *ctx, const ffnrt_device_info *info, ffnrt_dtype dtype, size_t n,
+                             const bench_options *o, bench_row **rows, size_t *nrows, size_t *cap)
+{
+    int64_t shape[2] = {(int64_t)(n / 1024), 1024}, channels = 1024;
+    ew_tensors t = {0};
+    ffnrt_tensor **all[5] = {&t.x, &t.value, &t.dy, &t.y, &t.y2};
+    int failed = 0;
+    for (int i = 0; i < 5 && !failed; i++)
+        failed = ffnrt_tensor_create(ctx, dtype, 2, shape, all[i]) != FFNRT_OK || fill(*all[i], 12345u + 7u * (uint32_t)i) != FFNRT_OK;
+    if (!failed)
+        failed = ffnrt_tensor_create(ctx, dtype, 1, &channels, &t.slopes) != FFNRT_OK || fill(t.slopes, 99u) != FFNRT_OK;
+    if (failed)
+        fprintf(stderr, "ffnrt bench: %s\n", ffnrt_context_last_error(ctx));
+    double copy_gbps = 0;
+    int computes = dtype == FFNRT_DTYPE_F16 ? 2 : 1;
+    for (int c = 0; c < computes && !failed; c++) {
+        ffnrt_compute compute = c ? FFNRT_COMPUTE_F16 : FFNRT_COMPUTE_F32;
+        if (compute == FFNRT_COMPUTE_F16 && !info->fp16_arithmetic) {
+            printf("%-8s (fp16 arithmetic: the device has none)\n", ffnrt_backend_name(info->backend));
+            break;
+        }
+        for (int kind = c ? WORK_ACTIVATION : WORK_COPY; kind <= WORK_GLU && !failed; kind++) {
+            int ids = kind == WORK_COPY ? 1 : kind == WORK_ACTIVATION ? FFNRT_ACT_COUNT : FFNRT_GLU_COUNT;
+            for (int id = 0; id < ids && !failed; id++)
+                for (int backward = 0; backward < (kind == WORK_COPY ? 1 : 2) && !failed; backward++) {
+                    ew_work w = {(work_kind)kind, id, backward, compute};
+                    if (o->only_op && kind != WORK_COPY && strcmp(o->only_op, work_name(&w)) != 0)
+                        continue;
+                    bench_row *r = next_row(rows, nrows, cap);
+                    if (!r) {
+                        failed = 1;
+                        break;
+                    }
+                    snprintf(r->device, sizeof r->device, "%s", info->name);
+                    r->backend = ffnrt_backend_name(info->backend);
+                    r->op = work_name(&w);
+                    r->direction = backward ? "bwd" : "fwd";
+                    r->precision = compute == FFNRT_COMPUTE_F16 ? "f16a" : ffnrt_dtype_name(dtype);
+                    r->elements = n;
+                    if (measure(ctx, &w, &t, o, r) != 0) {
+                        failed = 1;
+                        break;
+                    }
+                    if (kind == WORK_COPY)
+                        copy_gbps = r->gbps;
+                    r->copy_ratio = copy_gbps > 0 ? r->gbps / copy_gbps : 0;
+                    print_row(r);
+                    fflush(stdout);
+                    (*nrows)++;
+                }
+        }
+    }
+    for (int i = 0; i < 5; i++)
+        ffnrt_tensor_destroy(*all[i]);
+    ffnrt_tensor_destroy(t.slopes);
+    return failed ? -1 : 0;
 }
 
 static int bench_device(size_t index, const ffnrt_device_info *info, const bench_options *o, bench_row **rows,
@@ -162,69 +312,13 @@ static int bench_device(size_t index, const ffnrt_device_info *info, const bench
     }
     printf("\n== %s (%s, %s, driver %s)\n", info->name, ffnrt_backend_name(info->backend), info->api_version,
            info->driver_version);
-    printf("%-10s %-10s %10s %5s %10s %10s %8s %10s %8s %7s\n", "backend", "op", "elements", "runs", "dev_ms",
-           "min_ms", "spread", "host_ms", "GB/s", "x_copy");
+    printf("%-8s %-11s %-4s %-5s %10s %5s %10s %10s %8s %10s %8s %7s\n", "backend", "op", "dir", "prec",
+           "elements", "runs", "dev_ms", "min_ms", "spread", "host_ms", "GB/s", "x_copy");
     int failed = 0;
-    for (int s = 0; s < o->size_count && !failed && o->elementwise; s++) {
-        size_t n = o->sizes[s];
-        int64_t shape[2] = {(int64_t)(n / 1024), 1024};
-        ffnrt_tensor *x = NULL, *y = NULL, *slopes = NULL;
-        int64_t channels = 1024;
-        if (ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x) != FFNRT_OK ||
-            ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y) != FFNRT_OK ||
-            ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &channels, &slopes) != FFNRT_OK) {
-            fprintf(stderr, "ffnrt bench: %s\n", ffnrt_context_last_error(ctx));
-            failed = 1;
-            break;
-        }
-        float *host = malloc(ffnrt_tensor_bytes(x));
-        uint32_t state = 12345u; /* fixed seed: the same inputs on every device */
-        for (size_t i = 0; host && i < ffnrt_tensor_numel(x); i++) {
-            state = state * 1664525u + 1013904223u;
-            host[i] = ((float)(state >> 8) / 16777216.0f - 0.5f) * 20.0f; /* U[-10, 10) */
-        }
-        float slope_values[1024];
-        for (int i = 0; i < 1024; i++)
-            slope_values[i] = 0.01f * (float)(i % 7 + 1);
-        if (!host || ffnrt_tensor_write(x, host, ffnrt_tensor_bytes(x)) != FFNRT_OK ||
-            ffnrt_tensor_write(slopes, slope_values, sizeof slope_values) != FFNRT_OK)
-            failed = 1;
-        free(host);
-        double copy_gbps = 0;
-        for (int kind = -1; kind < FFNRT_ACT_COUNT && !failed; kind++) {
-            const char *name = kind < 0 ? "copy" : ffnrt_activation_name((ffnrt_activation)kind);
-            if (o->only_op && kind >= 0 && strcmp(o->only_op, name) != 0)
-                continue;
-            if (*nrows == *cap) {
-                *cap = *cap ? 2 * *cap : 64;
-                bench_row *grown = realloc(*rows, *cap * sizeof *grown);
-                if (!grown) {
-                    failed = 1;
-                    break;
-                }
-                *rows = grown;
-            }
-            bench_row *r = &(*rows)[*nrows];
-            memset(r, 0, sizeof *r);
-            snprintf(r->device, sizeof r->device, "%s", info->name);
-            r->backend = ffnrt_backend_name(info->backend);
-            r->op = name;
-            r->elements = ffnrt_tensor_numel(x);
-            if (measure(ctx, kind, x, y, slopes, o, r) != 0) {
-                failed = 1;
-                break;
-            }
-            if (kind < 0)
-                copy_gbps = r->gbps;
-            r->copy_ratio = copy_gbps > 0 ? r->gbps / copy_gbps : 0;
-            print_row(r);
-            fflush(stdout);
-            (*nrows)++;
-        }
-        ffnrt_tensor_destroy(x);
-        ffnrt_tensor_destroy(y);
-        ffnrt_tensor_destroy(slopes);
-    }
+    static const ffnrt_dtype dtypes[3] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
+    for (int s = 0; s < o->size_count && !failed && o->elementwise; s++)
+        for (int t = 0; t < 3 && !failed; t++)
+            failed = bench_elementwise(ctx, info, dtypes[t], o->sizes[s], o, rows, nrows, cap) != 0;
     if (o->ffn && !failed) {
         bench_ffn_options fo = {o->quick, o->quick ? 3 : 7, o->quick ? 0.3 : 2.0};
         FILE *csv = o->ffn_csv_path ? fopen(o->ffn_csv_path, "a") : NULL;
@@ -279,14 +373,17 @@ int ffnrt_bench_main(int argc, char **argv)
     }
     if (o.only_op) {
         ffnrt_activation act;
-        if (strcmp(o.only_op, "copy") != 0 && ffnrt_activation_from_name(o.only_op, &act) != FFNRT_OK) {
+        ffnrt_glu glu;
+        if (strcmp(o.only_op, "copy") != 0 && ffnrt_activation_from_name(o.only_op, &act) != FFNRT_OK &&
+            ffnrt_glu_from_name(o.only_op, &glu) != FFNRT_OK) {
             fprintf(stderr, "ffnrt bench: %s\n", ffnrt_last_error_message());
             return 2;
         }
     }
     if (o.size_count == 0) {
-        o.sizes[o.size_count++] = 1u << 20;
-        o.sizes[o.size_count++] = 16u << 20;
+        if (!o.quick)
+            o.sizes[o.size_count++] = 1u << 20;
+        o.sizes[o.size_count++] = 16u << 20; /* the size the speed targets are stated at */
         if (!o.quick)
             o.sizes[o.size_count++] = 64u << 20;
     }
@@ -296,16 +393,17 @@ int ffnrt_bench_main(int argc, char **argv)
             return 2;
         }
     if (o.quick) {
-        o.repeats = 7;
-        o.budget_s = 0.5;
+        o.repeats = 5;
+        o.budget_s = 0.25;
     }
     size_t count = 0;
     if (ffnrt_device_count(&count) != FFNRT_OK || count == 0) {
         fprintf(stderr, "ffnrt bench: no device found (%s)\n", ffnrt_last_error_message());
         return 1;
     }
-    printf("ffnrt %s bench: element-wise ops, fp32; times are device medians, x_copy is the op's GB/s over the "
-           "copy kernel's on the same device\n", FFNRT_VERSION_STRING);
+    printf("ffnrt %s bench: times are device medians; x_copy is an element-wise op's GB/s over the copy kernel's\n"
+           "(same device, same storage type, same run); prec f16a is fp16 arithmetic on f16 storage\n",
+           FFNRT_VERSION_STRING);
     bench_row *rows = NULL;
     size_t nrows = 0, cap = 0;
     int rc = 0;

@@ -1,9 +1,15 @@
-/* ffnrt check: runs fp32 inputs through an op on a device and measures the
- * error against the double-precision reference of tests/reference.c, in
- * ULP. The README's accuracy table is this command's output. */
+/* ffnrt check: runs inputs through an op on a device and measures the
+ * error against the double-precision reference of tests/, in ULP of the
+ * storage type. fp32 inputs are every 257th bit pattern (2^24 of them,
+ * every sign and exponent) plus the edge values, or all 2^32 with
+ * --exhaustive; fp16 and bf16 inputs are all 65,536 bit patterns.
+ * Gradients are run with dy = 1 and measured in ULP of
+ * max(|f'(x)|, the sum of its terms' magnitudes), as the tests do.
+ * The README's accuracy table is `ffnrt check --table`. */
 #include "check.h"
 #include "ffnrt.h"
 #include "reference.h"
+#include "reference_grad.h"
 
 #include <float.h>
 #include <math.h>
@@ -17,22 +23,12 @@
 #define CHECK_SWISH_BETA 1.7f
 #define CHUNK (1u << 24)
 
-static double reference(ffnrt_activation act, double x)
-{
-    switch (act) {
-    case FFNRT_ACT_RELU: return ref_relu(x);
-    case FFNRT_ACT_LEAKY_RELU:
-    case FFNRT_ACT_PRELU: return ref_leaky_relu(x, CHECK_LEAKY_SLOPE);
-    case FFNRT_ACT_ELU: return ref_elu(x, CHECK_ELU_ALPHA);
-    case FFNRT_ACT_GELU: return ref_gelu(x);
-    case FFNRT_ACT_GELU_TANH: return ref_gelu_tanh(x);
-    case FFNRT_ACT_SILU: return ref_silu(x);
-    case FFNRT_ACT_SWISH: return ref_swish(x, CHECK_SWISH_BETA);
-    case FFNRT_ACT_SIGMOID: return ref_sigmoid(x);
-    case FFNRT_ACT_TANH: return ref_tanh(x);
-    default: return NAN;
-    }
-}
+typedef struct check_case {
+    ffnrt_activation act;
+    int backward;
+    ffnrt_dtype dtype;
+    ffnrt_compute compute;
+} check_case;
 
 /* Histogram buckets of the ULP error. */
 static const double bucket_edges[] = {0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 64.0};
@@ -41,69 +37,172 @@ static const double bucket_edges[] = {0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 64.0};
 typedef struct check_result {
     double max_ulp;
     float worst_x, worst_got;
-    uint64_t inputs, flushed, bad_special; /* NaN lost, or finite became Inf/NaN */
+    uint64_t inputs, flushed, bad_special; /* NaN lost, or a finite result became Inf/NaN */
     uint64_t hist[BUCKETS];
 } check_result;
 
 typedef struct check_device {
     ffnrt_context *ctx;
-    ffnrt_tensor *x, *y, *slopes;
+    ffnrt_tensor *x[3], *y[3], *dy[3], *slopes[3]; /* per dtype */
     int keeps_subnormals;
     ffnrt_device_info info;
 } check_device;
+
+static const float edge_values[] = {0.0f, -0.0f, 1e-45f, -1e-45f, FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX,
+                                    INFINITY, -INFINITY, NAN, -NAN, 1.0f, -1.0f, -10.0f, -13.0f, -88.0f, -100.0f};
+
+/* --------------------------------------------------------- storage types */
+
+static float decode(ffnrt_dtype t, const void *buf, size_t i)
+{
+    if (t == FFNRT_DTYPE_F32)
+        return ((const float *)buf)[i];
+    uint16_t b = ((const uint16_t *)buf)[i];
+    return t == FFNRT_DTYPE_F16 ? ffnrt_f16_to_f32(b) : ffnrt_bf16_to_f32(b);
+}
+
+static void encode(ffnrt_dtype t, void *buf, size_t i, float v)
+{
+    if (t == FFNRT_DTYPE_F32)
+        ((float *)buf)[i] = v;
+    else
+        ((uint16_t *)buf)[i] = t == FFNRT_DTYPE_F16 ? ffnrt_f32_to_f16(v) : ffnrt_f32_to_bf16(v);
+}
+
+static int mantissa_bits(ffnrt_dtype t) { return t == FFNRT_DTYPE_F32 ? 23 : t == FFNRT_DTYPE_F16 ? 10 : 7; }
+static int min_exponent(ffnrt_dtype t) { return t == FFNRT_DTYPE_F16 ? -14 : -126; }
+static double max_finite(ffnrt_dtype t)
+{
+    return t == FFNRT_DTYPE_F32 ? FLT_MAX : t == FFNRT_DTYPE_F16 ? 65504.0 : ldexp(255.0, 120);
+}
+
+/* The ULP of type t at magnitude a (a >= 0). */
+static double ulp_at(ffnrt_dtype t, double a)
+{
+    if (a < ldexp(1.0, min_exponent(t)))
+        return ldexp(1.0, min_exponent(t) - mantissa_bits(t));
+    if (a > max_finite(t))
+        a = max_finite(t);
+    return ldexp(1.0, ilogb(a) - mantissa_bits(t));
+}
+
+/* |got - ref| in ULP of t at scale (>= |ref|); INFINITY for a lost NaN or
+ * a finite value that became Inf or NaN. */
+static double error_ulp(ffnrt_dtype t, double got, double ref, double scale)
+{
+    if (isnan(ref) || isnan(got))
+        return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
+    double overflow = max_finite(t) + ulp_at(t, max_finite(t)) / 2; /* rounds to inf from here */
+    if (isinf(got))
+        return (got > 0) == (ref > 0) && fabs(ref) >= overflow ? 0.0 : INFINITY;
+    if (isinf(ref))
+        return INFINITY;
+    return fabs(got - ref) / ulp_at(t, scale);
+}
+
+/* ------------------------------------------------------------ reference */
+
+static double alpha_of(ffnrt_activation act) { return act == FFNRT_ACT_ELU ? CHECK_ELU_ALPHA : CHECK_LEAKY_SLOPE; }
+
+/* The slope as the device holds it (rounded to the storage type). */
+static double stored_alpha(const check_case *c)
+{
+    if (c->act != FFNRT_ACT_PRELU)
+        return alpha_of(c->act);
+    unsigned char b[4];
+    encode(c->dtype, b, 0, CHECK_LEAKY_SLOPE);
+    return decode(c->dtype, b, 0);
+}
+
+static void reference(const check_case *c, double x, double *ref, double *scale)
+{
+    double a = stored_alpha(c);
+    if (c->backward) {
+        *ref = ref_grad(c->act, x, a, CHECK_SWISH_BETA);
+        *scale = fmax(fabs(*ref), ref_grad_scale(c->act, x, a, CHECK_SWISH_BETA));
+    } else {
+        *ref = ref_forward(c->act, x, a, CHECK_SWISH_BETA);
+        *scale = fabs(*ref);
+    }
+}
+
+/* --------------------------------------------------------------- device */
+
+static int dtype_index(ffnrt_dtype t) { return t == FFNRT_DTYPE_F32 ? 0 : t == FFNRT_DTYPE_F16 ? 1 : 2; }
 
 static int open_device(const char *spec, check_device *d)
 {
     memset(d, 0, sizeof *d);
     if (spec)
         setenv("FFNRT_DEVICE", spec, 1);
-    ffnrt_status st = ffnrt_context_create(NULL, &d->ctx);
-    if (st != FFNRT_OK) {
+    if (ffnrt_context_create(NULL, &d->ctx) != FFNRT_OK) {
         fprintf(stderr, "ffnrt check: %s\n", ffnrt_last_error_message());
         return -1;
     }
     ffnrt_context_get_device_info(d->ctx, &d->info);
     d->keeps_subnormals = d->info.denormals_preserved == 1;
-    int64_t n = CHUNK, one = 1;
-    float slope = CHECK_LEAKY_SLOPE;
-    if (ffnrt_tensor_create(d->ctx, FFNRT_DTYPE_F32, 1, &n, &d->x) != FFNRT_OK ||
-        ffnrt_tensor_create(d->ctx, FFNRT_DTYPE_F32, 1, &n, &d->y) != FFNRT_OK ||
-        ffnrt_tensor_create(d->ctx, FFNRT_DTYPE_F32, 1, &one, &d->slopes) != FFNRT_OK ||
-        ffnrt_tensor_write(d->slopes, &slope, sizeof slope) != FFNRT_OK) {
-        fprintf(stderr, "ffnrt check: %s\n", ffnrt_last_error_message());
-        return -1;
+    static const ffnrt_dtype types[3] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
+    for (int t = 0; t < 3; t++) {
+        int64_t n = t == 0 ? CHUNK : 65536, one = 1;
+        unsigned char slope[4], ones[4];
+        encode(types[t], slope, 0, CHECK_LEAKY_SLOPE);
+        encode(types[t], ones, 0, 1.0f);
+        void *dy = malloc((size_t)n * ffnrt_dtype_size(types[t]));
+        for (int64_t i = 0; dy && i < n; i++)
+            memcpy((char *)dy + i * ffnrt_dtype_size(types[t]), ones, ffnrt_dtype_size(types[t]));
+        int ok = dy && ffnrt_tensor_create(d->ctx, types[t], 1, &n, &d->x[t]) == FFNRT_OK &&
+                 ffnrt_tensor_create(d->ctx, types[t], 1, &n, &d->y[t]) == FFNRT_OK &&
+                 ffnrt_tensor_create(d->ctx, types[t], 1, &n, &d->dy[t]) == FFNRT_OK &&
+                 ffnrt_tensor_create(d->ctx, types[t], 1, &one, &d->slopes[t]) == FFNRT_OK &&
+                 ffnrt_tensor_write(d->slopes[t], slope, ffnrt_dtype_size(types[t])) == FFNRT_OK &&
+                 ffnrt_tensor_write(d->dy[t], dy, (size_t)n * ffnrt_dtype_size(types[t])) == FFNRT_OK;
+        free(dy);
+        if (!ok) {
+            fprintf(stderr, "ffnrt check: %s\n", ffnrt_last_error_message());
+            return -1;
+        }
     }
     return 0;
 }
 
 static void close_device(check_device *d) { ffnrt_context_destroy(d->ctx); }
 
-static int run_chunk(check_device *d, ffnrt_activation act, const float *in, float *out)
+/* Runs the case over in[0..n) (encoded in the storage type) into out. */
+static ffnrt_status run_chunk(check_device *d, const check_case *c, const void *in, void *out, size_t n)
 {
-    ffnrt_activation_desc desc = FFNRT_ACTIVATION_DESC_INIT(act);
-    desc.alpha = act == FFNRT_ACT_ELU ? CHECK_ELU_ALPHA : CHECK_LEAKY_SLOPE;
+    int t = dtype_index(c->dtype);
+    size_t bytes = n * ffnrt_dtype_size(c->dtype);
+    ffnrt_activation_desc desc = FFNRT_ACTIVATION_DESC_INIT(c->act);
+    desc.alpha = (float)alpha_of(c->act);
     desc.beta = CHECK_SWISH_BETA;
-    desc.slopes = d->slopes;
-    if (ffnrt_tensor_write(d->x, in, CHUNK * sizeof *in) != FFNRT_OK ||
-        ffnrt_activation_forward(d->ctx, &desc, d->x, d->y) != FFNRT_OK ||
-        ffnrt_tensor_read(d->y, out, CHUNK * sizeof *out) != FFNRT_OK) {
-        fprintf(stderr, "ffnrt check: %s\n", ffnrt_last_error_message());
-        return -1;
-    }
-    return 0;
+    desc.slopes = d->slopes[t];
+    desc.compute = c->compute;
+    ffnrt_status st = ffnrt_tensor_write(d->x[t], in, bytes);
+    if (st == FFNRT_OK)
+        st = c->backward ? ffnrt_activation_backward(d->ctx, &desc, d->x[t], d->dy[t], d->y[t])
+                         : ffnrt_activation_forward(d->ctx, &desc, d->x[t], d->y[t]);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_read(d->y[t], out, bytes);
+    return st;
 }
 
-static void account(check_result *r, ffnrt_activation act, int keeps_subnormals, float x, float got)
+static void account(check_result *r, const check_case *c, int keeps_subnormals, float x, float got)
 {
-    double ref = reference(act, (double)x);
+    double ref, scale;
+    reference(c, x, &ref, &scale);
     r->inputs++;
-    if (isnan(ref) != isnan(got) || (fabs(ref) <= FLT_MAX && !isfinite(got)))
+    double e = error_ulp(c->dtype, got, ref, scale);
+    if (isinf(e)) {
         r->bad_special++;
-    double e = ulp_error_f32(got, ref);
-    if (!keeps_subnormals && e > 0.5) {
-        double flushed_ref = fpclassify(x) == FP_SUBNORMAL ? reference(act, copysign(0.0, x)) : ref;
-        if (ulp_error_f32_ftz(got, ref, flushed_ref) <= 0.5) {
-            r->flushed++; /* counted apart, as the contract says */
+    } else if (!keeps_subnormals && e > 0.5 &&
+               (fpclassify(x) == FP_SUBNORMAL || fabs(ref) < ldexp(1.0, min_exponent(c->dtype)))) {
+        /* A device that flushes subnormals: right for a flushed input or a
+         * flushed result? Counted apart, as the contract says. */
+        double ref0, scale0;
+        reference(c, copysign(0.0, x), &ref0, &scale0);
+        if ((got == 0 && fabs(ref) < ldexp(1.0, min_exponent(c->dtype))) ||
+            error_ulp(c->dtype, got, ref0, fmax(scale0, fabs(ref0))) <= 0.5) {
+            r->flushed++;
             return;
         }
     }
@@ -111,47 +210,62 @@ static void account(check_result *r, ffnrt_activation act, int keeps_subnormals,
     while (b < BUCKETS - 1 && e > bucket_edges[b])
         b++;
     r->hist[b]++;
-    if (e > r->max_ulp || (isnan(e) && !isnan(r->max_ulp))) {
+    if (e > r->max_ulp) {
         r->max_ulp = e;
         r->worst_x = x;
         r->worst_got = got;
     }
 }
 
-static const float edge_values[] = {0.0f, -0.0f, 1e-45f, -1e-45f, FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX,
-                                    INFINITY, -INFINITY, NAN, -NAN, 1.0f, -1.0f, -10.0f, -13.0f, -88.0f, -100.0f};
-
-/* Inputs: every stride-th bit pattern (stride 1: all 2^32). */
-static int sweep(check_device *d, check_device *other, ffnrt_activation act, uint64_t stride, check_result *r,
+/* Sweeps the case's inputs; with other, counts results bit-identical there. */
+static int sweep(check_device *d, check_device *other, const check_case *c, uint64_t stride, check_result *r,
                  uint64_t *identical)
 {
-    float *in = malloc(CHUNK * sizeof *in), *out = malloc(CHUNK * sizeof *out);
-    float *out2 = other ? malloc(CHUNK * sizeof *out2) : NULL;
-    int rc = (in && out && (!other || out2)) ? 0 : -1;
     memset(r, 0, sizeof *r);
-    uint64_t total = ((1ull << 32) + stride - 1) / stride;
-    for (uint64_t done = 0; rc == 0 && done < total; done += CHUNK) {
-        uint64_t n = total - done < CHUNK ? total - done : CHUNK;
-        for (uint64_t i = 0; i < CHUNK; i++) {
-            uint32_t bits = (uint32_t)((done + (i < n ? i : 0)) * stride);
-            memcpy(&in[i], &bits, 4);
+    size_t esize = ffnrt_dtype_size(c->dtype);
+    int f32 = c->dtype == FFNRT_DTYPE_F32;
+    uint64_t total = f32 ? ((1ull << 32) + stride - 1) / stride : 65536;
+    size_t cap = f32 ? CHUNK : 65536;
+    unsigned char *in = malloc(cap * esize), *out = malloc(cap * esize);
+    unsigned char *out2 = other ? malloc(cap * esize) : NULL;
+    int rc = in && out && (!other || out2) ? 0 : -1;
+    for (uint64_t done = 0; rc == 0 && done < total; done += cap) {
+        size_t n = total - done < cap ? (size_t)(total - done) : cap;
+        for (size_t i = 0; i < cap; i++) { /* the tensors hold cap; the tail repeats input 0 */
+            if (f32) {
+                uint32_t bits = (uint32_t)((done + (i < n ? i : 0)) * stride);
+                memcpy(in + 4 * i, &bits, 4);
+            } else {
+                uint16_t bits = (uint16_t)i;
+                memcpy(in + 2 * i, &bits, 2);
+            }
         }
-        if (done == 0 && stride > 1) /* a sparse sweep still sees every edge value */
+        if (f32 && done == 0 && stride > 1) /* a sparse sweep still sees every edge value */
             for (size_t e = 0; e < sizeof edge_values / sizeof edge_values[0]; e++)
-                in[e] = edge_values[e];
-        if (run_chunk(d, act, in, out) != 0 || (other && run_chunk(other, act, in, out2) != 0)) {
-            rc = -1;
+                memcpy(in + 4 * e, &edge_values[e], 4);
+        ffnrt_status st = run_chunk(d, c, in, out, cap);
+        if (st == FFNRT_OK && other)
+            st = run_chunk(other, c, in, out2, cap);
+        if (st != FFNRT_OK) {
+            rc = st == FFNRT_ERROR_UNSUPPORTED ? 1 : -1;
+            if (rc < 0)
+                fprintf(stderr, "ffnrt check: %s\n", ffnrt_last_error_message());
             break;
         }
-        for (uint64_t i = 0; i < n; i++) {
-            account(r, act, d->keeps_subnormals, in[i], out[i]);
-            if (other && (memcmp(&out[i], &out2[i], 4) == 0 || (isnan(out[i]) && isnan(out2[i]))))
-                (*identical)++;
+        for (size_t i = 0; i < n; i++) {
+            float x = decode(c->dtype, in, i), got = decode(c->dtype, out, i);
+            account(r, c, d->keeps_subnormals, x, got);
+            if (other) {
+                float got2 = decode(c->dtype, out2, i);
+                if (memcmp(out + i * esize, out2 + i * esize, esize) == 0 || (isnan(got) && isnan(got2)))
+                    (*identical)++;
+            }
         }
         if (stride == 1)
-            fprintf(stderr, "\r%s: %3.0f%%", ffnrt_activation_name(act), 100.0 * (double)(done + n) / (double)total);
+            fprintf(stderr, "\r%s: %3.0f%%", ffnrt_activation_name(c->act),
+                    100.0 * (double)(done + n) / (double)total);
     }
-    if (stride == 1)
+    if (f32 && stride == 1)
         fprintf(stderr, "\n");
     free(in);
     free(out);
@@ -159,12 +273,13 @@ static int sweep(check_device *d, check_device *other, ffnrt_activation act, uin
     return rc;
 }
 
-static void print_result(const check_device *d, ffnrt_activation act, const check_result *r)
+static void print_result(const check_device *d, const check_case *c, const check_result *r)
 {
-    printf("%s on %s:%u %s\n", ffnrt_activation_name(act), ffnrt_backend_name(d->info.backend), d->info.index,
-           d->info.name);
-    printf("  inputs %llu, max error %.3f ULP at x = %a (got %a, reference %a)\n", (unsigned long long)r->inputs,
-           r->max_ulp, r->worst_x, r->worst_got, reference(act, r->worst_x));
+    printf("%s%s, %s storage, %s arithmetic, on %s:%u %s\n", ffnrt_activation_name(c->act), c->backward ? "'" : "",
+           ffnrt_dtype_name(c->dtype), c->compute == FFNRT_COMPUTE_F16 ? "f16" : "f32",
+           ffnrt_backend_name(d->info.backend), d->info.index, d->info.name);
+    printf("  inputs %llu, max error %.3f ULP at x = %a (got %a)\n", (unsigned long long)r->inputs, r->max_ulp,
+           r->worst_x, r->worst_got);
     printf("  NaN/Inf violations %llu, results accepted as flushed subnormals %llu\n",
            (unsigned long long)r->bad_special, (unsigned long long)r->flushed);
     printf("  histogram:");
@@ -177,7 +292,8 @@ static void print_result(const check_device *d, ffnrt_activation act, const chec
     printf("\n");
 }
 
-/* The README's table: every op on every device over a 2^24-input sweep. */
+/* The README's table: every op, forward and backward, in every precision,
+ * on every device. */
 static int check_table(uint64_t stride)
 {
     size_t n = 0;
@@ -192,62 +308,92 @@ static int check_table(uint64_t stride)
         if (open_device(spec, &devs[opened]) == 0)
             opened++;
     }
-    printf("| op | fp32 bound (tests) |");
-    for (size_t i = 0; i < opened; i++)
-        printf(" %s max ULP (worst x) |", ffnrt_backend_name(devs[i].info.backend));
-    printf(" flushed subnormals |\n|---|---|");
-    for (size_t i = 0; i < opened; i++)
-        printf("---|");
-    printf("---|\n");
+    static const struct {
+        ffnrt_dtype dtype;
+        ffnrt_compute compute;
+        const char *name;
+    } precisions[] = {{FFNRT_DTYPE_F32, FFNRT_COMPUTE_F32, "f32"},
+                      {FFNRT_DTYPE_F16, FFNRT_COMPUTE_F32, "f16 storage"},
+                      {FFNRT_DTYPE_BF16, FFNRT_COMPUTE_F32, "bf16 storage"},
+                      {FFNRT_DTYPE_F16, FFNRT_COMPUTE_F16, "f16 arithmetic"}};
+    printf("| op | device |");
+    for (size_t p = 0; p < 4; p++)
+        printf(" %s |", precisions[p].name);
+    printf("\n|---|---|---|---|---|---|\n");
     int rc = 0;
-    for (int a = 0; a < FFNRT_ACT_COUNT && rc == 0; a++) {
-        ffnrt_activation act = (ffnrt_activation)a;
-        double bound = act == FFNRT_ACT_RELU ? 0 : (act == FFNRT_ACT_LEAKY_RELU || act == FFNRT_ACT_PRELU) ? 0.5 : 4;
-        printf("| %s | %g |", ffnrt_activation_name(act), bound);
-        char flushed[256] = "";
-        for (size_t i = 0; i < opened && rc == 0; i++) {
-            check_result r;
-            rc = sweep(&devs[i], NULL, act, stride, &r, NULL);
-            printf(" %.2f (%a)%s |", r.max_ulp, r.worst_x, r.bad_special ? " NaN/Inf VIOLATION" : "");
-            size_t len = strlen(flushed);
-            snprintf(flushed + len, sizeof flushed - len, "%s%s %llu", len ? ", " : "",
-                     ffnrt_backend_name(devs[i].info.backend), (unsigned long long)r.flushed);
-        }
-        printf(" %s |\n", flushed);
-        fflush(stdout);
-    }
+    for (int a = 0; a < FFNRT_ACT_COUNT && rc == 0; a++)
+        for (int backward = 0; backward < 2 && rc == 0; backward++)
+            for (size_t i = 0; i < opened && rc == 0; i++) {
+                printf("| %s%s | %s |", ffnrt_activation_name((ffnrt_activation)a), backward ? "'" : "",
+                       ffnrt_backend_name(devs[i].info.backend));
+                for (size_t p = 0; p < 4 && rc == 0; p++) {
+                    check_case c = {(ffnrt_activation)a, backward, precisions[p].dtype, precisions[p].compute};
+                    check_result r;
+                    int s = sweep(&devs[i], NULL, &c, stride, &r, NULL);
+                    if (s == 1) {
+                        printf(" unsupported |");
+                        continue;
+                    }
+                    rc = s;
+                    printf(" %.2f", r.max_ulp);
+                    if (r.bad_special)
+                        printf(" (%llu NaN/Inf violations)", (unsigned long long)r.bad_special);
+                    if (r.flushed)
+                        printf(" (+%llu flushed)", (unsigned long long)r.flushed);
+                    printf(" |");
+                }
+                printf("\n");
+                fflush(stdout);
+            }
     for (size_t i = 0; i < opened; i++)
         close_device(&devs[i]);
     return rc;
 }
 
+static int parse_dtype(const char *s, ffnrt_dtype *t)
+{
+    if (strcmp(s, "f32") == 0)
+        *t = FFNRT_DTYPE_F32;
+    else if (strcmp(s, "f16") == 0)
+        *t = FFNRT_DTYPE_F16;
+    else if (strcmp(s, "bf16") == 0)
+        *t = FFNRT_DTYPE_BF16;
+    else
+        return -1;
+    return 0;
+}
+
 int ffnrt_check_main(int argc, char **argv)
 {
     const char *op = NULL, *device = NULL, *compare = NULL;
-    int exhaustive = 0, table = 0;
-    for (int i = 0; i < argc; i++) {
+    int exhaustive = 0, table = 0, bad = 0;
+    check_case c = {FFNRT_ACT_RELU, 0, FFNRT_DTYPE_F32, FFNRT_COMPUTE_F32};
+    for (int i = 0; i < argc && !bad; i++) {
         if (strcmp(argv[i], "--exhaustive") == 0)
             exhaustive = 1;
         else if (strcmp(argv[i], "--table") == 0)
             table = 1;
+        else if (strcmp(argv[i], "--backward") == 0)
+            c.backward = 1;
+        else if (strcmp(argv[i], "--f16-arithmetic") == 0)
+            c.compute = FFNRT_COMPUTE_F16;
+        else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc)
+            bad = parse_dtype(argv[++i], &c.dtype) != 0;
         else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
             device = argv[++i];
         else if (strcmp(argv[i], "--compare") == 0 && i + 1 < argc)
             compare = argv[++i];
         else if (argv[i][0] != '-' && !op)
             op = argv[i];
-        else {
-            op = NULL;
-            table = 0;
-            break;
-        }
+        else
+            bad = 1;
     }
     uint64_t stride = exhaustive ? 1 : 257; /* 257: 16.7M inputs over every exponent and sign */
-    if (table)
+    if (table && !bad)
         return check_table(stride) == 0 ? 0 : 1;
-    ffnrt_activation act;
-    if (!op || ffnrt_activation_from_name(op, &act) != FFNRT_OK) {
-        fprintf(stderr, "usage: ffnrt check OP [--device SPEC] [--exhaustive] [--compare SPEC]\n"
+    if (bad || !op || ffnrt_activation_from_name(op, &c.act) != FFNRT_OK) {
+        fprintf(stderr, "usage: ffnrt check OP [--device SPEC] [--dtype f32|f16|bf16] [--f16-arithmetic]\n"
+                        "                      [--backward] [--exhaustive] [--compare SPEC]\n"
                         "       ffnrt check --table [--exhaustive]\n"
                         "SPEC as FFNRT_DEVICE takes it (\"opencl\", \"vulkan:0\", \"llvmpipe\")\n");
         return 2;
@@ -262,9 +408,11 @@ int ffnrt_check_main(int argc, char **argv)
     }
     check_result r;
     uint64_t identical = 0;
-    int rc = sweep(&d, have_other ? &other : NULL, act, stride, &r, &identical);
+    int rc = sweep(&d, have_other ? &other : NULL, &c, stride, &r, &identical);
+    if (rc == 1)
+        fprintf(stderr, "ffnrt check: %s\n", ffnrt_last_error_message());
     if (rc == 0) {
-        print_result(&d, act, &r);
+        print_result(&d, &c, &r);
         if (have_other)
             printf("  bit-identical with %s:%u %s: %.4f%% of %llu inputs\n", ffnrt_backend_name(other.info.backend),
                    other.info.index, other.info.name, 100.0 * (double)identical / (double)r.inputs,
