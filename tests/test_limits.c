@@ -4,6 +4,7 @@
 #include "reference.h"
 
 #include <criterion/parameterized.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,4 +90,43 @@ ParameterizedTest(ffnrt_backend *b, limits, too_large)
     cr_assert_null(t);
     cr_assert(strstr(ffnrt_context_last_error(ctx), "allocation") != NULL, "%s", ffnrt_context_last_error(ctx));
     test_context_done(ctx);
+}
+
+ParameterizedTestParameters(limits, workgroup_size_independent)
+{
+    static ffnrt_backend cases[TEST_BACKENDS];
+    memcpy(cases, test_backends, sizeof cases);
+    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
+}
+
+/* Results are bit-identical whatever workgroup size and split the device's
+ * limits lead to: each element's value depends on its input alone. */
+ParameterizedTest(ffnrt_backend *b, limits, workgroup_size_independent)
+{
+    const size_t n = 100003;
+    float *in = malloc(n * sizeof *in), *out[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    cr_assert(in && out[0] && out[1]);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t bits = (uint32_t)(i * 42949u + 17u);
+        memcpy(&in[i], &bits, 4);
+    }
+    for (int v = 0; v < 2; v++) {
+        ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+        if (v) {
+            o.max_workgroup_size = 32;
+            o.max_buffer_range = 16384;
+        }
+        ffnrt_context *ctx = test_context(*b, &o);
+        ffnrt_tensor *x = test_tensor_1d(ctx, n, in);
+        ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+        cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        test_read(x, out[v], n);
+        test_context_done(ctx);
+    }
+    for (size_t i = 0; i < n; i++)
+        cr_assert(memcmp(&out[0][i], &out[1][i], 4) == 0 || (isnan(out[0][i]) && isnan(out[1][i])),
+                  "gelu(%a): %a with the device's workgroup, %a with 32", in[i], out[0][i], out[1][i]);
+    free(in);
+    free(out[0]);
+    free(out[1]);
 }
