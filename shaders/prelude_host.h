@@ -13,7 +13,14 @@ typedef uint32_t uint;
 #define FN_ALWAYS_INLINE /* after FN; see prelude_opencl.cl */
 #define PRECISE
 #define F32(v) ((float)(v))
-#define I32(v) ((int)(v))
+/* GPUs convert NaN and out-of-range floats to some int and wrap int
+ * arithmetic; C calls both undefined. The host mapping saturates to +-2^30
+ * and maps NaN to 0, so the exponent arithmetic after it stays defined. */
+static inline int ffnrt_host_i32(float v)
+{
+    return isnan(v) ? 0 : v > 1073741824.0f ? 1073741824 : v < -1073741824.0f ? -1073741824 : (int)v;
+}
+#define I32(v) ffnrt_host_i32(v)
 #define U32(v) ((uint)(v))
 static inline uint ffnrt_host_as_uint(float f) { uint u; memcpy(&u, &f, 4); return u; }
 static inline int ffnrt_host_as_int(float f) { int i; memcpy(&i, &f, 4); return i; }
@@ -45,4 +52,10 @@ static inline float ffnrt_host_two_prod_err(float a, float b, float p)
 #define FMAX(a, b) fmaxf((a), (b))
 typedef struct { float x, y; } f2;
 #define F2(a, b) ((f2){(a), (b)})
+typedef struct { float x, y, z, w; } f4;
+#define F4(a, b, c, d) ((f4){(a), (b), (c), (d)})
+static inline float ffnrt_host_dot4(f4 a, f4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
+#define DOT4(a, b) ffnrt_host_dot4((a), (b))
+#define UNROLL /* see prelude_opencl.cl */
+/* Buffers (BUFFER_RO, BUFFER_RO_F4, LOAD_F4) exist only in kernels. */
 #endif
