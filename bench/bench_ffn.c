@@ -31,6 +31,21 @@ static const ffn_workload workloads[] = {
 static const int64_t token_counts[] = {1, 8, 64, 512};
 static const int64_t quick_tokens[] = {1, 64};
 
+/* Tuning filters (environment): FFNRT_BENCH_FFN_SHAPES="768x3072,512x1376"
+ * keeps those d_model x hidden workloads, FFNRT_BENCH_FFN_TOKENS="1,512"
+ * those token counts, FFNRT_BENCH_FFN_DTYPES="f32" those dtypes. */
+static int env_keeps(const char *var, const char *item)
+{
+    const char *list = getenv(var);
+    if (!list || !*list)
+        return 1;
+    size_t n = strlen(item);
+    for (const char *s = list; (s = strstr(s, item)) != NULL; s += n)
+        if ((s == list || s[-1] == ',') && (s[n] == ',' || s[n] == 0))
+            return 1;
+    return 0;
+}
+
 typedef struct ffn_row {
     char label[64];
     int64_t tokens;
@@ -167,6 +182,10 @@ static int bench_workload(ffnrt_context *ctx, const ffn_workload *w, ffnrt_dtype
     const int64_t *tokens = o->quick ? quick_tokens : token_counts;
     size_t count = o->quick ? sizeof quick_tokens / sizeof quick_tokens[0] : sizeof token_counts / sizeof token_counts[0];
     for (size_t i = 0; i < count && rc == 0; i++) {
+        char tok[24];
+        snprintf(tok, sizeof tok, "%lld", (long long)tokens[i]);
+        if (!env_keeps("FFNRT_BENCH_FFN_TOKENS", tok))
+            continue;
         ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
         desc.dtype = dtype;
         ffnrt_ffn_cost cost;
@@ -216,9 +235,15 @@ int ffnrt_bench_ffn(ffnrt_context *ctx, const bench_ffn_options *o, FILE *csv)
     for (size_t wi = 0; wi < sizeof workloads / sizeof workloads[0]; wi++) {
         if (o->quick && !workloads[wi].quick)
             continue;
+        char shape[48];
+        snprintf(shape, sizeof shape, "%lldx%lld", (long long)workloads[wi].d_model, (long long)workloads[wi].hidden);
+        if (!env_keeps("FFNRT_BENCH_FFN_SHAPES", shape))
+            continue;
         for (size_t di = 0; di < 2 && rc == 0; di++) {
             if (o->quick && dtypes[di] != FFNRT_DTYPE_F32 && wi > 0)
                 continue; /* quick: fp16 on the first workload only */
+            if (!env_keeps("FFNRT_BENCH_FFN_DTYPES", ffnrt_dtype_name(dtypes[di])))
+                continue;
             rc = bench_workload(ctx, &workloads[wi], dtypes[di], o, rows, &nrows);
         }
     }

@@ -43,6 +43,15 @@ float ffn_two_prod_err(float a, float b, float p)
 #define FMAX(a, b) max((a), (b))
 #define f2 vec2
 #define F2(a, b) vec2((a), (b))
+#define f4 vec4
+#define F4(a, b, c, d) vec4((a), (b), (c), (d))
+#define DOT4(a, b) dot((a), (b))
+#define UNROLL [[unroll]] /* see prelude_opencl.cl */
+/* Vector loads, see prelude_opencl.cl: a vec4 view of the same binding
+ * (descriptor aliasing). llvmpipe loads a vec4 in one pass over its SIMD
+ * lanes where four floats take four. */
+#define BUFFER_RO_F4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferF4_##binding_ { vec4 name##_f4[]; };
+#define LOAD_F4(name, i4) name##_f4[(i4)]
 
 /* Kernel signature: buffers are descriptor bindings in set 0, Params is the
  * push-constant block. */

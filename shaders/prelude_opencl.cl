@@ -30,6 +30,15 @@
 #define FMAX(a, b) fmax((a), (b))
 typedef float2 f2;
 #define F2(a, b) ((float2)((a), (b)))
+typedef float4 f4;
+#define F4(a, b, c, d) ((float4)((a), (b), (c), (d)))
+#define DOT4(a, b) dot((a), (b))
+#define UNROLL _Pragma("unroll") /* before a loop with a constant trip count: unroll it fully (register arrays) */
+/* Vector loads from an fp32 binding: BUFFER_RO_F4(binding, name) after the
+ * binding's BUFFER_RO lets LOAD_F4(name, i4) read elements 4*i4 .. 4*i4+3
+ * (OpenCL needs no declaration: vload4 reads the float pointer). */
+#define BUFFER_RO_F4(binding, name)
+#define LOAD_F4(name, i4) vload4((i4), (name))
 
 /* Kernel signature: buffers and the Params struct are kernel arguments. */
 #define PARAMS_BEGIN typedef struct {

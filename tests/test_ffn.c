@@ -472,6 +472,53 @@ ParameterizedTest(ffnrt_backend *b, ffn, lowered_limits)
     run_cases(cases, sizeof cases / sizeof cases[0], &o);
 }
 
+/* Both families of product kernels on every device, forced with
+ * FFNRT_GEMM_KERNEL (read when a layer is created): the register-blocked
+ * one (CPU devices' default) and the shared-memory tiled and lane-reduced
+ * ones (GPUs'). K a multiple of 4 takes the vector loads (fp32) or paired
+ * word loads (16-bit), odd K the scalar ones; tokens past 16 cover several
+ * row blocks; a lowered buffer range splits aligned weights over
+ * dispatches. */
+typedef struct kernel_group {
+    ffnrt_backend backend;
+    int blocked;
+} kernel_group;
+
+ParameterizedTestParameters(ffn, kernels)
+{
+    static kernel_group groups[TEST_BACKENDS * 2];
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int k = 0; k < 2; k++)
+            groups[b * 2 + k] = (kernel_group){test_backends[b], k};
+    return cr_make_param_array(kernel_group, groups, TEST_BACKENDS * 2);
+}
+
+ParameterizedTest(kernel_group *g, ffn, kernels)
+{
+    cr_assert_eq(setenv("FFNRT_GEMM_KERNEL", g->blocked ? "blocked" : "tiled", 1), 0);
+    ffnrt_ffn_kind D = FFNRT_FFN_DENSE, G = FFNRT_FFN_GATED;
+    ffnrt_backend b = g->backend;
+    ffn_case cases[] = {
+        {b, D, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 64, 128, 1, 1, 0, 0, FFNRT_MATMUL_AUTO},
+        {b, G, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 64, 96, 37, 1, 1, 0, FFNRT_MATMUL_AUTO},
+        {b, G, FFNRT_GEGLU, FFNRT_DTYPE_F32, 32, 44, 4, 0, 0, 1, FFNRT_MATMUL_AUTO},
+        {b, D, FFNRT_ACT_SILU, FFNRT_DTYPE_F32, 67, 131, 5, 0, 0, 0, FFNRT_MATMUL_AUTO},
+        {b, D, FFNRT_ACT_RELU, FFNRT_DTYPE_F32, 40, 36, 19, 1, 0, 0, FFNRT_MATMUL_TILED},
+        {b, G, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 32, 48, 20, 1, 1, 0, FFNRT_MATMUL_AUTO},
+        {b, G, FFNRT_REGLU, FFNRT_DTYPE_BF16, 13, 27, 3, 1, 0, 1, FFNRT_MATMUL_AUTO},
+    };
+    run_cases(cases, sizeof cases / sizeof cases[0], NULL);
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.max_buffer_range = 65536;
+    o.max_workgroup_count = 16;
+    o.max_workgroup_size = 32;
+    ffn_case limited[] = {
+        {b, G, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 76, 300, 1, 1, 1, 1, FFNRT_MATMUL_AUTO},
+        {b, D, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 76, 300, 33, 1, 0, 0, FFNRT_MATMUL_AUTO},
+    };
+    run_cases(limited, sizeof limited / sizeof limited[0], &o);
+}
+
 /* ----------------------------------------------------------- accounting */
 
 Test(ffn, accounting)

@@ -41,6 +41,12 @@ typedef struct matvec_shape {
     uint32_t rows, lanes;
 } matvec_shape;
 
+/* The CPU kernel (BLOCKED in gemm.kernel): a TM x TN block of y per
+ * work-item, WG_N x WG_M work-items a group. */
+typedef struct blocked_shape {
+    uint32_t tm, tn, wg_n, wg_m;
+} blocked_shape;
+
 /* The weight slots of ffnrt_ffn_weights and ffnrt_ffn_weight_tensors, in
  * their field order. */
 enum slot { W_IN, B_IN, W_GATE, B_GATE, W_VALUE, B_VALUE, W_GATE_VALUE, B_GATE_VALUE, W_OUT, B_OUT, SLOT_COUNT };
@@ -56,6 +62,7 @@ struct ffnrt_ffn {
     uint64_t scratch_tokens;
     tiled_shape tiled;
     uint32_t matvec_tokens;
+    int blocked; /* CPU devices: the register-blocked kernel for every product */
 };
 
 static int is_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }
@@ -247,6 +254,74 @@ static matvec_shape choose_matvec(const ffnrt_context *ctx, uint32_t tokens)
     return s;
 }
 
+/* Which product kernels: the register-blocked one on CPUs, where shared
+ * memory is ordinary memory and barriers cost (llvmpipe runs them as
+ * coroutine switches), the shared-memory tiled and lane-reduced ones on
+ * GPUs. FFNRT_GEMM_KERNEL=blocked or =tiled overrides (tests run both). */
+static int choose_blocked(const ffnrt_context *ctx)
+{
+    const char *env = getenv("FFNRT_GEMM_KERNEL");
+    if (env && strcmp(env, "blocked") == 0)
+        return 1;
+    if (env && strcmp(env, "tiled") == 0)
+        return 0;
+    return ctx->info.type == FFNRT_DEVICE_TYPE_CPU;
+}
+
+/* BLOCKED shape for m rows of x and n outputs. What bounds it differs by
+ * driver (measured on 2 cores, fp32, 512 tokens):
+ *  - PoCL runs each work-item's float4 code as is (SSE/AVX): registers
+ *    bound the block. 4 x 6 (gated 4 x 3: two products) fills the 32
+ *    vector registers: 74 GFLOP/s against 62 for 4 x 4 and 55 for 4 x 2.
+ *  - llvmpipe (Vulkan) loads every element lane by lane while arithmetic
+ *    is 8 lanes wide, so loads per multiply-add bound it and the biggest
+ *    block wins even with spills: 16 x 16 (gated 16 x 8) reach 20-22
+ *    GFLOP/s against 9 for 4 x 4.
+ * TM takes every row up to that (decode reads W once), TN 4 for decode.
+ * Groups of 64 work-items (llvmpipe: 16 for decode, 8 x 2), narrowed while
+ * that leaves fewer than 16 groups so every core gets work; then fitted to
+ * the workgroup size and, for 16-bit outputs staged in shared memory, its
+ * size. */
+static blocked_shape choose_blocked_shape(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged)
+{
+    int lanes = ctx->info.backend == FFNRT_BACKEND_VULKAN; /* llvmpipe's model */
+    uint32_t tm_max = lanes ? 16 : 4;
+    blocked_shape b;
+    b.tm = m < tm_max ? (uint32_t)m : tm_max;
+    if (m <= 4)
+        b.tn = 4, b.wg_n = lanes ? 16 : 64, b.wg_m = 1;
+    else if (lanes)
+        b.tn = gated ? 8 : 16, b.wg_n = 8, b.wg_m = 2;
+    else
+        b.tn = gated ? 3 : 6, b.wg_n = 16, b.wg_m = 4;
+    /* FFNRT_GEMM_BLOCK="tm,tn,wg_n,wg_m" overrides the start (for tuning). */
+    const char *env = getenv("FFNRT_GEMM_BLOCK");
+    blocked_shape e;
+    if (env && sscanf(env, "%u,%u,%u,%u", &e.tm, &e.tn, &e.wg_n, &e.wg_m) == 4 && e.tm && e.tn && e.wg_n && e.wg_m &&
+        e.tm <= 16 && e.tn <= 16)
+        b = e;
+    while (b.wg_n > 1 && (n + (uint64_t)b.wg_n * b.tn - 1) / ((uint64_t)b.wg_n * b.tn) *
+                                 ((m + (uint64_t)b.wg_m * b.tm - 1) / ((uint64_t)b.wg_m * b.tm)) < 16)
+        b.wg_n /= 2;
+    while (b.wg_m > 1 && (m + (uint64_t)b.wg_m * b.tm - 1) / ((uint64_t)b.wg_m * b.tm) < 2 && b.wg_n * b.wg_m > 8)
+        b.wg_m /= 2;
+    uint64_t shared = ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
+    while ((uint64_t)b.wg_n * b.wg_m > ctx->limits.max_workgroup_size ||
+           (staged && 4ull * b.wg_n * b.tn * b.wg_m * b.tm > shared)) {
+        if (b.wg_m > 1)
+            b.wg_m /= 2;
+        else if (b.wg_n > 1)
+            b.wg_n /= 2;
+        else if (b.tn > 1)
+            b.tn /= 2;
+        else if (b.tm > 1)
+            b.tm /= 2;
+        else
+            break;
+    }
+    return b;
+}
+
 static void destroy_scratch(ffnrt_ffn *l)
 {
     ffnrt_tensor_destroy(l->h);
@@ -294,6 +369,7 @@ static ffnrt_status create_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
     l->out = (projection){t[W_OUT], 0, t[B_OUT], 0};
     l->tiled = choose_tiled(ctx);
     l->matvec_tokens = desc->matvec_max_tokens ? desc->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
+    l->blocked = choose_blocked(ctx);
     *out = l;
     return FFNRT_OK;
 }
@@ -435,7 +511,25 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
     if (bias)
         append(defines, sizeof defines, "#define BIAS %u\n", 1);
     uint64_t smem_floats, wg;
-    if (matvec) {
+    uint64_t esize = ffnrt_dtype_size(pr->x->dtype);
+    uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
+    blocked_shape bs = {0, 0, 0, 0};
+    if (l->blocked) {
+        /* One kernel for decode and prefill: the shape follows the rows. */
+        bs = choose_blocked_shape(ctx, pr->m, pr->n, gated, esize != 4);
+        /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
+         * binding offsets) or 2 (16-bit words) when K is. */
+        int aligned = esize == 4 ? pr->k % 4 == 0 && align % 16 == 0 : pr->k % 2 == 0 && align % 4 == 0;
+        smem_floats = esize == 4 ? 1 : (uint64_t)bs.wg_n * bs.tn * bs.wg_m * bs.tm;
+        wg = (uint64_t)bs.wg_n * bs.wg_m;
+        append(defines, sizeof defines, "#define BLOCKED %u\n", 1);
+        if (aligned)
+            append(defines, sizeof defines, "#define ALIGNED4 %u\n", 1);
+        append(defines, sizeof defines, "#define TM %uu\n", bs.tm);
+        append(defines, sizeof defines, "#define TN %uu\n", bs.tn);
+        append(defines, sizeof defines, "#define WG_N %uu\n", bs.wg_n);
+        append(defines, sizeof defines, "#define WG_M %uu\n", bs.wg_m);
+    } else if (matvec) {
         tokens = (uint32_t)(pr->m < l->matvec_tokens ? pr->m : l->matvec_tokens);
         mv = choose_matvec(ctx, tokens);
         smem_floats = matvec_smem_floats(mv, tokens);
@@ -465,11 +559,10 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
     /* Chunks: W rows (output features) and x rows (tokens) such that every
      * binding fits the buffer range (less the alignment slack) and the
      * workgroups fit the grid. */
-    uint64_t esize = ffnrt_dtype_size(pr->x->dtype);
-    uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
     uint64_t range = lim->max_buffer_range < MAX_PLANNED_RANGE ? lim->max_buffer_range : MAX_PLANNED_RANGE;
     uint64_t usable = range > align + 4 ? (range - align - 4) / esize : 0; /* elements a binding may span */
-    uint64_t n_per_group = matvec ? mv.rows : tl.bn;
+    uint64_t n_per_group = l->blocked ? (uint64_t)bs.wg_n * bs.tn : matvec ? mv.rows : tl.bn;
+    uint64_t m_per_group = l->blocked ? (uint64_t)bs.wg_m * bs.tm : tl.bm;
     uint64_t n_chunk = pr->k ? usable / pr->k : 0;
     if (n_chunk > (uint64_t)lim->max_workgroup_count[0] * n_per_group)
         n_chunk = (uint64_t)lim->max_workgroup_count[0] * n_per_group;
@@ -479,7 +572,7 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
     uint64_t y_rows = n_chunk && usable >= n_chunk ? (usable - n_chunk) / pr->n + 1 : 0;
     if (m_chunk > y_rows)
         m_chunk = y_rows;
-    uint64_t m_cap = matvec ? tokens : (uint64_t)lim->max_workgroup_count[1] * tl.bm;
+    uint64_t m_cap = matvec && !l->blocked ? tokens : (uint64_t)lim->max_workgroup_count[1] * m_per_group;
     if (m_chunk > m_cap)
         m_chunk = m_cap;
     if (n_chunk == 0 || m_chunk == 0)
@@ -506,7 +599,7 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
             if (bias && gated)
                 b[nb++] = bind_elements(ctx, pr->wv.b, pr->wv.b_first + n0, nc, &p.bv_base);
             uint32_t groups[2] = {(uint32_t)((nc + n_per_group - 1) / n_per_group),
-                                  matvec ? 1 : (uint32_t)((mc + tl.bm - 1) / tl.bm)};
+                                  matvec && !l->blocked ? 1 : (uint32_t)((mc + m_per_group - 1) / m_per_group)};
             st = ctx->ops->dispatch(ctx->dev, kernel, b, nb, &p, groups, &ctx->error);
         }
     }
