@@ -8,6 +8,7 @@
  * in the same run, the fused/unfused speed ratio, and the GFLOP/s ratio to
  * the best rate any row reached on the device in this run. */
 #include "bench_ffn.h"
+#include "peer_clblast.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -48,6 +49,7 @@ static int env_keeps(const char *var, const char *item)
 
 typedef struct ffn_row {
     char label[64];
+    size_t workload; /* index in workloads[] */
     int64_t tokens;
     ffnrt_dtype dtype;
     double fused_s, unfused_s;
@@ -197,6 +199,7 @@ static int bench_workload(ffnrt_context *ctx, const ffn_workload *w, ffnrt_dtype
         } else {
             ffn_row *r = &rows[(*nrows)++];
             snprintf(r->label, sizeof r->label, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
+            r->workload = (size_t)(w - workloads);
             r->tokens = tokens[i];
             r->dtype = dtype;
             /* Long rows (the 8B layer's prefill on lavapipe) get fewer runs. */
@@ -266,6 +269,27 @@ int ffnrt_bench_ffn(ffnrt_context *ctx, const bench_ffn_options *o, FILE *csv)
             fprintf(csv, "\"%s\",%s,\"%s\",%s,%lld,%.9g,%.9g,%.4f,%.4f,%.4f,%.4f,%.4f\n", info.name,
                     ffnrt_backend_name(info.backend), r->label, ffnrt_dtype_name(r->dtype), (long long)r->tokens,
                     r->fused_s, r->unfused_s, r->gflops, r->weight_gbps, xc, fu, xb);
+    }
+    /* The peer: CLBlast's SGEMM on the same OpenCL device for the first
+     * projection of each fp32 prefill row, against ffnrt's whole block. */
+    if (info.backend == FFNRT_BACKEND_OPENCL && rc == 0) {
+        printf("\npeer: CLBlast SGEMM of the first projection (tokens x d_model times W^T) on %s\n", info.name);
+        for (size_t i = 0; i < nrows; i++) {
+            const ffn_row *r = &rows[i];
+            if (r->dtype != FFNRT_DTYPE_F32 || r->tokens < 64)
+                continue;
+            const ffn_workload *w = &workloads[r->workload];
+            double peer = 0;
+            char why[160];
+            int64_t n_out = w->kind == FFNRT_FFN_GATED ? 2 * w->hidden : w->hidden;
+            if (peer_clblast_sgemm(info.name, r->tokens, n_out, w->d_model, o->quick ? 3 : 5, &peer, why,
+                                   sizeof why) != 0) {
+                printf("  CLBlast: %s\n", why);
+                break;
+            }
+            printf("  %-22s tokens %4lld: CLBlast %7.2f GFLOP/s, ffnrt block %7.2f GFLOP/s, ffnrt/CLBlast %.2f\n",
+                   r->label, (long long)r->tokens, peer, r->gflops, r->gflops / peer);
+        }
     }
     fflush(stdout);
     return rc;
