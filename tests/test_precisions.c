@@ -378,3 +378,31 @@ ParameterizedTest(arith_case *c, precisions, f16_arithmetic)
     free(out);
     test_context_done(ctx);
 }
+
+/* ffnrt_copy moves 16-bit tensors bit for bit, NaN payloads included. */
+ParameterizedTestParameters(precisions, copy_exact)
+{
+    static ffnrt_backend cases[TEST_BACKENDS];
+    memcpy(cases, test_backends, sizeof cases);
+    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
+}
+
+ParameterizedTest(ffnrt_backend *b, precisions, copy_exact)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    const size_t n = 65537;
+    uint16_t *in = malloc(n * 2), *out = malloc(n * 2);
+    cr_assert(in && out);
+    for (size_t i = 0; i < n; i++)
+        in[i] = (uint16_t)(i * 40503u);
+    for (int t = 0; t < 2; t++) {
+        ffnrt_dtype dtype = t ? FFNRT_DTYPE_BF16 : FFNRT_DTYPE_F16;
+        ffnrt_tensor *x = tensor16(ctx, dtype, n, in), *y = tensor16(ctx, dtype, n, NULL);
+        cr_assert_eq(ffnrt_copy(ctx, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        cr_assert_eq(ffnrt_tensor_read(y, out, n * 2), FFNRT_OK);
+        cr_assert_arr_eq(in, out, n * 2, "%s copy is not bit-exact", ffnrt_dtype_name(dtype));
+    }
+    free(in);
+    free(out);
+    test_context_done(ctx);
+}

@@ -161,7 +161,8 @@ ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor 
     if (st == FFNRT_OK) {
         activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
         ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
-        ffnrt_ew_launch l = {"activation.kernel", "#define ACT_COPY 1", x->dtype, x->numel, 1, b, 2, &p, sizeof p};
+        ffnrt_ew_launch l = {"activation.kernel", "#define ACT_COPY 1\n#define COPY_WORDS 1", x->dtype, x->numel, 1, b,
+                             2, &p, sizeof p};
         st = ffnrt_run_elementwise(ctx, &l);
     }
     return ffnrt_context_finish_call(ctx, st);
