@@ -86,6 +86,33 @@ ParameterizedTest(ffnrt_backend *b, errors, api)
     EXPECT(ffnrt_activation_from_name("geluu", &act), FFNRT_ERROR_INVALID_ARGUMENT);
     EXPECT(ffnrt_activation_from_name(NULL, &act), FFNRT_ERROR_INVALID_ARGUMENT);
 
+    /* Gradients and the GLU family. */
+    EXPECT(ffnrt_activation_backward(ctx, &d, x, NULL, y), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_activation_backward(ctx, &d, x, z, y), FFNRT_ERROR_SHAPE_MISMATCH);
+    EXPECT(ffnrt_activation_backward(ctx, &d, x, h, y), FFNRT_ERROR_DTYPE_MISMATCH);
+    ffnrt_activation_desc bad_compute = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    bad_compute.compute = (ffnrt_compute)7;
+    EXPECT(ffnrt_activation_forward(ctx, &bad_compute, h, hy), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_glu_desc g = FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU);
+    int64_t half_shape[2] = {4, 4}, odd_shape[2] = {4, 7};
+    ffnrt_tensor *half, *odd;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, half_shape, &half), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, odd_shape, &odd), FFNRT_OK);
+    cr_assert_eq(ffnrt_glu_forward(ctx, &g, x, half), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    EXPECT(ffnrt_glu_forward(NULL, &g, x, half), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_glu_forward(ctx, NULL, x, half), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_glu_forward(ctx, &g, odd, half), FFNRT_ERROR_SHAPE_MISMATCH); /* odd: no halves */
+    EXPECT(ffnrt_glu_forward(ctx, &g, x, y), FFNRT_ERROR_SHAPE_MISMATCH);      /* y not halved */
+    EXPECT(ffnrt_glu_forward(ctx, &g, x, foreign), FFNRT_ERROR_WRONG_CONTEXT);
+    EXPECT(ffnrt_glu_forward_split(ctx, &g, x, z, y), FFNRT_ERROR_SHAPE_MISMATCH);
+    EXPECT(ffnrt_glu_forward_split(ctx, &g, x, h, y), FFNRT_ERROR_DTYPE_MISMATCH);
+    EXPECT(ffnrt_glu_backward(ctx, &g, x, half, x), FFNRT_ERROR_INVALID_ARGUMENT); /* dx aliases x */
+    EXPECT(ffnrt_glu_backward_split(ctx, &g, x, x, x, y, y), FFNRT_ERROR_INVALID_ARGUMENT); /* dgate = dvalue */
+    ffnrt_glu_desc bad_glu = FFNRT_GLU_DESC_INIT((ffnrt_glu)42);
+    EXPECT(ffnrt_glu_forward(ctx, &bad_glu, x, half), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_glu kind;
+    EXPECT(ffnrt_glu_from_name("swiglu2", &kind), FFNRT_ERROR_INVALID_ARGUMENT);
+
     /* Nothing above changed y or broke the context: a good call still works. */
     float out[32];
     cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
