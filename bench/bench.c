@@ -6,6 +6,7 @@
  * OpenCL profiling events), medians of repeated runs after a warm-up; the
  * host's end-to-end time is reported beside them. */
 #include "bench.h"
+#include "bench_util.h"
 #include "bench_ffn.h"
 #include "ffnrt.h"
 
@@ -45,24 +46,7 @@ typedef struct bench_row {
     double copy_ratio;
 } bench_row;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* One element-wise workload: the copy kernel, an activation or a GLU kind
  * (split layout: gate and value tensors), forward or backward. */
@@ -124,22 +108,22 @@ static int measure(ffnrt_context *ctx, const ew_work *w, const ew_tensors *t, co
         return -1;
     }
     int n = 0;
-    double start = now_s();
-    while (n < MAX_RUNS && (n < 3 || (n < o->repeats && now_s() - start < o->budget_s))) {
-        double t0 = now_s();
+    double start = bench_now_s();
+    while (n < MAX_RUNS && (n < 3 || (n < o->repeats && bench_now_s() - start < o->budget_s))) {
+        double t0 = bench_now_s();
         if (run_once(ctx, w, t) != FFNRT_OK) {
             fprintf(stderr, "ffnrt bench: %s\n", ffnrt_context_last_error(ctx));
             return -1;
         }
-        host[n] = now_s() - t0;
+        host[n] = bench_now_s() - t0;
         uint64_t ns = 0;
         ffnrt_context_last_op_time(ctx, &ns);
         dev[n] = ns ? 1e-9 * (double)ns : host[n];
         n++;
     }
     row->runs = n;
-    row->host_median_s = median(host, n);
-    row->device_median_s = median(dev, n); /* sorts dev */
+    row->host_median_s = bench_median(host, n);
+    row->device_median_s = bench_median(dev, n); /* sorts dev */
     row->device_min_s = dev[0];
     row->device_spread = (dev[n - 1] - dev[0]) / row->device_median_s;
     double bytes = (double)work_traffic(w) * (double)ffnrt_tensor_bytes(t->x);

@@ -8,6 +8,7 @@
  * in the same run, the fused/unfused speed ratio, and the GFLOP/s ratio to
  * the best rate any row reached on the device in this run. */
 #include "bench_ffn.h"
+#include "bench_util.h"
 #include "peer_clblast.h"
 
 #include <math.h>
@@ -56,18 +57,6 @@ typedef struct ffn_row {
     double gflops, weight_gbps;
 } ffn_row;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 #define MAX_RUNS 25
 
@@ -80,16 +69,16 @@ static double time_forward(ffnrt_context *ctx, ffnrt_ffn *layer, const ffnrt_ten
     if (ffnrt_ffn_forward(layer, x, y) != FFNRT_OK)
         return -1;
     int n = 0;
-    double start = now_s();
-    while (n < MAX_RUNS && (n < 2 || (n < repeats && now_s() - start < budget_s))) {
-        double h0 = now_s();
+    double start = bench_now_s();
+    while (n < MAX_RUNS && (n < 2 || (n < repeats && bench_now_s() - start < budget_s))) {
+        double h0 = bench_now_s();
         if (ffnrt_ffn_forward(layer, x, y) != FFNRT_OK)
             return -1;
         uint64_t ns = 0;
         ffnrt_context_last_op_time(ctx, &ns);
-        t[n++] = ns ? 1e-9 * (double)ns : now_s() - h0;
+        t[n++] = ns ? 1e-9 * (double)ns : bench_now_s() - h0;
     }
-    qsort(t, (size_t)n, sizeof t[0], cmp_double);
+    qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
@@ -108,7 +97,7 @@ static double copy_gbps(ffnrt_context *ctx, size_t elements, int repeats)
             t[n] = 1e-9 * (double)ns;
         }
         if (n) {
-            qsort(t, (size_t)n, sizeof t[0], cmp_double);
+            qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
             best = 2.0 * 4.0 * (double)elements / t[n / 2] * 1e-9;
         }
     }

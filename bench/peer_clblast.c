@@ -19,6 +19,8 @@ int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k,
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <clblast_c.h>
 
+#include "bench_util.h"
+
 static cl_device_id find_device(const char *name)
 {
     cl_platform_id plats[8];
@@ -38,12 +40,6 @@ static cl_device_id find_device(const char *name)
         }
     }
     return NULL;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k, int repeats, double *gflops,
@@ -95,8 +91,7 @@ int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k,
         if (r >= 0)
             t[r] = (double)(end - start) * 1e-9;
     }
-    qsort(t, (size_t)runs, sizeof t[0], cmp_double);
-    *gflops = 2.0 * (double)m * (double)n * (double)k / t[runs / 2] * 1e-9;
+    *gflops = 2.0 * (double)m * (double)n * (double)k / bench_median(t, runs) * 1e-9;
     result = 0;
 done:
     for (int b = 0; b < 3; b++)
