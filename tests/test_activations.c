@@ -2,7 +2,9 @@
  * reference, in ULP of fp32, over a sweep of the whole fp32 range plus the
  * edge values and the tails where formulas usually break. */
 #include "device_fixture.h"
+#include "contract.h"
 #include "reference.h"
+#include "reference_grad.h"
 
 #include <criterion/parameterized.h>
 #include <float.h>
@@ -22,25 +24,9 @@ static double ulp_bound(ffnrt_activation act)
     }
 }
 
-#define LEAKY_SLOPE 0.1f
-#define ELU_ALPHA 1.5f
-#define SWISH_BETA 1.7f
-
 static double reference(ffnrt_activation act, double x)
 {
-    switch (act) {
-    case FFNRT_ACT_RELU: return ref_relu(x);
-    case FFNRT_ACT_LEAKY_RELU: return ref_leaky_relu(x, LEAKY_SLOPE);
-    case FFNRT_ACT_PRELU: return ref_leaky_relu(x, LEAKY_SLOPE); /* one shared slope here */
-    case FFNRT_ACT_ELU: return ref_elu(x, ELU_ALPHA);
-    case FFNRT_ACT_GELU: return ref_gelu(x);
-    case FFNRT_ACT_GELU_TANH: return ref_gelu_tanh(x);
-    case FFNRT_ACT_SILU: return ref_silu(x);
-    case FFNRT_ACT_SWISH: return ref_swish(x, SWISH_BETA);
-    case FFNRT_ACT_SIGMOID: return ref_sigmoid(x);
-    case FFNRT_ACT_TANH: return ref_tanh(x);
-    default: return NAN;
-    }
+    return ref_forward(act, x, contract_alpha(act), SWISH_BETA); /* PReLU: one shared slope here */
 }
 
 static float bits_to_float(uint32_t u)

@@ -2,6 +2,7 @@
  * the reference agree with finite differences, and the devices agree with
  * the analytic derivatives in double. */
 #include "device_fixture.h"
+#include "contract.h"
 #include "reference.h"
 #include "reference16.h"
 #include "reference_grad.h"
@@ -12,13 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LEAKY_SLOPE 0.1f
-#define ELU_ALPHA 1.5f
-#define SWISH_BETA 1.7f
 /* fp32 bound, in ULP of max(|dx|, |dy| * the derivative's term scale). */
 #define GRAD_BOUND 4.0
 
-static double alpha_of(ffnrt_activation act) { return act == FFNRT_ACT_ELU ? ELU_ALPHA : LEAKY_SLOPE; }
+
 
 /* The reference's derivatives are the derivatives of its forward functions. */
 Test(gradients, analytic_matches_finite_differences)
@@ -29,12 +27,12 @@ Test(gradients, analytic_matches_finite_differences)
             double h = 1e-6 * fmax(1.0, fabs(x));
             if (fabs(x) < 2 * h)
                 continue; /* the kinks of relu, leaky relu and elu at 0 */
-            double fd = (ref_forward(act, x + h, alpha_of(act), SWISH_BETA) -
-                         ref_forward(act, x - h, alpha_of(act), SWISH_BETA)) / (2 * h);
-            double g = ref_grad(act, x, alpha_of(act), SWISH_BETA);
-            double scale = ref_grad_scale(act, x, alpha_of(act), SWISH_BETA);
+            double fd = (ref_forward(act, x + h, contract_alpha(act), SWISH_BETA) -
+                         ref_forward(act, x - h, contract_alpha(act), SWISH_BETA)) / (2 * h);
+            double g = ref_grad(act, x, contract_alpha(act), SWISH_BETA);
+            double scale = ref_grad_scale(act, x, contract_alpha(act), SWISH_BETA);
             /* The difference quotient itself is off by about eps |f| / h. */
-            double fd_noise = 4 * DBL_EPSILON * fmax(1.0, fabs(ref_forward(act, x, alpha_of(act), SWISH_BETA))) / h;
+            double fd_noise = 4 * DBL_EPSILON * fmax(1.0, fabs(ref_forward(act, x, contract_alpha(act), SWISH_BETA))) / h;
             cr_assert(fabs(fd - g) <= 1e-6 * scale + fd_noise, "%s'(%g): analytic %.12g, finite difference %.12g",
                       ffnrt_activation_name(act), x, g, fd);
         }
@@ -100,7 +98,7 @@ ParameterizedTest(grad_case *c, gradients, activations)
     ffnrt_tensor *tx = test_tensor_1d(ctx, n, x), *tdy = test_tensor_1d(ctx, n, dy);
     ffnrt_tensor *tdx = test_tensor_1d(ctx, n, NULL);
     ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(c->act);
-    d.alpha = (float)alpha_of(c->act);
+    d.alpha = (float)contract_alpha(c->act);
     d.beta = SWISH_BETA;
     float slope = LEAKY_SLOPE;
     if (c->act == FFNRT_ACT_PRELU)
@@ -113,7 +111,7 @@ ParameterizedTest(grad_case *c, gradients, activations)
     double worst = 0;
     size_t worst_i = 0;
     for (size_t i = 0; i < n; i++) {
-        double g = ref_grad(c->act, x[i], alpha_of(c->act), SWISH_BETA);
+        double g = ref_grad(c->act, x[i], contract_alpha(c->act), SWISH_BETA);
         double ref = (double)dy[i] * g;
         if (isnan(ref)) {
             cr_assert(isnan(dx[i]), "%s'(%a) = %a, expected NaN", ffnrt_activation_name(c->act), x[i], dx[i]);
@@ -121,7 +119,7 @@ ParameterizedTest(grad_case *c, gradients, activations)
         }
         cr_assert(isfinite(dx[i]), "%s'(%a) * %a = %a, expected %a", ffnrt_activation_name(c->act), x[i], dy[i],
                   dx[i], ref);
-        double scale = fmax(fabs(ref), fabs(dy[i]) * ref_grad_scale(c->act, x[i], alpha_of(c->act), SWISH_BETA));
+        double scale = fmax(fabs(ref), fabs(dy[i]) * ref_grad_scale(c->act, x[i], contract_alpha(c->act), SWISH_BETA));
         /* ULP of fp32 at the scale, 2^-149 below the normal range. */
         double ulp = scale < FLT_MIN ? ldexp(1.0, -149) : ldexp(1.0, ilogb(scale) - 23);
         double e = fabs((double)dx[i] - ref) / ulp;
@@ -140,7 +138,7 @@ ParameterizedTest(grad_case *c, gradients, activations)
                 ffnrt_backend_name(c->backend), worst, x[worst_i]);
     cr_assert(worst <= GRAD_BOUND, "%s' on %s: %.3f ULP at x = %a, dy = %a (got %a, reference %a)",
               ffnrt_activation_name(c->act), ffnrt_backend_name(c->backend), worst, x[worst_i], dy[worst_i],
-              dx[worst_i], (double)dy[worst_i] * ref_grad(c->act, x[worst_i], alpha_of(c->act), SWISH_BETA));
+              dx[worst_i], (double)dy[worst_i] * ref_grad(c->act, x[worst_i], contract_alpha(c->act), SWISH_BETA));
     free(x);
     free(dy);
     free(dx);
@@ -306,7 +304,7 @@ ParameterizedTest(grad16_case *c, gradients, storage_16bit)
     cr_assert_eq(ffnrt_activation_backward(ctx, &d, tx, tdy, tdx), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
     cr_assert_eq(ffnrt_tensor_read(tdx, dx, n * 2), FFNRT_OK);
     int flush_ok = !test_keeps_subnormals(ctx);
-    double alpha = c->act == FFNRT_ACT_PRELU ? slope : alpha_of(c->act);
+    double alpha = c->act == FFNRT_ACT_PRELU ? slope : contract_alpha(c->act);
     double worst = 0;
     size_t worst_i = 0;
     for (size_t i = 0; i < n; i++) {

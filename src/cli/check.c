@@ -8,6 +8,7 @@
  * The README's accuracy table is `ffnrt check --table`. */
 #include "check.h"
 #include "ffnrt.h"
+#include "contract.h"
 #include "reference.h"
 #include "reference_grad.h"
 
@@ -17,10 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The parameters the contract is stated for (as in the tests). */
-#define CHECK_LEAKY_SLOPE 0.1f
-#define CHECK_ELU_ALPHA 1.5f
-#define CHECK_SWISH_BETA 1.7f
 #define CHUNK (1u << 24)
 
 typedef struct check_case {
@@ -102,15 +99,13 @@ static double error_ulp(ffnrt_dtype t, double got, double ref, double scale)
 
 /* ------------------------------------------------------------ reference */
 
-static double alpha_of(ffnrt_activation act) { return act == FFNRT_ACT_ELU ? CHECK_ELU_ALPHA : CHECK_LEAKY_SLOPE; }
-
 /* The slope as the device holds it (rounded to the storage type). */
 static double stored_alpha(const check_case *c)
 {
     if (c->act != FFNRT_ACT_PRELU)
-        return alpha_of(c->act);
+        return contract_alpha(c->act);
     unsigned char b[4];
-    encode(c->dtype, b, 0, CHECK_LEAKY_SLOPE);
+    encode(c->dtype, b, 0, LEAKY_SLOPE);
     return decode(c->dtype, b, 0);
 }
 
@@ -118,10 +113,10 @@ static void reference(const check_case *c, double x, double *ref, double *scale)
 {
     double a = stored_alpha(c);
     if (c->backward) {
-        *ref = ref_grad(c->act, x, a, CHECK_SWISH_BETA);
-        *scale = fmax(fabs(*ref), ref_grad_scale(c->act, x, a, CHECK_SWISH_BETA));
+        *ref = ref_grad(c->act, x, a, SWISH_BETA);
+        *scale = fmax(fabs(*ref), ref_grad_scale(c->act, x, a, SWISH_BETA));
     } else {
-        *ref = ref_forward(c->act, x, a, CHECK_SWISH_BETA);
+        *ref = ref_forward(c->act, x, a, SWISH_BETA);
         *scale = fabs(*ref);
     }
 }
@@ -145,7 +140,7 @@ static int open_device(const char *spec, check_device *d)
     for (int t = 0; t < 3; t++) {
         int64_t n = t == 0 ? CHUNK : 65536, one = 1;
         unsigned char slope[4], ones[4];
-        encode(types[t], slope, 0, CHECK_LEAKY_SLOPE);
+        encode(types[t], slope, 0, LEAKY_SLOPE);
         encode(types[t], ones, 0, 1.0f);
         void *dy = malloc((size_t)n * ffnrt_dtype_size(types[t]));
         for (int64_t i = 0; dy && i < n; i++)
@@ -173,8 +168,8 @@ static ffnrt_status run_chunk(check_device *d, const check_case *c, const void *
     int t = dtype_index(c->dtype);
     size_t bytes = n * ffnrt_dtype_size(c->dtype);
     ffnrt_activation_desc desc = FFNRT_ACTIVATION_DESC_INIT(c->act);
-    desc.alpha = (float)alpha_of(c->act);
-    desc.beta = CHECK_SWISH_BETA;
+    desc.alpha = (float)contract_alpha(c->act);
+    desc.beta = SWISH_BETA;
     desc.slopes = d->slopes[t];
     desc.compute = c->compute;
     ffnrt_status st = ffnrt_tensor_write(d->x[t], in, bytes);
