@@ -5,13 +5,25 @@
 
 #include "ffnrt.h"
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <stddef.h>
+#include <string.h>
 
 /* Every test runs on the first device of each backend. A backend with no
  * device fails the suite unless FFNRT_TEST_ALLOW_MISSING=1 (for machines
  * that truly lack one); CI never sets it. */
 #define TEST_BACKENDS 2
 extern const ffnrt_backend test_backends[TEST_BACKENDS];
+
+/* The parameters of a test that runs once per backend (its argument is an
+ * ffnrt_backend *). */
+#define BACKEND_PARAMETERS(suite, test)                                          \
+    ParameterizedTestParameters(suite, test)                                     \
+    {                                                                            \
+        static ffnrt_backend cases[TEST_BACKENDS];                               \
+        memcpy(cases, test_backends, sizeof cases);                              \
+        return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);         \
+    }
 
 /* A context on the backend's first device, Vulkan with validation on;
  * NULL (with the test skipped) only where a missing backend is allowed.

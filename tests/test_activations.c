@@ -239,12 +239,7 @@ ParameterizedTest(prelu_case *c, activations, prelu_channels)
 }
 
 /* Signs of zero, the limits at infinity, and the seed's values. */
-ParameterizedTestParameters(activations, special_values)
-{
-    static ffnrt_backend cases[TEST_BACKENDS];
-    memcpy(cases, test_backends, sizeof cases);
-    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(activations, special_values)
 
 static float run_one(ffnrt_context *ctx, ffnrt_activation act, float v)
 {

@@ -7,12 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-ParameterizedTestParameters(errors, api)
-{
-    static ffnrt_backend cases[TEST_BACKENDS];
-    memcpy(cases, test_backends, sizeof cases);
-    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(errors, api)
 
 #define EXPECT(call, status)                                                                                  \
     do {                                                                                                      \
@@ -127,12 +122,7 @@ ParameterizedTest(ffnrt_backend *b, errors, api)
     test_context_done(ctx);
 }
 
-ParameterizedTestParameters(errors, context)
-{
-    static ffnrt_backend cases[TEST_BACKENDS];
-    memcpy(cases, test_backends, sizeof cases);
-    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(errors, context)
 
 ParameterizedTest(ffnrt_backend *b, errors, context)
 {
@@ -166,12 +156,7 @@ ParameterizedTest(ffnrt_backend *b, errors, context)
     EXPECT(ffnrt_context_last_op_time(NULL, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
 }
 
-ParameterizedTestParameters(errors, compile_failure)
-{
-    static ffnrt_backend cases[TEST_BACKENDS];
-    memcpy(cases, test_backends, sizeof cases);
-    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(errors, compile_failure)
 
 /* A kernel that does not compile: a status, the compiler's log, and a
  * context that still tears down cleanly. */

@@ -71,12 +71,7 @@ ParameterizedTest(limits_case *c, limits, split_dispatches)
     test_context_done(ctx);
 }
 
-ParameterizedTestParameters(limits, too_large)
-{
-    static ffnrt_backend cases[TEST_BACKENDS];
-    memcpy(cases, test_backends, sizeof cases);
-    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(limits, too_large)
 
 /* Past the device's largest allocation: a clear error, nothing allocated. */
 ParameterizedTest(ffnrt_backend *b, limits, too_large)
@@ -92,12 +87,7 @@ ParameterizedTest(ffnrt_backend *b, limits, too_large)
     test_context_done(ctx);
 }
 
-ParameterizedTestParameters(limits, workgroup_size_independent)
-{
-    static ffnrt_backend cases[TEST_BACKENDS];
-    memcpy(cases, test_backends, sizeof cases);
-    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(limits, workgroup_size_independent)
 
 /* Results are bit-identical whatever workgroup size and split the device's
  * limits lead to: each element's value depends on its input alone. */

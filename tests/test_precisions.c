@@ -366,12 +366,7 @@ ParameterizedTest(arith_case *c, precisions, f16_arithmetic)
 }
 
 /* ffnrt_copy moves 16-bit tensors bit for bit, NaN payloads included. */
-ParameterizedTestParameters(precisions, copy_exact)
-{
-    static ffnrt_backend cases[TEST_BACKENDS];
-    memcpy(cases, test_backends, sizeof cases);
-    return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(precisions, copy_exact)
 
 ParameterizedTest(ffnrt_backend *b, precisions, copy_exact)
 {
