@@ -340,22 +340,29 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out)
 {
-    char key[512];
-    snprintf(key, sizeof key, "%s|%s|%u|%s", file, entry, workgroup_size, defines);
+    /* The key is the whole build: file, entry, workgroup size and defines
+     * (never truncated: two builds must not share a key). */
+    size_t key_len = strlen(file) + strlen(entry) + strlen(defines) + 16;
+    char *key_copy = malloc(key_len);
+    if (!key_copy)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "kernel cache: out of host memory");
+    snprintf(key_copy, key_len, "%s|%s|%u|%s", file, entry, workgroup_size, defines);
     for (size_t i = 0; i < ctx->kernel_count; i++)
-        if (strcmp(ctx->kernels[i].key, key) == 0) {
+        if (strcmp(ctx->kernels[i].key, key_copy) == 0) {
+            free(key_copy);
             *out = ctx->kernels[i].kernel;
             return FFNRT_OK;
         }
     if (ctx->kernel_count == ctx->kernel_capacity) {
         size_t cap = ctx->kernel_capacity ? 2 * ctx->kernel_capacity : 16;
         ffnrt_kernel_entry *grown = realloc(ctx->kernels, cap * sizeof *grown);
-        if (!grown)
+        if (!grown) {
+            free(key_copy);
             return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "kernel cache: out of host memory");
+        }
         ctx->kernels = grown;
         ctx->kernel_capacity = cap;
     }
-    char *key_copy = strdup(key);
     char *source = concat_source(ctx, file, defines, workgroup_size);
     if (!key_copy || !source) {
         free(key_copy);
