@@ -120,3 +120,30 @@ ParameterizedTest(ffnrt_backend *b, limits, workgroup_size_independent)
     free(out[0]);
     free(out[1]);
 }
+
+/* Discrete GPUs reach their buffers through a staging buffer; lavapipe's
+ * memory is host-visible, so FFNRT_VULKAN_STAGING=1 forces that path here.
+ * 20 MB crosses the 16 MiB staging buffer more than once. */
+Test(limits, vulkan_staging_path)
+{
+    setenv("FFNRT_VULKAN_STAGING", "1", 1);
+    ffnrt_context *ctx = test_context(FFNRT_BACKEND_VULKAN, NULL);
+    unsetenv("FFNRT_VULKAN_STAGING");
+    const size_t n = 5u << 20;
+    float *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out);
+    cr_assert(in && out);
+    for (size_t i = 0; i < n; i++)
+        in[i] = (float)((int)(i % 1999) - 999) * 0.01f;
+    ffnrt_tensor *x = test_tensor_1d(ctx, n, in);
+    ffnrt_tensor *y = test_tensor_1d(ctx, n, NULL);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_read(y, out, n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert(ulp_error_f32(out[i], ref_gelu(in[i])) <= 4.0, "gelu(%a) = %a at %zu", in[i], out[i], i);
+    test_read(x, out, n); /* and back unchanged */
+    cr_assert_arr_eq(in, out, n * sizeof *in);
+    free(in);
+    free(out);
+    test_context_done(ctx);
+}
