@@ -254,6 +254,9 @@ typedef enum ffnrt_glu {
 
 FFNRT_API const char *ffnrt_glu_name(ffnrt_glu kind);
 FFNRT_API ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out);
+/* The activation a kind applies to its gate (SWIGLU: FFNRT_ACT_SWISH with
+ * the desc's beta); FFNRT_ACT_COUNT for an unknown kind. */
+FFNRT_API ffnrt_activation ffnrt_glu_gate_activation(ffnrt_glu kind);
 
 typedef struct ffnrt_glu_desc {
     ffnrt_glu kind;

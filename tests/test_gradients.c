@@ -147,17 +147,6 @@ ParameterizedTest(grad_case *c, gradients, activations)
 
 /* -------------------------------------------------------------- GLU */
 
-static ffnrt_activation gate_activation(ffnrt_glu kind)
-{
-    switch (kind) {
-    case FFNRT_GLU: return FFNRT_ACT_SIGMOID;
-    case FFNRT_REGLU: return FFNRT_ACT_RELU;
-    case FFNRT_GEGLU: return FFNRT_ACT_GELU;
-    case FFNRT_GEGLU_TANH: return FFNRT_ACT_GELU_TANH;
-    default: return FFNRT_ACT_SWISH;
-    }
-}
-
 typedef struct glu_grad_case {
     ffnrt_backend backend;
     ffnrt_glu kind;
@@ -218,7 +207,7 @@ ParameterizedTest(glu_grad_case *c, gradients, glu)
     test_read(tdx, dx, 2 * n);
     test_read(tdg, dg, n);
     test_read(tdv, dv, n);
-    ffnrt_activation act = gate_activation(c->kind);
+    ffnrt_activation act = ffnrt_glu_gate_activation(c->kind);
     double worst = 0;
     for (size_t i = 0; i < n; i++) {
         size_t row = i / (size_t)h, col = i % (size_t)h;

@@ -19,14 +19,7 @@ static double act_reference(ffnrt_activation act, double x)
 
 static double glu_gate_reference(ffnrt_glu kind, double g)
 {
-    switch (kind) {
-    case FFNRT_GLU: return ref_sigmoid(g);
-    case FFNRT_REGLU: return ref_relu(g);
-    case FFNRT_GEGLU: return ref_gelu(g);
-    case FFNRT_GEGLU_TANH: return ref_gelu_tanh(g);
-    case FFNRT_SWIGLU: return ref_swish(g, SWISH_BETA);
-    default: return NAN;
-    }
+    return ref_forward(ffnrt_glu_gate_activation(kind), g, 0, SWISH_BETA);
 }
 
 static float decode(ffnrt_dtype t, uint16_t bits)

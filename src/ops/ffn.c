@@ -67,18 +67,6 @@ struct ffnrt_ffn {
 
 static int is_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }
 
-/* The activation the gated kinds apply to the gate. */
-static ffnrt_activation glu_activation(ffnrt_glu kind)
-{
-    switch (kind) {
-    case FFNRT_GLU: return FFNRT_ACT_SIGMOID;
-    case FFNRT_REGLU: return FFNRT_ACT_RELU;
-    case FFNRT_GEGLU: return FFNRT_ACT_GELU;
-    case FFNRT_GEGLU_TANH: return FFNRT_ACT_GELU_TANH;
-    default: return FFNRT_ACT_SWISH;
-    }
-}
-
 static ffnrt_status check_desc(ffnrt_error *err, const ffnrt_ffn_desc *d, const char *fn)
 {
     if (!d)
@@ -705,7 +693,7 @@ static ffnrt_status forward_fused(ffnrt_ffn *l, const ffnrt_tensor *x, ffnrt_ten
     uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
     product up;
     if (is_gated(d))
-        up = (product){x, tokens, dm, l->gate, l->value, h, l->h, glu_activation(d->glu.kind), 0, d->glu.beta};
+        up = (product){x, tokens, dm, l->gate, l->value, h, l->h, ffnrt_glu_gate_activation(d->glu.kind), 0, d->glu.beta};
     else
         up = (product){x, tokens, dm, l->in, {0}, h, l->h, d->activation.kind, d->activation.alpha,
                        d->activation.beta};

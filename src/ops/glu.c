@@ -46,6 +46,18 @@ ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out)
     return err.status;
 }
 
+ffnrt_activation ffnrt_glu_gate_activation(ffnrt_glu kind)
+{
+    switch (kind) {
+    case FFNRT_GLU: return FFNRT_ACT_SIGMOID;
+    case FFNRT_REGLU: return FFNRT_ACT_RELU;
+    case FFNRT_GEGLU: return FFNRT_ACT_GELU;
+    case FFNRT_GEGLU_TANH: return FFNRT_ACT_GELU_TANH;
+    case FFNRT_SWIGLU: return FFNRT_ACT_SWISH;
+    default: return FFNRT_ACT_COUNT;
+    }
+}
+
 static ffnrt_status check_desc(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *fn)
 {
     if (!desc)
