@@ -1,7 +1,26 @@
 #include "reference16.h"
 #include "ffnrt.h"
 
+#include <float.h>
 #include <math.h>
+
+static int mantissa_bits(ffnrt_dtype t) { return t == FFNRT_DTYPE_F32 ? 23 : t == FFNRT_DTYPE_F16 ? 10 : 7; }
+static int min_exponent(ffnrt_dtype t) { return t == FFNRT_DTYPE_F16 ? -14 : -126; }
+
+double max_finite_of_type(ffnrt_dtype t)
+{
+    return t == FFNRT_DTYPE_F32 ? FLT_MAX : t == FFNRT_DTYPE_F16 ? 65504.0 : ldexp(255.0, 120);
+}
+
+double ulp_of_type(ffnrt_dtype t, double a)
+{
+    a = fabs(a);
+    if (!(a >= ldexp(1.0, min_exponent(t)))) /* NaN too */
+        return ldexp(1.0, min_exponent(t) - mantissa_bits(t));
+    if (a > max_finite_of_type(t))
+        a = max_finite_of_type(t);
+    return ldexp(1.0, ilogb(a) - mantissa_bits(t));
+}
 
 static double ulp_error_16(double g, double ref, int mant_bits, int min_exp, double max_finite, double overflow)
 {

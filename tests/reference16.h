@@ -2,7 +2,15 @@
 #ifndef FFNRT_TESTS_REFERENCE16_H
 #define FFNRT_TESTS_REFERENCE16_H
 
+#include "ffnrt.h"
 #include <stdint.h>
+
+/* The ULP of storage type t at magnitude a: 2^(e - mantissa bits) in binade
+ * e, the smallest subnormal step below the normal range (and for NaN), the
+ * largest finite value's ULP above it. */
+double ulp_of_type(ffnrt_dtype t, double a);
+/* The largest finite value of t. */
+double max_finite_of_type(ffnrt_dtype t);
 
 /* |got - ref| in ULP of fp16 (binade e: 2^(e-10); 2^-24 below 2^-14;
  * a result past 65504 counts against 65536, so +inf for ref >= 65520 is 0).

@@ -120,9 +120,7 @@ ParameterizedTest(grad_case *c, gradients, activations)
         cr_assert(isfinite(dx[i]), "%s'(%a) * %a = %a, expected %a", ffnrt_activation_name(c->act), x[i], dy[i],
                   dx[i], ref);
         double scale = fmax(fabs(ref), fabs(dy[i]) * ref_grad_scale(c->act, x[i], contract_alpha(c->act), SWISH_BETA));
-        /* ULP of fp32 at the scale, 2^-149 below the normal range. */
-        double ulp = scale < FLT_MIN ? ldexp(1.0, -149) : ldexp(1.0, ilogb(scale) - 23);
-        double e = fabs((double)dx[i] - ref) / ulp;
+        double e = fabs((double)dx[i] - ref) / ulp_of_type(FFNRT_DTYPE_F32, scale);
         /* A subnormal f'(x) is rounded before it is scaled by dy, which
          * scales its absolute error too. */
         if (fabs(g) < FLT_MIN && fabs(dy[i]) > 1 && e > GRAD_BOUND && e <= GRAD_BOUND * fabs(dy[i]))
@@ -219,8 +217,8 @@ ParameterizedTest(glu_grad_case *c, gradients, glu)
         double scale_v = fabs(ref_v), scale_g = fmax(fabs(ref_g), fabs((double)dy[i] * value[i]) *
                                                                       ref_grad_scale(act, gate[i], 0, SWISH_BETA));
         /* value * phi(gate) goes through one more product than f(x) does. */
-        double ev = fabs(dv[i] - ref_v) / (scale_v < FLT_MIN ? 0x1p-149 : ldexp(1.0, ilogb(scale_v) - 23));
-        double eg = fabs(dg[i] - ref_g) / (scale_g < FLT_MIN ? 0x1p-149 : ldexp(1.0, ilogb(scale_g) - 23));
+        double ev = fabs(dv[i] - ref_v) / ulp_of_type(FFNRT_DTYPE_F32, scale_v);
+        double eg = fabs(dg[i] - ref_g) / ulp_of_type(FFNRT_DTYPE_F32, scale_g);
         if (fabs(phi) < FLT_MIN) /* phi(gate) subnormal: only an absolute accuracy */
             ev = fabs(dv[i] - ref_v) <= (fabs(dy[i]) + 1) * 0x1p-149 ? 0 : ev;
         worst = fmax(worst, fmax(ev, eg));
@@ -306,10 +304,7 @@ ParameterizedTest(grad16_case *c, gradients, storage_16bit)
             continue;
         }
         double scale = fmax(fabs(ref), fabs(dyv) * ref_grad_scale(c->act, xv, alpha, SWISH_BETA));
-        /* ULP of the storage type at the scale. */
-        int mant = f16 ? 10 : 7, min_exp = f16 ? -14 : -126;
-        double ulp = scale < ldexp(1.0, min_exp) ? ldexp(1.0, min_exp - mant) : ldexp(1.0, ilogb(scale) - mant);
-        double e = fabs(got - ref) / ulp;
+        double e = fabs(got - ref) / ulp_of_type(c->dtype, scale);
         if (flush_ok && !f16 && e > 1 && (fabs(ref) < 0x1p-126 || fpclassify((float)xv) == FP_SUBNORMAL))
             continue; /* bf16 subnormals are fp32 subnormals: flushed here */
         if (e > worst) {

@@ -335,7 +335,7 @@ ParameterizedTest(arith_case *c, precisions, f16_arithmetic)
                                                                                  : act_reference(act, xin);
             double e = ulp_error_f16(out[i], ref);
             double factor = xin != 0 && isfinite(xin) ? fabs(ref / xin) : 1.0; /* Phi(x), sigmoid(x), ... */
-            double ulp = !(fabs(ref) >= 0x1p-14) ? 0x1p-24 : ldexp(1.0, ilogb(ref) - 10); /* NaN too */
+            double ulp = ulp_of_type(FFNRT_DTYPE_F16, ref);
             if (e > F16_ARITH_BOUND && factor < 0x1p-14 && e <= 1.0 + fabs(xin) * 0x1p-25 / ulp)
                 e = 0;
             if (e > worst) {

@@ -10,6 +10,7 @@
 #include "ffnrt.h"
 #include "contract.h"
 #include "reference.h"
+#include "reference16.h"
 #include "reference_grad.h"
 
 #include <float.h>
@@ -66,22 +67,7 @@ static void encode(ffnrt_dtype t, void *buf, size_t i, float v)
         ((uint16_t *)buf)[i] = t == FFNRT_DTYPE_F16 ? ffnrt_f32_to_f16(v) : ffnrt_f32_to_bf16(v);
 }
 
-static int mantissa_bits(ffnrt_dtype t) { return t == FFNRT_DTYPE_F32 ? 23 : t == FFNRT_DTYPE_F16 ? 10 : 7; }
 static int min_exponent(ffnrt_dtype t) { return t == FFNRT_DTYPE_F16 ? -14 : -126; }
-static double max_finite(ffnrt_dtype t)
-{
-    return t == FFNRT_DTYPE_F32 ? FLT_MAX : t == FFNRT_DTYPE_F16 ? 65504.0 : ldexp(255.0, 120);
-}
-
-/* The ULP of type t at magnitude a (a >= 0). */
-static double ulp_at(ffnrt_dtype t, double a)
-{
-    if (a < ldexp(1.0, min_exponent(t)))
-        return ldexp(1.0, min_exponent(t) - mantissa_bits(t));
-    if (a > max_finite(t))
-        a = max_finite(t);
-    return ldexp(1.0, ilogb(a) - mantissa_bits(t));
-}
 
 /* |got - ref| in ULP of t at scale (>= |ref|); INFINITY for a lost NaN or
  * a finite value that became Inf or NaN. */
@@ -89,12 +75,12 @@ static double error_ulp(ffnrt_dtype t, double got, double ref, double scale)
 {
     if (isnan(ref) || isnan(got))
         return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
-    double overflow = max_finite(t) + ulp_at(t, max_finite(t)) / 2; /* rounds to inf from here */
+    double overflow = max_finite_of_type(t) + ulp_of_type(t, max_finite_of_type(t)) / 2; /* rounds to inf from here */
     if (isinf(got))
         return (got > 0) == (ref > 0) && fabs(ref) >= overflow ? 0.0 : INFINITY;
     if (isinf(ref))
         return INFINITY;
-    return fabs(got - ref) / ulp_at(t, scale);
+    return fabs(got - ref) / ulp_of_type(t, scale);
 }
 
 /* ------------------------------------------------------------ reference */
