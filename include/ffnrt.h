@@ -91,6 +91,13 @@ typedef struct ffnrt_device_info {
     int fp16_arithmetic;             /* shaderFloat16 / cl_khr_fp16 */
     int storage_16bit;               /* native 16-bit storage buffers */
     int denormals_preserved;         /* fp32 subnormals kept (1), flushed (0), unknown (-1) */
+    /* Identity, to recognise one physical device seen through both APIs:
+     * Vulkan's deviceUUID and OpenCL's cl_khr_device_uuid agree by design,
+     * as do VK_EXT_pci_bus_info and cl_khr_pci_bus_info. */
+    uint8_t uuid[16];
+    int has_uuid;
+    uint32_t pci_domain, pci_bus, pci_device, pci_function;
+    int has_pci_address;
 } ffnrt_device_info;
 
 /* Number of devices found over every available backend. A backend whose
@@ -108,10 +115,22 @@ FFNRT_API const char *ffnrt_device_type_name(ffnrt_device_type type);
 
 typedef struct ffnrt_context ffnrt_context;
 
+/* Precision policy: what the caller trades for speed. EXACT: fp32 storage
+ * and arithmetic. BALANCED: 16-bit storage, fp32 arithmetic. FAST: 16-bit
+ * storage and fp16 arithmetic where the device has it (else BALANCED, and
+ * the plan says so). ffnrt_context_precision tells the storage type to use;
+ * ops whose compute is FFNRT_COMPUTE_AUTO follow the policy. */
+typedef enum ffnrt_precision {
+    FFNRT_PRECISION_EXACT = 0,
+    FFNRT_PRECISION_BALANCED,
+    FFNRT_PRECISION_FAST
+} ffnrt_precision;
+
 typedef struct ffnrt_context_options {
     /* Device choice. backend ANY with device_index < 0 and device_name NULL
-     * picks the best device found; FFNRT_DEVICE overrides an automatic
-     * choice ("opencl", "vulkan:1", "vulkan:llvmpipe", "pocl"). */
+     * picks the best device found (ffnrt plan shows the ranking);
+     * FFNRT_DEVICE overrides an automatic choice ("opencl", "vulkan:1",
+     * "vulkan:llvmpipe", "pocl"). */
     ffnrt_backend backend;
     int device_index;        /* index within the backend, or -1 */
     const char *device_name; /* case-insensitive substring of the name, or NULL */
@@ -121,13 +140,33 @@ typedef struct ffnrt_context_options {
     /* Lower the device's limits to test the paths a smaller GPU takes
      * (0 keeps the device's own; a value above it is an error). Also set by
      * FFNRT_LIMITS="max_buffer_range=65536,max_workgroup_count=64,
-     * max_workgroup_size=32". */
+     * max_workgroup_size=32,max_shared_memory=16384,fp16_arithmetic=0,
+     * storage_16bit=0". */
     uint64_t max_buffer_range;
     uint32_t max_workgroup_count;
     uint32_t max_workgroup_size;
+    uint64_t max_shared_memory;
+    int disable_fp16_arithmetic;
+    int disable_16bit_storage;
+    /* A named limit profile modelled on a real GPU ("adreno-640",
+     * "mali-g78", "apple-m1-moltenvk", "intel-uhd-620"; ffnrt_profile_info
+     * lists them), applied on top of the device's limits. Also FFNRT_PROFILE. */
+    const char *profile;
+    /* The precision policy; FFNRT_PRECISION=exact|balanced|fast overrides. */
+    ffnrt_precision precision;
+    /* Ignore the built-in driver quirk table (FFNRT_QUIRKS=ignore). */
+    int ignore_quirks;
+    /* Time the FFN candidates (path x kernel) the first time a layer runs a
+     * shape class and keep the fastest (FFNRT_AUTOTUNE=1); see
+     * ffnrt_ffn_autotune. */
+    int autotune;
 } ffnrt_context_options;
 
-#define FFNRT_CONTEXT_OPTIONS_INIT { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0 }
+#define FFNRT_CONTEXT_OPTIONS_INIT { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_EXACT, 0, 0 }
+
+/* Profile i's name and a line saying what it models and where its figures
+ * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */
+FFNRT_API ffnrt_status ffnrt_profile_info(size_t i, const char **name, const char **description);
 
 FFNRT_API ffnrt_status ffnrt_context_create(const ffnrt_context_options *options,
                                             ffnrt_context **out);
@@ -178,6 +217,32 @@ FFNRT_API int64_t ffnrt_tensor_dim(const ffnrt_tensor *t, size_t axis);
 FFNRT_API size_t ffnrt_tensor_numel(const ffnrt_tensor *t);
 FFNRT_API size_t ffnrt_tensor_bytes(const ffnrt_tensor *t);
 
+/* The storage type the context's precision policy chose (F32 for EXACT,
+ * F16 otherwise) and whether FFNRT_COMPUTE_AUTO runs fp16 arithmetic. */
+FFNRT_API ffnrt_status ffnrt_context_precision(const ffnrt_context *ctx, ffnrt_dtype *storage,
+                                               int *fp16_arithmetic);
+
+/* ------------------------------------------------------------------ plans */
+
+/* A plan lists every choice the dispatcher makes for an op (device,
+ * limits, precision, path, kernel, tile and workgroup sizes, splits) with
+ * its reason. It is made by the same code that chooses when the op runs,
+ * so it describes what runs. Every choice can be forced (op descriptors,
+ * options, environment: see the README); a forced choice the device cannot
+ * do is an error. */
+typedef struct ffnrt_plan ffnrt_plan;
+
+FFNRT_API ffnrt_status ffnrt_context_plan(ffnrt_context *ctx, ffnrt_plan **out);
+FFNRT_API size_t ffnrt_plan_size(const ffnrt_plan *plan);
+/* Item i: what is chosen ("device", "ffn.path", ...), the choice, and why. */
+FFNRT_API ffnrt_status ffnrt_plan_item(const ffnrt_plan *plan, size_t i, const char **what,
+                                       const char **choice, const char **reason);
+/* The choice for `what`, or NULL. */
+FFNRT_API const char *ffnrt_plan_choice(const ffnrt_plan *plan, const char *what);
+/* The whole plan as text, one "what: choice (reason)" line per item. */
+FFNRT_API const char *ffnrt_plan_text(const ffnrt_plan *plan);
+FFNRT_API void ffnrt_plan_destroy(ffnrt_plan *plan); /* NULL is a no-op */
+
 /* ----------------------------------------------------------- activations */
 
 typedef enum ffnrt_activation {
@@ -207,7 +272,10 @@ FFNRT_API ffnrt_status ffnrt_activation_from_name(const char *name, ffnrt_activa
  * FFNRT_ERROR_UNSUPPORTED. */
 typedef enum ffnrt_compute {
     FFNRT_COMPUTE_F32 = 0,
-    FFNRT_COMPUTE_F16 = 1
+    FFNRT_COMPUTE_F16 = 1,
+    /* The context's precision policy: F16 under FAST on f16 tensors where
+     * the device has fp16 arithmetic, F32 otherwise. The default. */
+    FFNRT_COMPUTE_AUTO = 2
 } ffnrt_compute;
 
 typedef struct ffnrt_activation_desc {
@@ -225,7 +293,7 @@ typedef struct ffnrt_activation_desc {
 } ffnrt_activation_desc;
 
 #define FFNRT_ACTIVATION_DESC_INIT(kind_) \
-    { (kind_), (kind_) == FFNRT_ACT_ELU ? 1.0f : 0.01f, 1.0f, NULL, -1, FFNRT_COMPUTE_F32 }
+    { (kind_), (kind_) == FFNRT_ACT_ELU ? 1.0f : 0.01f, 1.0f, NULL, -1, FFNRT_COMPUTE_AUTO }
 
 /* y = act(x), element-wise. x and y have the same shape and dtype (f32,
  * f16 or bf16: arithmetic is fp32 and the result is rounded once to the
@@ -236,6 +304,10 @@ FFNRT_API ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx,
 /* dx = dy * act'(x). Conventions at the kinks: relu'(0) = 0, leaky/prelu'(0)
  * = alpha (the negative side), elu'(0) = alpha. PReLU's gradient with
  * respect to its slopes is not computed. dx may alias dy. */
+/* The plan of ffnrt_activation_forward on `numel` elements of `dtype`
+ * (PReLU: with desc->slopes NULL, one shared slope is assumed). */
+FFNRT_API ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
+                                             ffnrt_dtype dtype, size_t numel, ffnrt_plan **out);
 FFNRT_API ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx,
                                                  const ffnrt_activation_desc *desc,
                                                  const ffnrt_tensor *x, const ffnrt_tensor *dy,
@@ -264,7 +336,7 @@ typedef struct ffnrt_glu_desc {
     ffnrt_compute compute;
 } ffnrt_glu_desc;
 
-#define FFNRT_GLU_DESC_INIT(kind_) { (kind_), 1.0f, FFNRT_COMPUTE_F32 }
+#define FFNRT_GLU_DESC_INIT(kind_) { (kind_), 1.0f, FFNRT_COMPUTE_AUTO }
 
 /* One tensor split in halves along its last dimension, [..., 2h] -> [..., h]:
  * the first half is the value and the second the gate, as in
@@ -272,6 +344,9 @@ typedef struct ffnrt_glu_desc {
 FFNRT_API ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc,
                                          const ffnrt_tensor *x, ffnrt_tensor *y);
 /* Gate and value as separate tensors of one shape: y = value * phi(gate). */
+/* The plan of ffnrt_glu_forward on a [rows, 2 * width] input. */
+FFNRT_API ffnrt_status ffnrt_glu_plan(ffnrt_context *ctx, const ffnrt_glu_desc *desc, ffnrt_dtype dtype,
+                                      size_t rows, size_t width, ffnrt_plan **out);
 FFNRT_API ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc,
                                                const ffnrt_tensor *gate, const ffnrt_tensor *value,
                                                ffnrt_tensor *y);
@@ -374,6 +449,17 @@ FFNRT_API void ffnrt_ffn_destroy(ffnrt_ffn *layer); /* NULL is a no-op */
  * the leading dimensions are the tokens. y must not be x. The device time of
  * the whole block (every kernel) is ffnrt_context_last_op_time's. */
 FFNRT_API ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
+
+/* The plan of a forward of `tokens` tokens through a layer of this desc
+ * (no weights needed): path, product kernel, tiles, splits, with reasons.
+ * `ffnrt plan` prints it. */
+FFNRT_API ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int64_t tokens,
+                                      ffnrt_plan **out);
+/* Times every path and product kernel the device can run on x (y gets the
+ * result) and keeps the fastest for this device and shape class (kind,
+ * function, dtype, biases, sizes, token bucket 1 / 2-8 / 9-64 / more);
+ * later forwards with path and matmul AUTO use it, and the plan says so. */
+FFNRT_API ffnrt_status ffnrt_ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
 
 /* The cost of one forward of `tokens` tokens on a path (AUTO: fused).
  * flops: 2 per multiply-add, plus 1 per bias add, activation and gating

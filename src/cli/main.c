@@ -1,6 +1,7 @@
 /* The ffnrt command: devices, run, check, bench. */
 #include "bench.h"
 #include "check.h"
+#include "plan_cli.h"
 #include "ffnrt.h"
 
 #include <inttypes.h>
@@ -24,8 +25,18 @@ static void print_device(const ffnrt_device_info *d)
            d->denormals_preserved > 0 ? "kept" : d->denormals_preserved == 0 ? "flushed" : "not guaranteed");
 }
 
-static int cmd_devices(void)
+static int cmd_profiles(void)
 {
+    const char *name, *text;
+    for (size_t i = 0; ffnrt_profile_info(i, &name, &text) == FFNRT_OK; i++)
+        printf("%-18s %s\n\n", name, text);
+    return 0;
+}
+
+static int cmd_devices(int argc, char **argv)
+{
+    if (argc > 0 && strcmp(argv[0], "--profiles") == 0)
+        return cmd_profiles();
     static const ffnrt_backend backends[] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
     for (size_t b = 0; b < 2; b++)
         if (ffnrt_backend_available(backends[b]) != FFNRT_OK)
@@ -92,7 +103,9 @@ static int cmd_run(int argc, char **argv)
 static void usage(void)
 {
     fprintf(stderr, "usage: ffnrt COMMAND\n"
-                    "  devices              list every device of every backend, with its limits\n"
+                    "  devices [--profiles] list every device of every backend, with its limits (or the\n"
+                    "                       named limit profiles of real GPUs)\n"
+                    "  plan [options]       what the dispatcher chooses for an op, and why (ffnrt plan --help)\n"
                     "  run OP X [X...]      apply an activation to numbers, on the chosen device\n"
                     "  check OP [options]   accuracy of OP on a device, in ULP (ffnrt check --help)\n"
                     "  bench [options]      the device bench harness (ffnrt bench --help)\n"
@@ -107,7 +120,9 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(argv[1], "devices") == 0)
-        return cmd_devices();
+        return cmd_devices(argc - 2, argv + 2);
+    if (strcmp(argv[1], "plan") == 0)
+        return ffnrt_plan_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") == 0)
         return cmd_run(argc - 2, argv + 2);
     if (strcmp(argv[1], "check") == 0)

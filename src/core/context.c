@@ -21,17 +21,6 @@ ffnrt_status ffnrt_context_finish_call(ffnrt_context *ctx, ffnrt_status status)
 
 /* ---------------------------------------------------------- device choice */
 
-static int type_rank(ffnrt_device_type t)
-{
-    switch (t) {
-    case FFNRT_DEVICE_TYPE_DISCRETE_GPU: return 4;
-    case FFNRT_DEVICE_TYPE_INTEGRATED_GPU: return 3;
-    case FFNRT_DEVICE_TYPE_VIRTUAL_GPU: return 2;
-    case FFNRT_DEVICE_TYPE_CPU: return 1;
-    default: return 0;
-    }
-}
-
 static int name_matches(const char *name, const char *pattern)
 {
     size_t n = strlen(pattern);
@@ -72,8 +61,10 @@ static void parse_device_env(const char *spec, device_request *req, char *name_b
     }
 }
 
-static ffnrt_status choose_device(const device_request *req, const ffnrt_device_info **chosen,
-                                  ffnrt_error *err)
+/* The device asked for, or the best of the dispatcher's ranking; *reason
+ * says which and why. */
+static ffnrt_status choose_device(const device_request *req, const ffnrt_device_info **chosen, char *reason,
+                                  size_t cap, ffnrt_error *err)
 {
     const ffnrt_device_info *infos;
     size_t count;
@@ -87,7 +78,14 @@ static ffnrt_status choose_device(const device_request *req, const ffnrt_device_
         if (ops->load(&why) != FFNRT_OK)
             return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "%s", why.message);
     }
+    ffnrt_device_rank *ranks = count ? calloc(count, sizeof *ranks) : NULL;
+    if (count && !ranks)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "device choice: out of host memory");
+    ffnrt_rank_devices(infos, count, ranks);
+    int asked = req->backend != FFNRT_BACKEND_ANY || req->index >= 0 || req->name;
     const ffnrt_device_info *best = NULL;
+    long best_score = 0;
+    size_t candidates = 0;
     for (size_t i = 0; i < count; i++) {
         const ffnrt_device_info *d = &infos[i];
         if (req->backend != FFNRT_BACKEND_ANY && d->backend != req->backend)
@@ -96,80 +94,30 @@ static ffnrt_status choose_device(const device_request *req, const ffnrt_device_
             continue;
         if (req->name && !name_matches(d->name, req->name))
             continue;
-        /* Best type first; among equals the first found (OpenCL before Vulkan). */
-        if (!best || type_rank(d->type) > type_rank(best->type))
-            best = d;
+        candidates++;
+        /* A twin left out of the ranking is still there when asked for by
+         * backend, index or name. Among equal scores the first found. */
+        long score = ranks[i].score < 0 && asked ? 0 : ranks[i].score;
+        if (score >= 0 && (!best || score > best_score))
+            best = d, best_score = score;
     }
+    if (best) {
+        size_t at = (size_t)(best - infos);
+        int n = snprintf(reason, cap, "%s: %s", asked ? "asked for (backend, index or name)" : "best of the ranking",
+                         ranks[at].reason);
+        for (size_t i = 0; i < count && n >= 0 && (size_t)n < cap; i++)
+            if (i != at)
+                n += snprintf(reason + n, cap - (size_t)n, "; %s (%s): %s", infos[i].name,
+                              ffnrt_backend_name(infos[i].backend), ranks[i].reason);
+    }
+    free(ranks);
+    (void)candidates;
     if (!best)
         return ffnrt_fail(err, count ? FFNRT_ERROR_DEVICE_NOT_FOUND : FFNRT_ERROR_BACKEND_UNAVAILABLE,
                           "no device matches backend=%s index=%ld name=%s (%zu devices found)",
                           ffnrt_backend_name(req->backend), req->index,
                           req->name ? req->name : "any", count);
     *chosen = best;
-    return FFNRT_OK;
-}
-
-/* ---------------------------------------------------------------- limits */
-
-static ffnrt_status lower_limit64(uint64_t *limit, uint64_t want, const char *what, ffnrt_error *err)
-{
-    if (want == 0)
-        return FFNRT_OK;
-    if (want > *limit)
-        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                          "%s=%" PRIu64 " is above the device's %" PRIu64 " (limits can only be lowered)",
-                          what, want, *limit);
-    *limit = want;
-    return FFNRT_OK;
-}
-
-static ffnrt_status apply_limits(ffnrt_limits *lim, uint64_t range, uint64_t count, uint64_t wg,
-                                 ffnrt_error *err)
-{
-    ffnrt_status st = lower_limit64(&lim->max_buffer_range, range, "max_buffer_range", err);
-    uint64_t c0 = lim->max_workgroup_count[0], c1 = lim->max_workgroup_count[1];
-    uint64_t w = lim->max_workgroup_size;
-    if (st == FFNRT_OK && count) {
-        uint64_t smaller = c0 < c1 ? c0 : c1;
-        st = lower_limit64(&smaller, count, "max_workgroup_count", err);
-        lim->max_workgroup_count[0] = lim->max_workgroup_count[1] = (uint32_t)smaller;
-    }
-    if (st == FFNRT_OK && wg) {
-        st = lower_limit64(&w, wg, "max_workgroup_size", err);
-        lim->max_workgroup_size = (uint32_t)w;
-    }
-    if (st == FFNRT_OK && lim->max_buffer_range < lim->buffer_offset_alignment)
-        st = ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                        "max_buffer_range %" PRIu64 " is below the offset alignment %" PRIu64,
-                        lim->max_buffer_range, lim->buffer_offset_alignment);
-    return st;
-}
-
-/* FFNRT_LIMITS="max_buffer_range=65536,max_workgroup_count=64,max_workgroup_size=32" */
-static ffnrt_status parse_limits_env(const char *spec, uint64_t *range, uint64_t *count,
-                                     uint64_t *wg, ffnrt_error *err)
-{
-    const char *s = spec;
-    while (*s) {
-        const char *eq = strchr(s, '=');
-        if (!eq)
-            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "FFNRT_LIMITS: expected key=value in \"%s\"", s);
-        char *end;
-        unsigned long long v = strtoull(eq + 1, &end, 0);
-        size_t klen = (size_t)(eq - s);
-        if (end == eq + 1 || (*end && *end != ','))
-            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "FFNRT_LIMITS: bad number in \"%s\"", s);
-        if (klen == 16 && strncmp(s, "max_buffer_range", 16) == 0)
-            *range = v;
-        else if (klen == 19 && strncmp(s, "max_workgroup_count", 19) == 0)
-            *count = v;
-        else if (klen == 18 && strncmp(s, "max_workgroup_size", 18) == 0)
-            *wg = v;
-        else
-            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "FFNRT_LIMITS: unknown limit \"%.*s\"",
-                              (int)klen, s);
-        s = *end ? end + 1 : end;
-    }
     return FFNRT_OK;
 }
 
@@ -190,8 +138,11 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
     ffnrt_context *ctx = NULL;
     char env_name[256];
     device_request req = {o->backend, o->device_index, o->device_name};
-    uint64_t range = o->max_buffer_range, count = o->max_workgroup_count, wg = o->max_workgroup_size;
+    ffnrt_limit_request lreq = {o->max_buffer_range, o->max_shared_memory, o->max_workgroup_count,
+                                o->max_workgroup_size, o->disable_fp16_arithmetic, o->disable_16bit_storage};
     const ffnrt_device_info *chosen = NULL;
+    const ffnrt_profile *profile = NULL;
+    ffnrt_precision policy = o->precision;
 
     if (!out) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_create: out is NULL");
@@ -204,14 +155,35 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
                    (int)o->backend);
         goto done;
     }
+    if ((unsigned)o->precision > FFNRT_PRECISION_FAST) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_create: %d is not a precision policy",
+                   (int)o->precision);
+        goto done;
+    }
     const char *env_device = getenv("FFNRT_DEVICE");
     if (o->backend == FFNRT_BACKEND_ANY && o->device_index < 0 && !o->device_name && env_device &&
         *env_device)
         parse_device_env(env_device, &req, env_name, sizeof env_name);
     const char *env_limits = getenv("FFNRT_LIMITS");
-    if (env_limits && parse_limits_env(env_limits, &range, &count, &wg, &err) != FFNRT_OK)
+    if (env_limits && ffnrt_limits_parse(env_limits, &lreq, &err) != FFNRT_OK)
         goto done;
-    if (choose_device(&req, &chosen, &err) != FFNRT_OK)
+    const char *profile_name = getenv("FFNRT_PROFILE");
+    if (!profile_name || !*profile_name)
+        profile_name = o->profile;
+    if (profile_name && *profile_name && strcasecmp(profile_name, "none") != 0 &&
+        !(profile = ffnrt_profile_find(profile_name))) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "no limit profile named \"%s\" (ffnrt devices --profiles lists them)",
+                   profile_name);
+        goto done;
+    }
+    const char *env_precision = getenv("FFNRT_PRECISION");
+    if (env_precision && *env_precision && ffnrt_precision_parse(env_precision, &policy) != FFNRT_OK) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "FFNRT_PRECISION: \"%s\" is not exact, balanced or fast",
+                   env_precision);
+        goto done;
+    }
+    char device_reason[sizeof ctx->device_reason];
+    if (choose_device(&req, &chosen, device_reason, sizeof device_reason, &err) != FFNRT_OK)
         goto done;
 
     ctx = calloc(1, sizeof *ctx);
@@ -219,18 +191,22 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
         ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_context_create: out of host memory");
         goto done;
     }
+    memcpy(ctx->device_reason, device_reason, sizeof device_reason);
     ctx->ops = ffnrt_registry_backend(chosen->backend);
     ctx->inject_compile_error = env_true("FFNRT_INJECT_COMPILE_ERROR");
     ffnrt_open_options open_opts = {o->validation || env_true("FFNRT_VALIDATION")};
     if (ctx->ops->open(chosen->index, &open_opts, &ctx->dev, &ctx->info, &ctx->limits, &err) != FFNRT_OK)
         goto done;
-    if (apply_limits(&ctx->limits, range, count, wg, &err) != FFNRT_OK)
+    ctx->device_as_found = ctx->info;
+    ctx->profile = profile;
+    if (ffnrt_limits_apply(&ctx->info, &ctx->limits, &lreq, profile, ctx->limit_notes, sizeof ctx->limit_notes,
+                           &err) != FFNRT_OK)
         goto done;
-    /* The info users see reports the limits ffnrt plans with. */
-    ctx->info.max_buffer_range = ctx->limits.max_buffer_range;
-    ctx->info.max_workgroup_size = ctx->limits.max_workgroup_size;
-    for (int i = 0; i < 3; i++)
-        ctx->info.max_workgroup_count[i] = ctx->limits.max_workgroup_count[i];
+    ctx->vetoes = ffnrt_quirks_for(&ctx->info, o->ignore_quirks, getenv("FFNRT_QUIRKS"), ctx->quirk_notes,
+                                   sizeof ctx->quirk_notes);
+    ctx->policy = policy;
+    ctx->autotune = o->autotune || env_true("FFNRT_AUTOTUNE");
+    ffnrt_precision_resolve(policy, &ctx->info, ctx->vetoes, &ctx->precision);
     *out = ctx;
     ctx = NULL;
 done:
@@ -251,6 +227,7 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
     }
     free(ctx->kernels);
     free(ctx->build_log);
+    free(ctx->tuning);
     if (ctx->dev)
         ctx->ops->close(ctx->dev);
     free(ctx);

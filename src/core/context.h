@@ -4,11 +4,19 @@
 
 #include "backend/backend.h"
 #include "core/error.h"
+#include "dispatch/dispatch.h"
 
 typedef struct ffnrt_kernel_entry {
     char *key;
     ffnrt_bkernel *kernel;
 } ffnrt_kernel_entry;
+
+/* One tuning result (dispatch/tuning.c). */
+typedef struct ffnrt_tuning_entry {
+    char key[160];
+    int value;
+    double ms[2]; /* the winner's time and the runner-up's */
+} ffnrt_tuning_entry;
 
 struct ffnrt_tensor {
     ffnrt_context *ctx;
@@ -33,7 +41,25 @@ struct ffnrt_context {
     struct ffnrt_tensor *tensors;
     uint64_t last_op_ns;
     int inject_compile_error; /* FFNRT_INJECT_COMPILE_ERROR: tests the failure path */
+    /* The dispatcher's context-wide choices, shown by ffnrt_context_plan. */
+    ffnrt_device_info device_as_found; /* before limits and profile */
+    char device_reason[512];           /* why this device */
+    const ffnrt_profile *profile;
+    char limit_notes[512];
+    ffnrt_precision policy;
+    ffnrt_precision_choice precision;
+    unsigned vetoes;                   /* FFNRT_QUIRK_* */
+    char quirk_notes[256];
+    int autotune;                      /* options.autotune / FFNRT_AUTOTUNE */
+    ffnrt_tuning_entry *tuning;
+    size_t tuning_count, tuning_capacity;
+    int tuning_dirty;                  /* results not yet written to the disk cache */
+    ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
 };
+
+/* Tuning results by shape-class key; get returns 1 when one is kept. */
+int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2]);
+void ffnrt_tuning_put(ffnrt_context *ctx, const char *key, int value, const double ms[2]);
 
 /* Returns status after publishing ctx->error as the thread's last error;
  * every public entry point ends through it. */

@@ -167,3 +167,41 @@ ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor 
     }
     return ffnrt_context_finish_call(ctx, st);
 }
+
+typedef struct activation_plan_arg {
+    const ffnrt_activation_desc *desc;
+    ffnrt_dtype dtype;
+    size_t numel;
+} activation_plan_arg;
+
+static ffnrt_status plan_activation(ffnrt_context *ctx, const void *arg)
+{
+    const activation_plan_arg *a = arg;
+    ffnrt_tensor x, s;
+    int64_t n = (int64_t)a->numel, one = 1;
+    ffnrt_plan_tensor(ctx, a->dtype, 1, &n, &x);
+    ffnrt_activation_desc d = *a->desc;
+    if (d.kind == FFNRT_ACT_PRELU && !d.slopes) {
+        ffnrt_plan_tensor(ctx, a->dtype, 1, &one, &s);
+        d.slopes = &s;
+    }
+    return run_activation(ctx, &d, &x, NULL, &x, "ffnrt_activation_plan");
+}
+
+ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc, ffnrt_dtype dtype,
+                                   size_t numel, ffnrt_plan **out)
+{
+    static const char fn[] = "ffnrt_activation_plan";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    ffnrt_status st = check_desc(ctx, desc, fn);
+    if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
+    if (st != FFNRT_OK)
+        return ffnrt_context_finish_call(ctx, st);
+    char text[96];
+    snprintf(text, sizeof text, "%s forward, %zu %s elements", ffnrt_activation_name(desc->kind), numel,
+             ffnrt_dtype_name(dtype));
+    activation_plan_arg a = {desc, dtype, numel};
+    return ffnrt_plan_op(ctx, fn, out, text, plan_activation, &a);
+}

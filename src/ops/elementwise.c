@@ -33,9 +33,11 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     uint32_t wg = lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
     char defines[512];
     snprintf(defines, sizeof defines, "%s\n%s", storage_define(l->dtype), l->defines);
-    ffnrt_bkernel *kernel;
-    ffnrt_status st = ffnrt_context_kernel(ctx, l->file, "ffnrt_elementwise", defines, l->binding_count,
-                                           l->params_size, wg, &kernel);
+    ffnrt_bkernel *kernel = NULL;
+    ffnrt_status st = FFNRT_OK;
+    if (!ctx->plan_sink)
+        st = ffnrt_context_kernel(ctx, l->file, "ffnrt_elementwise", defines, l->binding_count, l->params_size, wg,
+                                  &kernel);
     if (st != FFNRT_OK)
         return st;
     ctx->last_op_ns = 0;
@@ -81,6 +83,24 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
                               (unsigned long long)align);
     }
 
+    if (ctx->plan_sink) {
+        char choice[160];
+        snprintf(choice, sizeof choice, "%s, %u work-items a group, %u words a work-item", l->file, wg,
+                 ITEMS_PER_ITEM);
+        ffnrt_plan_add(ctx->plan_sink, "kernel", choice,
+                       "element-wise: %u work-items (the device allows %u) of %u 32-bit words each, so 16-bit "
+                       "values are read and written as whole words",
+                       wg, lim->max_workgroup_size, ITEMS_PER_ITEM);
+        uint64_t dispatches = (l->rows + chunk - 1) / chunk;
+        snprintf(choice, sizeof choice, "%llu dispatch%s of up to %llu elements", (unsigned long long)dispatches,
+                 dispatches == 1 ? "" : "es", (unsigned long long)(chunk * l->row_elems));
+        ffnrt_plan_add(ctx->plan_sink, "dispatches", choice,
+                       "every binding within the %llu B buffer range at %llu-byte aligned offsets, groups within "
+                       "%u x %u, element indices within 32 bits",
+                       (unsigned long long)lim->max_buffer_range, (unsigned long long)align,
+                       lim->max_workgroup_count[0], lim->max_workgroup_count[1]);
+        return FFNRT_OK;
+    }
     if ((st = ctx->ops->begin(ctx->dev, &ctx->error)) != FFNRT_OK)
         return st;
     ffnrt_binding bind[8];
@@ -141,6 +161,16 @@ ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffn
                                   const char **define)
 {
     *define = "";
+    int automatic = compute == FFNRT_COMPUTE_AUTO;
+    if (automatic) /* the policy, which already knows what the device has */
+        compute = ctx->precision.fp16_arithmetic && dtype == FFNRT_DTYPE_F16 ? FFNRT_COMPUTE_F16 : FFNRT_COMPUTE_F32;
+    if (ctx->plan_sink && (compute == FFNRT_COMPUTE_F32 || compute == FFNRT_COMPUTE_F16))
+        ffnrt_plan_add(ctx->plan_sink, "compute", compute == FFNRT_COMPUTE_F16 ? "fp16" : "fp32", "%s",
+                       !automatic ? "forced by the descriptor's compute"
+                       : compute == FFNRT_COMPUTE_F16 ? "AUTO under the fast policy, on f16 tensors"
+                       : ctx->policy == FFNRT_PRECISION_FAST && dtype == FFNRT_DTYPE_F16
+                           ? "AUTO: the fast policy fell back (see precision)"
+                           : "AUTO: fp32 arithmetic, rounded once to the storage type");
     if (compute == FFNRT_COMPUTE_F32)
         return FFNRT_OK;
     if (compute != FFNRT_COMPUTE_F16)
@@ -150,6 +180,11 @@ ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffn
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
                           "%s: fp16 arithmetic asked for, but %s has none (no %s); use FFNRT_COMPUTE_F32", fn,
                           ctx->info.name, ctx->info.backend == FFNRT_BACKEND_VULKAN ? "shaderFloat16" : "cl_khr_fp16");
+    if (ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: fp16 arithmetic asked for, but the quirk table vetoes it on %s (%s); "
+                          "FFNRT_QUIRKS=ignore or the ignore_quirks option overrides", fn, ctx->info.name,
+                          ctx->quirk_notes);
     if (dtype != FFNRT_DTYPE_F16)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
                           "%s: fp16 arithmetic works on f16 tensors, these are %s", fn, ffnrt_dtype_name(dtype));
@@ -163,4 +198,41 @@ ffnrt_status ffnrt_null_context(const char *fn)
     ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
     ffnrt_error_publish(&err);
     return err.status;
+}
+
+void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape, ffnrt_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->ctx = ctx;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->numel = 1;
+    for (size_t i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->numel *= (size_t)shape[i];
+    }
+    t->bytes = t->numel * ffnrt_dtype_size(dtype);
+}
+
+ffnrt_status ffnrt_plan_op(ffnrt_context *ctx, const char *fn, ffnrt_plan **out, const char *op_text,
+                           ffnrt_status (*run)(ffnrt_context *ctx, const void *arg), const void *arg)
+{
+    if (!out)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                         "%s: out is NULL", fn));
+    *out = NULL;
+    ffnrt_plan *plan = ffnrt_plan_new();
+    if (!plan)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY,
+                                                         "%s: out of host memory", fn));
+    ffnrt_plan_add_context(plan, ctx);
+    ffnrt_plan_add(plan, "op", op_text, "as asked");
+    ctx->plan_sink = plan;
+    ffnrt_status st = run(ctx, arg);
+    ctx->plan_sink = NULL;
+    if (st == FFNRT_OK)
+        *out = plan;
+    else
+        ffnrt_plan_destroy(plan);
+    return ffnrt_context_finish_call(ctx, st);
 }

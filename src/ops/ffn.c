@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define DEFAULT_MATVEC_TOKENS 8u
 #define MAX_MATVEC_TOKENS 32u /* registers per work-item grow with it */
@@ -60,10 +61,20 @@ struct ffnrt_ffn {
     ffnrt_tensor *owned[SLOT_COUNT]; /* uploaded from host arrays */
     ffnrt_tensor *h, *g, *v;         /* intermediates, [scratch_tokens, hidden] */
     uint64_t scratch_tokens;
-    tiled_shape tiled;
-    uint32_t matvec_tokens;
-    int blocked; /* CPU devices: the register-blocked kernel for every product */
 };
+
+/* The product kernels of gemm.kernel. */
+typedef enum product_kernel { KERNEL_BLOCKED, KERNEL_MATVEC, KERNEL_TILED } product_kernel;
+static const char *const kernel_names[] = {"blocked", "matvec", "tiled"};
+
+/* What one forward runs, chosen by choose_ffn for a layer and a token
+ * count; the plan shows the same choice. */
+typedef struct ffn_choice {
+    int unfused;
+    product_kernel kernel;
+    uint32_t matvec_tokens; /* MATVEC: tokens a dispatch takes */
+    tiled_shape tiled;      /* TILED */
+} ffn_choice;
 
 static int is_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }
 
@@ -179,25 +190,43 @@ static ffnrt_status check_weight(ffnrt_context *ctx, const ffnrt_ffn_desc *d, co
     return FFNRT_OK;
 }
 
+static int tiled_fits(const ffnrt_context *ctx, tiled_shape t, uint64_t shared)
+{
+    uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
+    uint64_t staged = (uint64_t)t.bk * ((t.bm + 1) + 2 * (t.bn + 1)); /* gated: two W slices */
+    uint64_t floats = staged > (uint64_t)t.bm * t.bn ? staged : (uint64_t)t.bm * t.bn;
+    return wg <= ctx->limits.max_workgroup_size && 4 * floats <= shared;
+}
+
 /* Largest tiles within the device's workgroup size and shared memory,
- * from a start that suits CPUs and GPUs alike (64 x 64 x 16, 4 x 4 a
- * work-item, 256 work-items). */
-static tiled_shape choose_tiled(const ffnrt_context *ctx)
+ * from a start that suits GPUs (64 x 64 x 16, 4 x 4 a work-item, 256
+ * work-items), halved until they fit. FFNRT_GEMM_TILES="bm,bn,bk,tm,tn"
+ * forces them: an error if they do not fit. */
+static ffnrt_status choose_tiled(ffnrt_context *ctx, tiled_shape *out, ffnrt_plan *plan)
 {
     tiled_shape t = {64, 64, 16, 4, 4};
-    /* FFNRT_GEMM_TILES="bm,bn,bk,tm,tn" overrides the start (for tuning). */
-    const char *env = getenv("FFNRT_GEMM_TILES");
-    tiled_shape e;
-    if (env && sscanf(env, "%u,%u,%u,%u,%u", &e.bm, &e.bn, &e.bk, &e.tm, &e.tn) == 5 && e.tm && e.tn && e.bk &&
-        e.bm % e.tm == 0 && e.bn % e.tn == 0)
-        t = e;
     uint64_t shared = ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
-    for (;;) {
-        uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
-        uint64_t staged = (uint64_t)t.bk * ((t.bm + 1) + 2 * (t.bn + 1)); /* gated: two W slices */
+    const char *env = getenv("FFNRT_GEMM_TILES");
+    if (env && *env) {
+        if (sscanf(env, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 || !t.tm || !t.tn || !t.bk ||
+            t.bm % t.tm || t.bn % t.tn)
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                              "FFNRT_GEMM_TILES=%s: expected bm,bn,bk,tm,tn with tm | bm and tn | bn", env);
+        if (!tiled_fits(ctx, t, shared))
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                              "FFNRT_GEMM_TILES=%s does not fit %s: %u work-items (limit %u) or its staged slices "
+                              "in %llu bytes of shared memory",
+                              env, ctx->info.name, (t.bm / t.tm) * (t.bn / t.tn), ctx->limits.max_workgroup_size,
+                              (unsigned long long)shared);
+        *out = t;
+        ffnrt_plan_add(plan, "ffn.tiles", env, "forced by FFNRT_GEMM_TILES (bm,bn,bk,tm,tn)");
+        return FFNRT_OK;
+    }
+    int halved = 0;
+    while (!tiled_fits(ctx, t, shared)) {
+        uint64_t staged = (uint64_t)t.bk * ((t.bm + 1) + 2 * (t.bn + 1));
         uint64_t floats = staged > (uint64_t)t.bm * t.bn ? staged : (uint64_t)t.bm * t.bn;
-        if (wg <= ctx->limits.max_workgroup_size && 4 * floats <= shared)
-            return t;
+        halved++;
         if (4 * floats > shared && t.bk > 4)
             t.bk /= 2;
         else if (t.bm >= t.bn && t.bm > 1)
@@ -205,8 +234,17 @@ static tiled_shape choose_tiled(const ffnrt_context *ctx)
         else if (t.bn > 1)
             t.bn /= 2, t.tn = t.tn > t.bn ? t.bn : t.tn;
         else
-            return t; /* 1 x 1: always fits */
+            break; /* 1 x 1: always fits */
     }
+    *out = t;
+    char choice[96];
+    snprintf(choice, sizeof choice, "%ux%u tile, k-slice %u, %ux%u a work-item, %u work-items", t.bm, t.bn, t.bk,
+             t.tm, t.tn, (t.bm / t.tm) * (t.bn / t.tn));
+    ffnrt_plan_add(plan, "ffn.tiles", choice, "%s (%u work-items allowed, %llu B shared memory)",
+                   halved ? "halved from 64x64x16 until the staged slices and the workgroup fit"
+                          : "the 64x64x16 start fits",
+                   ctx->limits.max_workgroup_size, (unsigned long long)shared);
+    return FFNRT_OK;
 }
 
 static uint64_t matvec_smem_floats(matvec_shape s, uint32_t tokens)
@@ -219,17 +257,25 @@ static uint64_t matvec_smem_floats(matvec_shape s, uint32_t tokens)
  * barriers are costly on CPU drivers), else 4; 256 work-items, halved to
  * fit. Measured here: lavapipe (subgroup 8) 32 x 8 is 2.5x faster than
  * 4 x 64; PoCL 64 x 4 is 1.6x faster. Lanes stay a power of two. */
-static matvec_shape choose_matvec(const ffnrt_context *ctx, uint32_t tokens)
+static ffnrt_status choose_matvec(ffnrt_context *ctx, uint32_t tokens, matvec_shape *out)
 {
     uint32_t sub = ctx->info.subgroup_size;
     uint32_t lanes = sub >= 2 && sub <= 64 && (sub & (sub - 1)) == 0 ? sub : 4;
     matvec_shape s = {256 / lanes, lanes};
-    /* FFNRT_GEMV_SHAPE="rows,lanes" overrides the start (for tuning). */
-    const char *env = getenv("FFNRT_GEMV_SHAPE");
-    matvec_shape e;
-    if (env && sscanf(env, "%u,%u", &e.rows, &e.lanes) == 2 && e.rows && e.lanes && (e.lanes & (e.lanes - 1)) == 0)
-        s = e;
     uint64_t shared = ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
+    /* FFNRT_GEMV_SHAPE="rows,lanes" forces it (for tuning): an error if it does not fit. */
+    const char *env = getenv("FFNRT_GEMV_SHAPE");
+    if (env && *env) {
+        if (sscanf(env, "%u,%u", &s.rows, &s.lanes) != 2 || !s.rows || !s.lanes || (s.lanes & (s.lanes - 1)))
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                              "FFNRT_GEMV_SHAPE=%s: expected rows,lanes with lanes a power of two", env);
+        if ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size || 4 * matvec_smem_floats(s, tokens) > shared)
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                              "FFNRT_GEMV_SHAPE=%s does not fit %s (%u work-items, %llu B shared memory)", env,
+                              ctx->info.name, ctx->limits.max_workgroup_size, (unsigned long long)shared);
+        *out = s;
+        return FFNRT_OK;
+    }
     while ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
            4 * matvec_smem_floats(s, tokens) > shared) {
         if (s.rows > 1)
@@ -239,21 +285,53 @@ static matvec_shape choose_matvec(const ffnrt_context *ctx, uint32_t tokens)
         else
             break;
     }
-    return s;
+    *out = s;
+    return FFNRT_OK;
 }
 
-/* Which product kernels: the register-blocked one on CPUs, where shared
+/* Which product kernel: the register-blocked one on CPUs, where shared
  * memory is ordinary memory and barriers cost (llvmpipe runs them as
- * coroutine switches), the shared-memory tiled and lane-reduced ones on
- * GPUs. FFNRT_GEMM_KERNEL=blocked or =tiled overrides (tests run both). */
-static int choose_blocked(const ffnrt_context *ctx)
+ * coroutine switches); on GPUs the lane-reduced matrix-vector kernel up to
+ * matvec_tokens tokens (it streams W once) and the shared-memory tiled one
+ * above. Forced by desc.matmul or FFNRT_GEMM_KERNEL=blocked|matvec|tiled. */
+static ffnrt_status choose_kernel(ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, ffn_choice *c,
+                                  int tuned, const char *tuned_why, ffnrt_plan *plan)
 {
     const char *env = getenv("FFNRT_GEMM_KERNEL");
-    if (env && strcmp(env, "blocked") == 0)
-        return 1;
-    if (env && strcmp(env, "tiled") == 0)
-        return 0;
-    return ctx->info.type == FFNRT_DEVICE_TYPE_CPU;
+    c->matvec_tokens = d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
+    if (env && *env) {
+        int found = 0;
+        for (int k = 0; k < 3; k++)
+            if (strcmp(env, kernel_names[k]) == 0)
+                c->kernel = (product_kernel)k, found = 1;
+        if (!found)
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                              "FFNRT_GEMM_KERNEL=%s: expected blocked, matvec or tiled", env);
+        ffnrt_plan_add(plan, "ffn.kernel", kernel_names[c->kernel], "forced by FFNRT_GEMM_KERNEL");
+    } else if (d->matmul != FFNRT_MATMUL_AUTO) {
+        c->kernel = d->matmul == FFNRT_MATMUL_MATVEC ? KERNEL_MATVEC : KERNEL_TILED;
+        ffnrt_plan_add(plan, "ffn.kernel", kernel_names[c->kernel], "forced by desc.matmul%s",
+                       c->kernel == KERNEL_MATVEC && tokens > c->matvec_tokens ? " (tokens run in chunks)" : "");
+    } else if (tuned >= 0) {
+        c->kernel = (product_kernel)(tuned % 4);
+        ffnrt_plan_add(plan, "ffn.kernel", kernel_names[c->kernel], "%s", tuned_why);
+    } else if (ctx->info.type == FFNRT_DEVICE_TYPE_CPU) {
+        c->kernel = KERNEL_BLOCKED;
+        ffnrt_plan_add(plan, "ffn.kernel", "blocked",
+                       "a CPU device: register blocks over the whole of K, no shared memory or barriers "
+                       "(shared memory is ordinary memory there and barriers cost)");
+    } else if (tokens <= c->matvec_tokens) {
+        c->kernel = KERNEL_MATVEC;
+        ffnrt_plan_add(plan, "ffn.kernel", "matvec",
+                       "%llu tokens <= %u (matvec_max_tokens): bandwidth-bound, the weights are streamed once",
+                       (unsigned long long)tokens, c->matvec_tokens);
+    } else {
+        c->kernel = KERNEL_TILED;
+        ffnrt_plan_add(plan, "ffn.kernel", "tiled", "%llu tokens > %u (matvec_max_tokens): compute-bound, "
+                       "shared-memory tiles reuse each weight across tokens",
+                       (unsigned long long)tokens, c->matvec_tokens);
+    }
+    return FFNRT_OK;
 }
 
 /* BLOCKED shape for m rows of x and n outputs. What bounds it differs by
@@ -355,9 +433,6 @@ static ffnrt_status create_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
         l->value = (projection){t[W_VALUE], 0, t[B_VALUE], 0};
     }
     l->out = (projection){t[W_OUT], 0, t[B_OUT], 0};
-    l->tiled = choose_tiled(ctx);
-    l->matvec_tokens = desc->matvec_max_tokens ? desc->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
-    l->blocked = choose_blocked(ctx);
     *out = l;
     return FFNRT_OK;
 }
@@ -437,6 +512,9 @@ typedef struct product {
     ffnrt_tensor *y;
     ffnrt_activation act; /* FFNRT_ACT_COUNT: none */
     float alpha, beta;
+    /* What the kernel build needs, set by make_product (a plan has no tensors). */
+    ffnrt_dtype dtype;
+    int gated, bias;
 } product;
 
 typedef struct product_params {
@@ -473,17 +551,21 @@ static const char *storage_define(ffnrt_dtype dtype)
     }
 }
 
-/* Records the dispatches of one product into the open batch. */
-static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
+/* Records the dispatches of one product into the open batch; or, with
+ * plan non-NULL, only says what they would be (shapes, kernel, splits),
+ * dispatching nothing: the plan and the run share this code. */
+static ffnrt_status record_product(ffnrt_context *ctx, const ffn_choice *c, const product *pr, ffnrt_plan *plan,
+                                   const char *name)
 {
-    ffnrt_context *ctx = l->ctx;
     const ffnrt_limits *lim = &ctx->limits;
-    int gated = pr->wv.w != NULL, bias = pr->w.b != NULL;
+    int gated = pr->gated, bias = pr->bias;
+    int blocked = c->kernel == KERNEL_BLOCKED, matvec = c->kernel == KERNEL_MATVEC;
     uint32_t tokens = 0;
     matvec_shape mv = {0, 0};
-    tiled_shape tl = l->tiled;
+    tiled_shape tl = c->tiled;
     char defines[512] = "";
-    snprintf(defines, sizeof defines, "%s", storage_define(pr->x->dtype));
+    char shape_text[160] = "";
+    snprintf(defines, sizeof defines, "%s", storage_define(pr->dtype));
     if (pr->act == FFNRT_ACT_COUNT) {
         append(defines, sizeof defines, "#define ACT_NONE %u\n", 1);
     } else {
@@ -499,10 +581,10 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
     if (bias)
         append(defines, sizeof defines, "#define BIAS %u\n", 1);
     uint64_t smem_floats, wg;
-    uint64_t esize = ffnrt_dtype_size(pr->x->dtype);
+    uint64_t esize = ffnrt_dtype_size(pr->dtype);
     uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
     blocked_shape bs = {0, 0, 0, 0};
-    if (l->blocked) {
+    if (blocked) {
         /* One kernel for decode and prefill: the shape follows the rows. */
         bs = choose_blocked_shape(ctx, pr->m, pr->n, gated, esize != 4);
         /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
@@ -517,15 +599,21 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
         append(defines, sizeof defines, "#define TN %uu\n", bs.tn);
         append(defines, sizeof defines, "#define WG_N %uu\n", bs.wg_n);
         append(defines, sizeof defines, "#define WG_M %uu\n", bs.wg_m);
+        snprintf(shape_text, sizeof shape_text, "blocked: %ux%u a work-item, %ux%u work-items%s", bs.tm, bs.tn,
+                 bs.wg_n, bs.wg_m, aligned ? ", vector loads" : "");
     } else if (matvec) {
-        tokens = (uint32_t)(pr->m < l->matvec_tokens ? pr->m : l->matvec_tokens);
-        mv = choose_matvec(ctx, tokens);
+        tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
+        ffnrt_status mst = choose_matvec(ctx, tokens, &mv);
+        if (mst != FFNRT_OK)
+            return mst;
         smem_floats = matvec_smem_floats(mv, tokens);
         wg = (uint64_t)mv.rows * mv.lanes;
         append(defines, sizeof defines, "#define GEMV %u\n", 1);
         append(defines, sizeof defines, "#define TOKENS %uu\n", tokens);
         append(defines, sizeof defines, "#define GEMV_ROWS %uu\n", mv.rows);
         append(defines, sizeof defines, "#define GEMV_LANES %uu\n", mv.lanes);
+        snprintf(shape_text, sizeof shape_text, "matvec: %u rows x %u lanes a group, %u tokens a dispatch", mv.rows,
+                 mv.lanes, tokens);
     } else {
         uint64_t staged = (uint64_t)tl.bk * ((tl.bm + 1) + 2 * (tl.bn + 1));
         smem_floats = staged > (uint64_t)tl.bm * tl.bn ? staged : (uint64_t)tl.bm * tl.bn;
@@ -535,12 +623,16 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
         append(defines, sizeof defines, "#define BK %uu\n", tl.bk);
         append(defines, sizeof defines, "#define TM %uu\n", tl.tm);
         append(defines, sizeof defines, "#define TN %uu\n", tl.tn);
+        snprintf(shape_text, sizeof shape_text, "tiled: %ux%ux%u, %ux%u a work-item", tl.bm, tl.bn, tl.bk, tl.tm,
+                 tl.tn);
     }
     append(defines, sizeof defines, "#define SMEM_FLOATS %uu", (unsigned)smem_floats);
     uint32_t buffers = 3 + (uint32_t)gated + (uint32_t)bias * (1 + (uint32_t)gated);
-    ffnrt_bkernel *kernel;
-    ffnrt_status st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines, buffers,
-                                           sizeof(product_params), (uint32_t)wg, &kernel);
+    ffnrt_bkernel *kernel = NULL;
+    ffnrt_status st = FFNRT_OK;
+    if (!plan)
+        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines, buffers, sizeof(product_params),
+                                  (uint32_t)wg, &kernel);
     if (st != FFNRT_OK)
         return st;
 
@@ -549,8 +641,8 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
      * workgroups fit the grid. */
     uint64_t range = lim->max_buffer_range < MAX_PLANNED_RANGE ? lim->max_buffer_range : MAX_PLANNED_RANGE;
     uint64_t usable = range > align + 4 ? (range - align - 4) / esize : 0; /* elements a binding may span */
-    uint64_t n_per_group = l->blocked ? (uint64_t)bs.wg_n * bs.tn : matvec ? mv.rows : tl.bn;
-    uint64_t m_per_group = l->blocked ? (uint64_t)bs.wg_m * bs.tm : tl.bm;
+    uint64_t n_per_group = blocked ? (uint64_t)bs.wg_n * bs.tn : matvec ? mv.rows : tl.bn;
+    uint64_t m_per_group = blocked ? (uint64_t)bs.wg_m * bs.tm : tl.bm;
     uint64_t n_chunk = pr->k ? usable / pr->k : 0;
     if (n_chunk > (uint64_t)lim->max_workgroup_count[0] * n_per_group)
         n_chunk = (uint64_t)lim->max_workgroup_count[0] * n_per_group;
@@ -560,14 +652,29 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
     uint64_t y_rows = n_chunk && usable >= n_chunk ? (usable - n_chunk) / pr->n + 1 : 0;
     if (m_chunk > y_rows)
         m_chunk = y_rows;
-    uint64_t m_cap = matvec && !l->blocked ? tokens : (uint64_t)lim->max_workgroup_count[1] * m_per_group;
+    uint64_t m_cap = matvec ? tokens : (uint64_t)lim->max_workgroup_count[1] * m_per_group;
     if (m_chunk > m_cap)
         m_chunk = m_cap;
     if (n_chunk == 0 || m_chunk == 0)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
                           "an FFN row of %llu %s elements does not fit the device's buffer range of %llu bytes",
-                          (unsigned long long)(pr->k > pr->n ? pr->k : pr->n), ffnrt_dtype_name(pr->x->dtype),
+                          (unsigned long long)(pr->k > pr->n ? pr->k : pr->n), ffnrt_dtype_name(pr->dtype),
                           (unsigned long long)lim->max_buffer_range);
+    if (plan) {
+        uint64_t splits_m = (pr->m + m_chunk - 1) / m_chunk, splits_n = (pr->n + n_chunk - 1) / n_chunk;
+        char what[64], choice[256];
+        snprintf(what, sizeof what, "ffn.%s", name);
+        snprintf(choice, sizeof choice, "%s; %llu dispatch%s", shape_text,
+                 (unsigned long long)(splits_m * splits_n), splits_m * splits_n > 1 ? "es" : "");
+        ffnrt_plan_add(plan, what, choice,
+                       "[%llu x %llu] x [%llu x %llu]^T%s%s; a dispatch takes at most %llu output features and %llu "
+                       "tokens: bindings within the %llu B buffer range, groups within %u a dimension",
+                       (unsigned long long)pr->m, (unsigned long long)pr->k, (unsigned long long)pr->n,
+                       (unsigned long long)pr->k, gated ? ", gate and value in one kernel" : "",
+                       bias ? ", bias in the epilogue" : "", (unsigned long long)n_chunk, (unsigned long long)m_chunk,
+                       (unsigned long long)lim->max_buffer_range, lim->max_workgroup_count[0]);
+        return FFNRT_OK;
+    }
 
     for (uint64_t m0 = 0; m0 < pr->m && st == FFNRT_OK; m0 += m_chunk) {
         uint64_t mc = pr->m - m0 < m_chunk ? pr->m - m0 : m_chunk;
@@ -587,7 +694,7 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
             if (bias && gated)
                 b[nb++] = bind_elements(ctx, pr->wv.b, pr->wv.b_first + n0, nc, &p.bv_base);
             uint32_t groups[2] = {(uint32_t)((nc + n_per_group - 1) / n_per_group),
-                                  matvec && !l->blocked ? 1 : (uint32_t)((mc + m_per_group - 1) / m_per_group)};
+                                  matvec ? 1 : (uint32_t)((mc + m_per_group - 1) / m_per_group)};
             st = ctx->ops->dispatch(ctx->dev, kernel, b, nb, &p, groups, &ctx->error);
         }
     }
@@ -595,6 +702,24 @@ static ffnrt_status record_product(ffnrt_ffn *l, const product *pr, int matvec)
 }
 
 /* ---------------------------------------------------------------- paths */
+
+static ffnrt_status check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn)
+{
+    ffnrt_context *ctx = layer->ctx;
+    const ffnrt_ffn_desc *d = &layer->desc;
+    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
+    if (st == FFNRT_OK && x->dtype != d->dtype)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: x is %s, the layer is %s", fn,
+                        ffnrt_dtype_name(x->dtype), ffnrt_dtype_name(d->dtype));
+    if (st == FFNRT_OK && (x->ndim == 0 || x->shape[x->ndim - 1] != d->d_model))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: x's last dimension is %lld, d_model is %lld",
+                        fn, x->ndim ? (long long)x->shape[x->ndim - 1] : 0LL, (long long)d->d_model);
+    if (st == FFNRT_OK && x == y)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: y must not be x", fn);
+    return st;
+}
+
+
 
 static ffnrt_status ensure_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_value)
 {
@@ -613,101 +738,303 @@ static ffnrt_status ensure_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_
     return st;
 }
 
-/* One product as its own batch (the unfused path's kernels are separate
- * launches); adds its device time to *total_ns. */
-static ffnrt_status run_product(ffnrt_ffn *l, const product *pr, int matvec, uint64_t *total_ns)
+/* The path's run: the layer's tensors (NULL when only planning), the
+ * choice, and the plan being written (NULL when running). */
+typedef struct ffn_run {
+    ffnrt_context *ctx;
+    const ffnrt_ffn_desc *d;
+    ffnrt_ffn *l;
+    const ffn_choice *c;
+    ffnrt_plan *plan;
+    uint64_t tokens;
+    uint64_t ns; /* device time of every batch */
+} ffn_run;
+
+static product make_product(const ffn_run *r, const ffnrt_tensor *x, uint64_t k, projection w, projection wv,
+                            int gated, int bias, uint64_t n, ffnrt_tensor *y, ffnrt_activation act, float alpha,
+                            float beta)
 {
-    ffnrt_context *ctx = l->ctx;
+    product pr = {x, r->tokens, k, w, wv, n, y, act, alpha, beta, r->d->dtype, gated, bias};
+    return pr;
+}
+
+/* One product as its own batch (the unfused path's kernels are separate
+ * launches). */
+static ffnrt_status run_product(ffn_run *r, const product *pr, const char *name)
+{
+    ffnrt_context *ctx = r->ctx;
+    if (r->plan)
+        return record_product(ctx, r->c, pr, r->plan, name);
     ffnrt_status st = ctx->ops->begin(ctx->dev, &ctx->error);
     if (st != FFNRT_OK)
         return st;
-    st = record_product(l, pr, matvec);
+    st = record_product(ctx, r->c, pr, NULL, name);
     ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
-    *total_ns += ctx->last_op_ns;
+    r->ns += ctx->last_op_ns;
     return st != FFNRT_OK ? st : sst;
 }
 
 /* y += bias, row-broadcast, in place (the unfused bias kernel). */
-static ffnrt_status run_bias(ffnrt_ffn *l, ffnrt_tensor *y, const projection *pj, uint64_t *total_ns)
+static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const projection *pj, const char *name)
 {
-    if (!pj->b)
+    if (!r->d->bias)
         return FFNRT_OK;
+    if (r->plan) {
+        char what[64];
+        snprintf(what, sizeof what, "ffn.%s", name);
+        ffnrt_plan_add(r->plan, what, "bias.kernel, element-wise", "unfused: the bias is its own pass over the "
+                       "product, in place");
+        return FFNRT_OK;
+    }
     uint64_t width = (uint64_t)y->shape[y->ndim - 1];
     uint32_t params[4] = {0, 0, (uint32_t)width, (uint32_t)pj->b_first};
     ffnrt_ew_binding b[3] = {{y, width}, {y, width}, {pj->b, 0}};
     ffnrt_ew_launch launch = {"bias.kernel", "", y->dtype, y->numel / width, width, b, 3, params, sizeof params};
-    ffnrt_status st = ffnrt_run_elementwise(l->ctx, &launch);
-    *total_ns += l->ctx->last_op_ns;
+    ffnrt_status st = ffnrt_run_elementwise(r->ctx, &launch);
+    r->ns += r->ctx->last_op_ns;
     return st;
 }
 
-static ffnrt_status forward_unfused(ffnrt_ffn *l, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
-                                    int matvec, uint64_t *ns)
+static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tensor *y)
 {
-    ffnrt_context *ctx = l->ctx;
-    const ffnrt_ffn_desc *d = &l->desc;
+    ffnrt_context *ctx = r->ctx;
+    const ffnrt_ffn_desc *d = r->d;
+    ffnrt_ffn *l = r->l;
     uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
-    projection no_bias;
+    projection none = {0}, w;
+    ffnrt_tensor *lh = l ? l->h : NULL, *lg = l ? l->g : NULL, *lv = l ? l->v : NULL;
     ffnrt_status st;
     if (!is_gated(d)) {
-        no_bias = (projection){l->in.w, l->in.w_row0, NULL, 0};
-        product up = {x, tokens, dm, no_bias, {0}, h, l->h, FFNRT_ACT_COUNT, 0, 0};
-        st = run_product(l, &up, matvec, ns);
+        w = l ? (projection){l->in.w, l->in.w_row0, NULL, 0} : none;
+        product up = make_product(r, x, dm, w, none, 0, 0, h, lh, FFNRT_ACT_COUNT, 0, 0);
+        st = run_product(r, &up, "up");
         if (st == FFNRT_OK)
-            st = run_bias(l, l->h, &l->in, ns);
-        if (st == FFNRT_OK) {
-            st = ffnrt_activation_forward(ctx, &d->activation, l->h, l->h);
-            *ns += ctx->last_op_ns;
+            st = run_bias(r, lh, l ? &l->in : NULL, "up.bias");
+        if (st == FFNRT_OK && r->plan) {
+            ffnrt_plan_add(r->plan, "ffn.activation", ffnrt_activation_name(d->activation.kind),
+                           "unfused: ffnrt_activation_forward in place on the [tokens, hidden] intermediate");
+        } else if (st == FFNRT_OK) {
+            st = ffnrt_activation_forward(ctx, &d->activation, lh, lh);
+            r->ns += ctx->last_op_ns;
         }
     } else {
-        no_bias = (projection){l->gate.w, l->gate.w_row0, NULL, 0};
-        product gate = {x, tokens, dm, no_bias, {0}, h, l->g, FFNRT_ACT_COUNT, 0, 0};
-        st = run_product(l, &gate, matvec, ns);
+        w = l ? (projection){l->gate.w, l->gate.w_row0, NULL, 0} : none;
+        product gate = make_product(r, x, dm, w, none, 0, 0, h, lg, FFNRT_ACT_COUNT, 0, 0);
+        st = run_product(r, &gate, "gate");
         if (st == FFNRT_OK)
-            st = run_bias(l, l->g, &l->gate, ns);
-        no_bias = (projection){l->value.w, l->value.w_row0, NULL, 0};
-        product value = {x, tokens, dm, no_bias, {0}, h, l->v, FFNRT_ACT_COUNT, 0, 0};
+            st = run_bias(r, lg, l ? &l->gate : NULL, "gate.bias");
+        w = l ? (projection){l->value.w, l->value.w_row0, NULL, 0} : none;
+        product value = make_product(r, x, dm, w, none, 0, 0, h, lv, FFNRT_ACT_COUNT, 0, 0);
         if (st == FFNRT_OK)
-            st = run_product(l, &value, matvec, ns);
+            st = run_product(r, &value, "value");
         if (st == FFNRT_OK)
-            st = run_bias(l, l->v, &l->value, ns);
-        if (st == FFNRT_OK) {
-            st = ffnrt_glu_forward_split(ctx, &d->glu, l->g, l->v, l->h);
-            *ns += ctx->last_op_ns;
+            st = run_bias(r, lv, l ? &l->value : NULL, "value.bias");
+        if (st == FFNRT_OK && r->plan) {
+            ffnrt_plan_add(r->plan, "ffn.gating", ffnrt_glu_name(d->glu.kind),
+                           "unfused: ffnrt_glu_forward_split over the gate and value intermediates");
+        } else if (st == FFNRT_OK) {
+            st = ffnrt_glu_forward_split(ctx, &d->glu, lg, lv, lh);
+            r->ns += ctx->last_op_ns;
         }
     }
-    no_bias = (projection){l->out.w, l->out.w_row0, NULL, 0};
-    product down = {l->h, tokens, h, no_bias, {0}, dm, y, FFNRT_ACT_COUNT, 0, 0};
+    w = l ? (projection){l->out.w, l->out.w_row0, NULL, 0} : none;
+    product down = make_product(r, lh, h, w, none, 0, 0, dm, y, FFNRT_ACT_COUNT, 0, 0);
     if (st == FFNRT_OK)
-        st = run_product(l, &down, matvec, ns);
+        st = run_product(r, &down, "down");
     if (st == FFNRT_OK)
-        st = run_bias(l, y, &l->out, ns);
+        st = run_bias(r, y, l ? &l->out : NULL, "down.bias");
     return st;
 }
 
-static ffnrt_status forward_fused(ffnrt_ffn *l, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens, int matvec,
-                                  uint64_t *ns)
+static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tensor *y)
 {
-    ffnrt_context *ctx = l->ctx;
-    const ffnrt_ffn_desc *d = &l->desc;
+    ffnrt_context *ctx = r->ctx;
+    const ffnrt_ffn_desc *d = r->d;
+    ffnrt_ffn *l = r->l;
     uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
+    projection none = {0};
+    ffnrt_tensor *lh = l ? l->h : NULL;
     product up;
     if (is_gated(d))
-        up = (product){x, tokens, dm, l->gate, l->value, h, l->h, ffnrt_glu_gate_activation(d->glu.kind), 0, d->glu.beta};
+        up = make_product(r, x, dm, l ? l->gate : none, l ? l->value : none, 1, d->bias, h, lh,
+                          ffnrt_glu_gate_activation(d->glu.kind), 0, d->glu.beta);
     else
-        up = (product){x, tokens, dm, l->in, {0}, h, l->h, d->activation.kind, d->activation.alpha,
-                       d->activation.beta};
-    product down = {l->h, tokens, h, l->out, {0}, dm, y, FFNRT_ACT_COUNT, 0, 0};
+        up = make_product(r, x, dm, l ? l->in : none, none, 0, d->bias, h, lh, d->activation.kind,
+                          d->activation.alpha, d->activation.beta);
+    product down = make_product(r, lh, h, l ? l->out : none, none, 0, d->bias, dm, y, FFNRT_ACT_COUNT, 0, 0);
+    if (r->plan) {
+        ffnrt_status st = record_product(ctx, r->c, &up, r->plan, is_gated(d) ? "gate_value" : "up");
+        return st == FFNRT_OK ? record_product(ctx, r->c, &down, r->plan, "down") : st;
+    }
     ffnrt_status st = ctx->ops->begin(ctx->dev, &ctx->error);
     if (st != FFNRT_OK)
         return st;
-    st = record_product(l, &up, matvec);
+    st = record_product(ctx, r->c, &up, NULL, "up");
     if (st == FFNRT_OK)
-        st = record_product(l, &down, matvec);
+        st = record_product(ctx, r->c, &down, NULL, "down");
     /* Submit even after a failed dispatch so the batch is closed. */
     ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
-    *ns = ctx->last_op_ns;
+    r->ns = ctx->last_op_ns;
     return st != FFNRT_OK ? st : sst;
+}
+
+/* The path: forced by desc.path or FFNRT_FFN_PATH, else a tuned winner for
+ * this device and shape class, else fused, which moves fewer bytes in fewer
+ * kernels (ffnrt_ffn_cost_of's figures, quoted in the plan). */
+static ffnrt_status choose_path(ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, ffn_choice *c,
+                                int tuned, const char *tuned_why, ffnrt_plan *plan)
+{
+    const char *env = getenv("FFNRT_FFN_PATH");
+    if (d->path != FFNRT_FFN_PATH_AUTO) {
+        c->unfused = d->path == FFNRT_FFN_PATH_UNFUSED;
+        ffnrt_plan_add(plan, "ffn.path", c->unfused ? "unfused" : "fused", "forced by desc.path");
+        return FFNRT_OK;
+    }
+    if (env && *env) {
+        if (strcmp(env, "fused") != 0 && strcmp(env, "unfused") != 0)
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "FFNRT_FFN_PATH=%s: expected fused or unfused",
+                              env);
+        c->unfused = strcmp(env, "unfused") == 0;
+        ffnrt_plan_add(plan, "ffn.path", env, "forced by FFNRT_FFN_PATH");
+        return FFNRT_OK;
+    }
+    if (tuned >= 0) {
+        c->unfused = tuned / 4;
+        ffnrt_plan_add(plan, "ffn.path", c->unfused ? "unfused" : "fused", "%s", tuned_why);
+        return FFNRT_OK;
+    }
+    ffnrt_ffn_cost fused, unfused;
+    ffnrt_ffn_cost_of(d, (int64_t)tokens, FFNRT_FFN_PATH_FUSED, &fused);
+    ffnrt_ffn_cost_of(d, (int64_t)tokens, FFNRT_FFN_PATH_UNFUSED, &unfused);
+    c->unfused = 0;
+    ffnrt_plan_add(plan, "ffn.path", "fused",
+                   "moves %.2f MB in %u kernels against %.2f MB in %u unfused, and writes no intermediate "
+                   "(no tuning result for this shape class: ffnrt_ffn_autotune or FFNRT_AUTOTUNE=1 times both)",
+                   1e-6 * (double)fused.bytes_moved, fused.kernels, 1e-6 * (double)unfused.bytes_moved,
+                   unfused.kernels);
+    return FFNRT_OK;
+}
+
+static ffnrt_status forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
+                                 const ffn_choice *c, uint64_t *ns);
+
+/* ---------------------------------------------------------------- tuning */
+
+/* The shape class a tuning result holds for: the layer's kind, function,
+ * dtype, biases and sizes, and the token count's bucket (1, 2-8, 9-64,
+ * more), which is where the best path and kernel change. */
+static void tuning_key(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, char *key, size_t cap)
+{
+    (void)ctx;
+    unsigned bucket = tokens <= 1 ? 1 : tokens <= 8 ? 8 : tokens <= 64 ? 64 : 512;
+    snprintf(key, cap, "ffn/%s/%s/%s/%s/%lldx%lld/t%u", is_gated(d) ? "gated" : "dense",
+             is_gated(d) ? ffnrt_glu_name(d->glu.kind) : ffnrt_activation_name(d->activation.kind),
+             ffnrt_dtype_name(d->dtype), d->bias ? "bias" : "nobias", (long long)d->d_model, (long long)d->hidden,
+             bucket);
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* Times every candidate (path x kernel the device can run) on x and keeps
+ * the fastest for this shape class. Time is host end to end, what the
+ * caller waits for: the unfused path's separate submissions count. */
+static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens)
+{
+    ffnrt_context *ctx = layer->ctx;
+    const ffnrt_ffn_desc *d = &layer->desc;
+    char key[160];
+    tuning_key(ctx, d, tokens, key, sizeof key);
+    double best = 0, second = 0;
+    int best_code = -1;
+    int cpu = ctx->info.type == FFNRT_DEVICE_TYPE_CPU;
+    for (int unfused = 0; unfused < 2; unfused++)
+        for (int k = 0; k < 3; k++) {
+            /* CPU devices: the blocked kernel only (the GPU kernels are
+             * slower there by design and each costs a build); GPUs: matvec
+             * and tiled. */
+            if (cpu != (k == KERNEL_BLOCKED))
+                continue;
+            ffn_choice c = {unfused, (product_kernel)k, d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS,
+                            {0, 0, 0, 0, 0}};
+            if (k == KERNEL_TILED && choose_tiled(ctx, &c.tiled, NULL) != FFNRT_OK)
+                continue;
+            uint64_t ns;
+            if (forward_with(layer, x, y, tokens, &c, &ns) != FFNRT_OK) /* warm-up: builds the kernels */
+                return ffnrt_fail(&ctx->error, ctx->error.status, "autotune (%s, %s): %s", unfused ? "unfused" : "fused",
+                                  kernel_names[k], ctx->error.message);
+            double t[3];
+            for (int i = 0; i < 3; i++) {
+                double t0 = now_ms();
+                if (forward_with(layer, x, y, tokens, &c, &ns) != FFNRT_OK)
+                    return ctx->error.status;
+                t[i] = now_ms() - t0;
+            }
+            double med = t[0] > t[1] ? (t[1] > t[2] ? t[1] : t[0] > t[2] ? t[2] : t[0])
+                                     : (t[0] > t[2] ? t[0] : t[1] > t[2] ? t[2] : t[1]);
+            if (best_code < 0 || med < best) {
+                second = best_code < 0 ? med : best;
+                best = med, best_code = unfused * 4 + k;
+            } else if (med < second || second == best) {
+                second = med;
+            }
+        }
+    if (best_code >= 0) {
+        double ms[2] = {best, second};
+        ffnrt_tuning_put(ctx, key, best_code, ms);
+    }
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
+{
+    static const char fn[] = "ffnrt_ffn_autotune";
+    if (!layer) {
+        ffnrt_error err;
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: layer is NULL", fn);
+        ffnrt_error_publish(&err);
+        return err.status;
+    }
+    ffnrt_context *ctx = layer->ctx;
+    ffnrt_status st = check_io(layer, x, y, fn);
+    if (st == FFNRT_OK && x->numel)
+        st = ffn_autotune(layer, x, y, x->numel / (uint64_t)layer->desc.d_model);
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+static ffnrt_status choose_ffn(ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, ffn_choice *c,
+                               ffnrt_plan *plan)
+{
+    memset(c, 0, sizeof *c);
+    char key[160], why[400] = "";
+    int tuned = -1;
+    tuning_key(ctx, d, tokens, key, sizeof key);
+    double ms[2];
+    if (ffnrt_tuning_get(ctx, key, &tuned, ms))
+        snprintf(why, sizeof why, "tuned for this device and shape class (%s): %.3f ms against %.3f ms for the next "
+                 "candidate", key, ms[0], ms[1]);
+    ffnrt_status st = choose_path(ctx, d, tokens, c, tuned, why, plan);
+    if (st == FFNRT_OK)
+        st = choose_kernel(ctx, d, tokens, c, tuned, why, plan);
+    if (st == FFNRT_OK && c->kernel == KERNEL_TILED)
+        st = choose_tiled(ctx, &c->tiled, plan);
+    return st;
+}
+
+/* Runs a forward with a given choice (the tuner times each candidate). */
+static ffnrt_status forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
+                                 const ffn_choice *c, uint64_t *ns)
+{
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0};
+    ffnrt_status st = ensure_scratch(layer, tokens, c->unfused && is_gated(&layer->desc));
+    if (st == FFNRT_OK)
+        st = c->unfused ? forward_unfused(&r, x, y) : forward_fused(&r, x, y);
+    *ns = r.ns;
+    return st;
 }
 
 ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
@@ -721,26 +1048,61 @@ ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_te
     }
     ffnrt_context *ctx = layer->ctx;
     const ffnrt_ffn_desc *d = &layer->desc;
-    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
-    if (st == FFNRT_OK && x->dtype != d->dtype)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: x is %s, the layer is %s", fn,
-                        ffnrt_dtype_name(x->dtype), ffnrt_dtype_name(d->dtype));
-    if (st == FFNRT_OK && (x->ndim == 0 || x->shape[x->ndim - 1] != d->d_model))
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: x's last dimension is %lld, d_model is %lld",
-                        fn, x->ndim ? (long long)x->shape[x->ndim - 1] : 0LL, (long long)d->d_model);
-    if (st == FFNRT_OK && x == y)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: y must not be x", fn);
+    ffnrt_status st = check_io(layer, x, y, fn);
     uint64_t tokens = st == FFNRT_OK ? x->numel / (uint64_t)d->d_model : 0;
     uint64_t ns = 0;
+    if (st == FFNRT_OK && tokens > 0 && ctx->autotune && d->path == FFNRT_FFN_PATH_AUTO &&
+        d->matmul == FFNRT_MATMUL_AUTO) {
+        char key[160];
+        int code;
+        tuning_key(ctx, d, tokens, key, sizeof key);
+        if (!ffnrt_tuning_get(ctx, key, &code, NULL))
+            st = ffn_autotune(layer, x, y, tokens);
+    }
     if (st == FFNRT_OK && tokens > 0) {
-        int unfused = d->path == FFNRT_FFN_PATH_UNFUSED;
-        int matvec = d->matmul == FFNRT_MATMUL_MATVEC || (d->matmul == FFNRT_MATMUL_AUTO && tokens <= layer->matvec_tokens);
-        st = ensure_scratch(layer, tokens, unfused && is_gated(d));
+        ffn_choice c;
+        st = choose_ffn(ctx, d, tokens, &c, NULL);
         if (st == FFNRT_OK)
-            st = unfused ? forward_unfused(layer, x, y, tokens, matvec, &ns)
-                         : forward_fused(layer, x, y, tokens, matvec, &ns);
+            st = forward_with(layer, x, y, tokens, &c, &ns);
     }
     ctx->last_op_ns = ns;
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt_plan **out)
+{
+    static const char fn[] = "ffnrt_ffn_plan";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    ffnrt_status st = check_desc(&ctx->error, desc, fn);
+    if (st == FFNRT_OK && (!out || tokens < 1))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s", fn, out ? "tokens < 1" : "out is NULL");
+    ffnrt_plan *plan = NULL;
+    if (st == FFNRT_OK && !(plan = ffnrt_plan_new()))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    if (st == FFNRT_OK) {
+        ffnrt_plan_add_context(plan, ctx);
+        char choice[160];
+        snprintf(choice, sizeof choice, "%s %s, d_model %lld, hidden %lld, %lld tokens, %s%s",
+                 is_gated(desc) ? "gated" : "dense",
+                 is_gated(desc) ? ffnrt_glu_name(desc->glu.kind) : ffnrt_activation_name(desc->activation.kind),
+                 (long long)desc->d_model, (long long)desc->hidden, (long long)tokens, ffnrt_dtype_name(desc->dtype),
+                 desc->bias ? ", biases" : "");
+        ffnrt_plan_add(plan, "op", choice, "as asked");
+        ffnrt_plan_add(plan, "ffn.accumulation", "fp32",
+                       "%s", desc->allow_fp16_accumulation
+                                 ? "fp16 accumulation is allowed but not implemented: every product accumulates in fp32"
+                                 : "every product accumulates in fp32 (fp16 accumulation not allowed)");
+        ffn_choice c;
+        st = choose_ffn(ctx, desc, (uint64_t)tokens, &c, plan);
+        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0};
+        if (st == FFNRT_OK)
+            st = c.unfused ? forward_unfused(&r, NULL, NULL) : forward_fused(&r, NULL, NULL);
+    }
+    if (st == FFNRT_OK)
+        *out = plan;
+    else
+        ffnrt_plan_destroy(plan);
     return ffnrt_context_finish_call(ctx, st);
 }
 

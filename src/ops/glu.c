@@ -190,3 +190,41 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
     }
     return ffnrt_context_finish_call(ctx, st);
 }
+
+typedef struct glu_plan_arg {
+    const ffnrt_glu_desc *desc;
+    ffnrt_dtype dtype;
+    size_t rows, width;
+} glu_plan_arg;
+
+static ffnrt_status plan_glu(ffnrt_context *ctx, const void *arg)
+{
+    const glu_plan_arg *a = arg;
+    int64_t xs[2] = {(int64_t)a->rows, 2 * (int64_t)a->width}, ys[2] = {(int64_t)a->rows, (int64_t)a->width};
+    ffnrt_tensor x, y;
+    ffnrt_plan_tensor(ctx, a->dtype, 2, xs, &x);
+    ffnrt_plan_tensor(ctx, a->dtype, 2, ys, &y);
+    ffnrt_ew_binding b[2] = {{&x, 2 * a->width}, {&y, a->width}};
+    return launch(ctx, a->desc, "#define HALVES 1", a->dtype, a->width ? a->rows : 0, a->width, (uint32_t)a->width,
+                  b, 2, "ffnrt_glu_plan");
+}
+
+ffnrt_status ffnrt_glu_plan(ffnrt_context *ctx, const ffnrt_glu_desc *desc, ffnrt_dtype dtype, size_t rows,
+                            size_t width, ffnrt_plan **out)
+{
+    static const char fn[] = "ffnrt_glu_plan";
+    if (!ctx)
+        return ffnrt_null_context(fn);
+    ffnrt_status st = check_desc(ctx, desc, fn);
+    if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
+    if (st == FFNRT_OK && (width > UINT32_MAX || rows > SIZE_MAX / 2 / (width ? width : 1)))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %zu x %zu is too large", fn, rows, width);
+    if (st != FFNRT_OK)
+        return ffnrt_context_finish_call(ctx, st);
+    char text[96];
+    snprintf(text, sizeof text, "%s forward, [%zu, 2 x %zu] %s", ffnrt_glu_name(desc->kind), rows, width,
+             ffnrt_dtype_name(dtype));
+    glu_plan_arg a = {desc, dtype, rows, width};
+    return ffnrt_plan_op(ctx, fn, out, text, plan_glu, &a);
+}

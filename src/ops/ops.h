@@ -43,4 +43,11 @@ ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffn
 /* Publishes and returns the error for a call made with a NULL context. */
 ffnrt_status ffnrt_null_context(const char *fn);
 
+/* A tensor with a shape and no memory, for plans (never registered). */
+void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape, ffnrt_tensor *t);
+/* Makes a plan of the context's choices and `run`'s, run with the
+ * context's plan sink set so that launches describe themselves instead. */
+ffnrt_status ffnrt_plan_op(ffnrt_context *ctx, const char *fn, ffnrt_plan **out, const char *op_text,
+                           ffnrt_status (*run)(ffnrt_context *ctx, const void *arg), const void *arg);
+
 #endif

@@ -166,6 +166,17 @@ static void cl_fill_info(cl_device_id d, uint32_t index, ffnrt_device_info *info
     cl_device_fp_config fp = 0;
     cl.clGetDeviceInfo(d, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
     info->denormals_preserved = (fp & CL_FP_DENORM) ? 1 : 0;
+    /* Identity extensions; the tokens are from cl_ext.h, spelled out so
+     * that older headers build. */
+    if (strstr(ext, "cl_khr_device_uuid") &&
+        cl.clGetDeviceInfo(d, 0x106A /* CL_DEVICE_UUID_KHR */, sizeof info->uuid, info->uuid, NULL) == CL_SUCCESS)
+        info->has_uuid = 1;
+    cl_uint pci[4]; /* cl_device_pci_bus_info_khr: domain, bus, device, function */
+    if (strstr(ext, "cl_khr_pci_bus_info") &&
+        cl.clGetDeviceInfo(d, 0x410F /* CL_DEVICE_PCI_BUS_INFO_KHR */, sizeof pci, pci, NULL) == CL_SUCCESS) {
+        info->pci_domain = pci[0], info->pci_bus = pci[1], info->pci_device = pci[2], info->pci_function = pci[3];
+        info->has_pci_address = 1;
+    }
     if (lim) {
         lim->max_buffer_range = info->max_buffer_range;
         lim->max_allocation = info->max_allocation;

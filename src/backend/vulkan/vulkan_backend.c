@@ -228,6 +228,9 @@ typedef struct vk_device_props {
     VkPhysicalDeviceMaintenance3Properties maint3;
     VkPhysicalDeviceDriverProperties driver;
     VkPhysicalDeviceFloatControlsProperties float_controls;
+    VkPhysicalDeviceIDProperties id;
+    VkPhysicalDevicePCIBusInfoPropertiesEXT pci;
+    int has_pci; /* VK_EXT_pci_bus_info is supported, pci was filled */
     VkPhysicalDeviceFeatures2 features;
     VkPhysicalDevice16BitStorageFeatures storage16;
     VkPhysicalDeviceShaderFloat16Int8Features float16;
@@ -243,6 +246,20 @@ static void vk_query(vk_instance *vi, VkPhysicalDevice pd, vk_device_props *p)
     p->subgroup.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES;
     p->maint3.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES;
     p->maint3.pNext = &p->subgroup;
+    p->id.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
+    p->subgroup.pNext = &p->id;
+    p->pci.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT;
+    uint32_t n_ext = 0;
+    if (vi->api.vkEnumerateDeviceExtensionProperties(pd, NULL, &n_ext, NULL) == VK_SUCCESS && n_ext) {
+        VkExtensionProperties *ext = calloc(n_ext, sizeof *ext);
+        if (ext && vi->api.vkEnumerateDeviceExtensionProperties(pd, NULL, &n_ext, ext) == VK_SUCCESS)
+            for (uint32_t i = 0; i < n_ext; i++)
+                if (strcmp(ext[i].extensionName, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME) == 0)
+                    p->has_pci = 1;
+        free(ext);
+    }
+    if (p->has_pci)
+        p->id.pNext = &p->pci;
     p->driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
     p->float_controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
     p->props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
@@ -311,6 +328,15 @@ static void vk_fill_info(vk_instance *vi, VkPhysicalDevice pd, uint32_t index, f
     info->fp16_arithmetic = q.has_12 && q.float16.shaderFloat16;
     info->storage_16bit = q.storage16.storageBuffer16BitAccess != 0;
     info->denormals_preserved = q.has_12 && q.float_controls.shaderDenormPreserveFloat32 ? 1 : -1;
+    memcpy(info->uuid, q.id.deviceUUID, sizeof info->uuid);
+    info->has_uuid = 1; /* core since Vulkan 1.1, which ffnrt requires */
+    if (q.has_pci) {
+        info->pci_domain = q.pci.pciDomain;
+        info->pci_bus = q.pci.pciBus;
+        info->pci_device = q.pci.pciDevice;
+        info->pci_function = q.pci.pciFunction;
+        info->has_pci_address = 1;
+    }
     if (lim) {
         lim->max_buffer_range = info->max_buffer_range;
         lim->max_allocation = info->max_allocation;

@@ -1,0 +1,137 @@
+/* ffnrt plan: what the dispatcher chooses for an op on a device, and why. */
+#include "plan_cli.h"
+
+#include "ffnrt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: ffnrt plan [--op NAME] [--device SPEC] [--dtype f32|f16|bf16] [--precision exact|balanced|fast]\n"
+            "                  [--profile NAME]\n"
+            "  FFN layers:  --op dense-ACT | GLU (glu, reglu, geglu, geglu_tanh, swiglu) --d N --hidden N --tokens N\n"
+            "               [--bias] [--path fused|unfused] [--matmul matvec|tiled]\n"
+            "  activations: --op ACT (relu, gelu, silu, ...) --elements N\n"
+            "  GLU alone:   --op GLU --rows N --width N --glu-only\n"
+            "  no --op: the device, limits, precision and quirks alone\n"
+            "every choice can also be forced through the environment (FFNRT_FFN_PATH, FFNRT_GEMM_KERNEL,\n"
+            "FFNRT_GEMM_TILES, FFNRT_GEMV_SHAPE, FFNRT_PRECISION, FFNRT_PROFILE, FFNRT_LIMITS, FFNRT_QUIRKS)\n");
+}
+
+static int parse_dtype(const char *s, ffnrt_dtype *out)
+{
+    if (strcmp(s, "f32") == 0)
+        *out = FFNRT_DTYPE_F32;
+    else if (strcmp(s, "f16") == 0)
+        *out = FFNRT_DTYPE_F16;
+    else if (strcmp(s, "bf16") == 0)
+        *out = FFNRT_DTYPE_BF16;
+    else
+        return 0;
+    return 1;
+}
+
+int ffnrt_plan_main(int argc, char **argv)
+{
+    const char *op = NULL, *device = NULL;
+    long long d_model = 0, hidden = 0, tokens = 1, elements = 1 << 24, rows = 1, width = 0;
+    int bias = 0, glu_only = 0;
+    ffnrt_dtype dtype = FFNRT_DTYPE_F32;
+    ffnrt_ffn_path path = FFNRT_FFN_PATH_AUTO;
+    ffnrt_matmul_kernel matmul = FFNRT_MATMUL_AUTO;
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int takes = 1;
+        if (strcmp(a, "--op") == 0 && v)
+            op = v;
+        else if (strcmp(a, "--device") == 0 && v)
+            device = v;
+        else if (strcmp(a, "--d") == 0 && v)
+            d_model = atoll(v);
+        else if (strcmp(a, "--hidden") == 0 && v)
+            hidden = atoll(v);
+        else if (strcmp(a, "--tokens") == 0 && v)
+            tokens = atoll(v);
+        else if (strcmp(a, "--elements") == 0 && v)
+            elements = atoll(v);
+        else if (strcmp(a, "--rows") == 0 && v)
+            rows = atoll(v);
+        else if (strcmp(a, "--width") == 0 && v)
+            width = atoll(v);
+        else if (strcmp(a, "--profile") == 0 && v)
+            o.profile = v;
+        else if (strcmp(a, "--dtype") == 0 && v && parse_dtype(v, &dtype))
+            ;
+        else if (strcmp(a, "--precision") == 0 && v && strcmp(v, "exact") == 0)
+            o.precision = FFNRT_PRECISION_EXACT;
+        else if (strcmp(a, "--precision") == 0 && v && strcmp(v, "balanced") == 0)
+            o.precision = FFNRT_PRECISION_BALANCED;
+        else if (strcmp(a, "--precision") == 0 && v && strcmp(v, "fast") == 0)
+            o.precision = FFNRT_PRECISION_FAST;
+        else if (strcmp(a, "--path") == 0 && v && (strcmp(v, "fused") == 0 || strcmp(v, "unfused") == 0))
+            path = strcmp(v, "fused") == 0 ? FFNRT_FFN_PATH_FUSED : FFNRT_FFN_PATH_UNFUSED;
+        else if (strcmp(a, "--matmul") == 0 && v && (strcmp(v, "matvec") == 0 || strcmp(v, "tiled") == 0))
+            matmul = strcmp(v, "matvec") == 0 ? FFNRT_MATMUL_MATVEC : FFNRT_MATMUL_TILED;
+        else if ((takes = 0), strcmp(a, "--bias") == 0)
+            bias = 1;
+        else if (strcmp(a, "--glu-only") == 0)
+            glu_only = 1;
+        else {
+            usage();
+            return 2;
+        }
+        i += takes;
+    }
+    if (device)
+        setenv("FFNRT_DEVICE", device, 1);
+    ffnrt_context *ctx = NULL;
+    if (ffnrt_context_create(&o, &ctx) != FFNRT_OK) {
+        fprintf(stderr, "ffnrt plan: %s\n", ffnrt_last_error_message());
+        return 1;
+    }
+    ffnrt_plan *plan = NULL;
+    ffnrt_status st;
+    ffnrt_activation act;
+    ffnrt_glu glu;
+    if (!op) {
+        st = ffnrt_context_plan(ctx, &plan);
+    } else if (ffnrt_glu_from_name(op, &glu) == FFNRT_OK && glu_only) {
+        ffnrt_glu_desc gd = FFNRT_GLU_DESC_INIT(glu);
+        st = ffnrt_glu_plan(ctx, &gd, dtype, (size_t)rows, (size_t)(width ? width : 4096), &plan);
+    } else if (ffnrt_glu_from_name(op, &glu) == FFNRT_OK ||
+               (strncmp(op, "dense-", 6) == 0 && ffnrt_activation_from_name(op + 6, &act) == FFNRT_OK)) {
+        int gated = strncmp(op, "dense-", 6) != 0;
+        ffnrt_ffn_desc fd = FFNRT_FFN_DESC_INIT(gated ? FFNRT_FFN_GATED : FFNRT_FFN_DENSE, d_model ? d_model : 4096,
+                                                hidden ? hidden : 4 * (d_model ? d_model : 4096));
+        if (gated)
+            fd.glu.kind = glu;
+        else
+            fd.activation = (ffnrt_activation_desc)FFNRT_ACTIVATION_DESC_INIT(act);
+        fd.dtype = dtype;
+        fd.bias = bias;
+        fd.path = path;
+        fd.matmul = matmul;
+        st = ffnrt_ffn_plan(ctx, &fd, tokens, &plan);
+    } else if (ffnrt_activation_from_name(op, &act) == FFNRT_OK) {
+        ffnrt_activation_desc ad = FFNRT_ACTIVATION_DESC_INIT(act);
+        st = ffnrt_activation_plan(ctx, &ad, dtype, (size_t)elements, &plan);
+    } else {
+        fprintf(stderr, "ffnrt plan: unknown op \"%s\"\n", op);
+        ffnrt_context_destroy(ctx);
+        return 2;
+    }
+    int rc = 0;
+    if (st == FFNRT_OK) {
+        fputs(ffnrt_plan_text(plan), stdout);
+    } else {
+        fprintf(stderr, "ffnrt plan: %s\n", ffnrt_context_last_error(ctx));
+        rc = 1;
+    }
+    ffnrt_plan_destroy(plan);
+    ffnrt_context_destroy(ctx);
+    return rc;
+}

@@ -1,0 +1,109 @@
+/* The precision policy (exact, balanced, fast) mapped to what the device
+ * can do, and the driver quirk table that can veto a feature. */
+#include "dispatch/dispatch.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+/* A known driver problem: on matching devices, `veto` is not used.
+ * name/driver are case-insensitive substrings ("" matches all). */
+typedef struct quirk {
+    uint32_t vendor_id; /* 0: any */
+    ffnrt_backend backend;
+    const char *name;
+    const char *driver;
+    unsigned veto;
+    const char *why;
+} quirk;
+
+#include "dispatch/quirks.inc"
+
+static int contains(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    if (n == 0)
+        return 1;
+    for (; *hay; hay++)
+        if (strncasecmp(hay, needle, n) == 0)
+            return 1;
+    return 0;
+}
+
+static void append(char *buf, size_t cap, const char *text)
+{
+    size_t len = strlen(buf);
+    if (len + 1 < cap)
+        snprintf(buf + len, cap - len, "%s%s", len ? "; " : "", text);
+}
+
+unsigned ffnrt_quirks_for(const ffnrt_device_info *info, int ignore_table, const char *env, char *why, size_t cap)
+{
+    unsigned veto = 0;
+    why[0] = '\0';
+    int ignore = ignore_table || (env && strcasecmp(env, "ignore") == 0);
+    for (size_t i = 0; i < sizeof quirks / sizeof quirks[0] && !ignore; i++) {
+        const quirk *q = &quirks[i];
+        if ((q->vendor_id && q->vendor_id != info->vendor_id) ||
+            (q->backend != FFNRT_BACKEND_ANY && q->backend != info->backend) || !contains(info->name, q->name) ||
+            !contains(info->driver_version, q->driver))
+            continue;
+        veto |= q->veto;
+        append(why, cap, q->why);
+    }
+    if (ignore)
+        append(why, cap, "quirk table ignored (asked)");
+    /* FFNRT_QUIRKS=veto=fp16_arithmetic: a veto for the device at hand,
+     * which is how the tests check that a veto reaches the plan. */
+    if (env && strncasecmp(env, "veto=", 5) == 0) {
+        if (strcasecmp(env + 5, "fp16_arithmetic") == 0)
+            veto |= FFNRT_QUIRK_FP16_ARITHMETIC;
+        else if (strcasecmp(env + 5, "storage_16bit") == 0)
+            veto |= FFNRT_QUIRK_STORAGE_16BIT;
+        append(why, cap, "veto asked by FFNRT_QUIRKS");
+    }
+    return veto;
+}
+
+ffnrt_status ffnrt_precision_parse(const char *name, ffnrt_precision *out)
+{
+    static const char *const names[] = {"exact", "balanced", "fast"};
+    for (int i = 0; i < 3; i++)
+        if (strcasecmp(name, names[i]) == 0) {
+            *out = (ffnrt_precision)i;
+            return FFNRT_OK;
+        }
+    return FFNRT_ERROR_INVALID_ARGUMENT;
+}
+
+void ffnrt_precision_resolve(ffnrt_precision policy, const ffnrt_device_info *info, unsigned vetoes,
+                             ffnrt_precision_choice *out)
+{
+    int fp16 = info->fp16_arithmetic && !(vetoes & FFNRT_QUIRK_FP16_ARITHMETIC);
+    out->fp16_arithmetic = 0;
+    switch (policy) {
+    case FFNRT_PRECISION_FAST:
+        out->storage = FFNRT_DTYPE_F16;
+        out->fp16_arithmetic = fp16;
+        if (fp16)
+            snprintf(out->reason, sizeof out->reason, "fast: f16 storage, fp16 arithmetic (the device has it)");
+        else
+            snprintf(out->reason, sizeof out->reason,
+                     "fast asked; fell back to balanced (f16 storage, fp32 arithmetic): %s",
+                     info->fp16_arithmetic ? "fp16 arithmetic vetoed by a quirk" : "the device has no fp16 arithmetic");
+        break;
+    case FFNRT_PRECISION_BALANCED:
+        /* 16-bit values travel packed two to a 32-bit word, so a device
+         * without 16-bit storage buffers (or with them vetoed) runs it too. */
+        out->storage = FFNRT_DTYPE_F16;
+        snprintf(out->reason, sizeof out->reason, "balanced: f16 storage, fp32 arithmetic%s",
+                 info->storage_16bit && !(vetoes & FFNRT_QUIRK_STORAGE_16BIT)
+                     ? ""
+                     : " (packed in 32-bit words: no 16-bit storage buffers needed)");
+        break;
+    default:
+        out->storage = FFNRT_DTYPE_F32;
+        snprintf(out->reason, sizeof out->reason, "exact: f32 storage and arithmetic");
+        break;
+    }
+}

@@ -1,0 +1,390 @@
+/* The dispatcher: plans explain every choice, forced choices are honoured
+ * or refused clearly, the precision policy and quirk vetoes reach the ops,
+ * profiles lower the limits, tuning results steer the path, and the device
+ * ranking keeps one physical device once. */
+#include "device_fixture.h"
+#include "dispatch/dispatch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Every item has a choice and a reason; the named ones are present. */
+static void expect_plan(const ffnrt_plan *plan, const char *const *names, size_t n)
+{
+    cr_assert(ffnrt_plan_size(plan) > 0);
+    for (size_t i = 0; i < ffnrt_plan_size(plan); i++) {
+        const char *what, *choice, *reason;
+        cr_assert_eq(ffnrt_plan_item(plan, i, &what, &choice, &reason), FFNRT_OK);
+        cr_expect(*what && *choice && *reason, "item %zu (%s) lacks a choice or a reason", i, what);
+    }
+    for (size_t i = 0; i < n; i++)
+        cr_expect(ffnrt_plan_choice(plan, names[i]) != NULL, "the plan lacks \"%s\":\n%s", names[i],
+                  ffnrt_plan_text(plan));
+    cr_expect(strstr(ffnrt_plan_text(plan), "because") != NULL);
+}
+
+static const char *const context_items[] = {"device", "profile", "limits", "precision", "quirks"};
+
+BACKEND_PARAMETERS(dispatch, every_op_has_a_plan)
+ParameterizedTest(ffnrt_backend *b, dispatch, every_op_has_a_plan)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_context_plan(ctx, &plan), FFNRT_OK);
+    expect_plan(plan, context_items, 5);
+    ffnrt_plan_destroy(plan);
+
+    static const char *const ew_items[] = {"device", "precision", "op", "compute", "kernel", "dispatches"};
+    for (int a = 0; a < FFNRT_ACT_COUNT; a++) {
+        ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)a);
+        cr_assert_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F16, 1000003, &plan), FFNRT_OK, "%s",
+                     ffnrt_context_last_error(ctx));
+        expect_plan(plan, ew_items, 6);
+        ffnrt_plan_destroy(plan);
+    }
+    for (int g = 0; g < FFNRT_GLU_COUNT; g++) {
+        ffnrt_glu_desc d = FFNRT_GLU_DESC_INIT((ffnrt_glu)g);
+        cr_assert_eq(ffnrt_glu_plan(ctx, &d, FFNRT_DTYPE_F32, 7, 4096, &plan), FFNRT_OK);
+        expect_plan(plan, ew_items, 6);
+        ffnrt_plan_destroy(plan);
+    }
+    static const char *const ffn_items[] = {"device", "op", "ffn.path", "ffn.kernel", "ffn.down"};
+    for (int kind = 0; kind < 2; kind++)
+        for (int path = 0; path < 3; path++)
+            for (int64_t tokens = 1; tokens <= 512; tokens *= 8) {
+                ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT((ffnrt_ffn_kind)kind, 4096, 14336);
+                d.path = (ffnrt_ffn_path)path;
+                d.bias = path == 2;
+                cr_assert_eq(ffnrt_ffn_plan(ctx, &d, tokens, &plan), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+                expect_plan(plan, ffn_items, 5);
+                const char *chosen = ffnrt_plan_choice(plan, "ffn.path");
+                cr_expect_str_eq(chosen, path == 2 ? "unfused" : "fused");
+                /* 4096 x 14336 fp32 weights exceed lavapipe's 128 MiB range: the plan says it splits. */
+                if (*b == FFNRT_BACKEND_VULKAN)
+                    cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.down"), "2 dispatches") != NULL, "%s",
+                              ffnrt_plan_text(plan));
+                ffnrt_plan_destroy(plan);
+            }
+    /* Bad requests are refused with the reason. */
+    cr_expect_eq(ffnrt_activation_plan(ctx, NULL, FFNRT_DTYPE_F32, 4, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 0, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 1, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_plan_item(NULL, 0, NULL, NULL, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    test_context_done(ctx);
+}
+
+BACKEND_PARAMETERS(dispatch, forced_choices)
+ParameterizedTest(ffnrt_backend *b, dispatch, forced_choices)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 48, 80);
+    ffnrt_plan *plan = NULL;
+
+    setenv("FFNRT_FFN_PATH", "unfused", 1);
+    setenv("FFNRT_GEMM_KERNEL", "tiled", 1);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "unfused");
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.kernel"), "tiled");
+    cr_expect(strstr(ffnrt_plan_text(plan), "forced by FFNRT_FFN_PATH") != NULL);
+    cr_expect(ffnrt_plan_choice(plan, "ffn.gating") != NULL, "the unfused gated path gates in its own kernel");
+    ffnrt_plan_destroy(plan);
+    unsetenv("FFNRT_FFN_PATH");
+
+    /* (FFNRT_GEMM_KERNEL=tiled still set.) Tiles that cannot fit are an error, not silently shrunk. */
+    setenv("FFNRT_GEMM_TILES", "1024,1024,64,4,4", 1);
+    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 64, &plan), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_expect(strstr(ffnrt_context_last_error(ctx), "does not fit") != NULL, "%s", ffnrt_context_last_error(ctx));
+    setenv("FFNRT_GEMM_TILES", "32,32,8,4,4", 1);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 64, &plan), FFNRT_OK);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.tiles"), "32,32,8,4,4");
+    ffnrt_plan_destroy(plan);
+    unsetenv("FFNRT_GEMM_TILES");
+    setenv("FFNRT_GEMM_KERNEL", "magic", 1);
+    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
+    unsetenv("FFNRT_GEMM_KERNEL");
+    setenv("FFNRT_FFN_PATH", "sideways", 1);
+    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
+    unsetenv("FFNRT_FFN_PATH");
+    test_context_done(ctx);
+}
+
+BACKEND_PARAMETERS(dispatch, precision_policy)
+ParameterizedTest(ffnrt_backend *b, dispatch, precision_policy)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.precision = FFNRT_PRECISION_FAST;
+    ffnrt_context *ctx = test_context(*b, &o);
+    ffnrt_device_info info;
+    ffnrt_context_get_device_info(ctx, &info);
+    ffnrt_dtype storage;
+    int fp16;
+    cr_assert_eq(ffnrt_context_precision(ctx, &storage, &fp16), FFNRT_OK);
+    cr_expect_eq(storage, FFNRT_DTYPE_F16);
+    cr_expect_eq(fp16, info.fp16_arithmetic, "fast takes fp16 arithmetic exactly where the device has it");
+    ffnrt_activation_desc gelu = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_activation_plan(ctx, &gelu, FFNRT_DTYPE_F16, 100, &plan), FFNRT_OK);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "compute"), info.fp16_arithmetic ? "fp16" : "fp32");
+    if (!info.fp16_arithmetic)
+        cr_expect(strstr(ffnrt_plan_text(plan), "fell back") != NULL, "the fallback is recorded:\n%s",
+                  ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    /* AUTO runs what the plan says: on f16 data, results within fp16's reach. */
+    float in[4] = {-2.0f, -0.5f, 0.25f, 3.0f};
+    uint16_t h[4], out[4];
+    ffnrt_f32_to_f16_array(in, h, 4);
+    int64_t n = 4;
+    ffnrt_tensor *x;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, &n, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(x, h, sizeof h), FFNRT_OK);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &gelu, x, x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_read(x, out, sizeof out), FFNRT_OK);
+    for (int i = 0; i < 4; i++) {
+        double want = 0.5 * in[i] * erfc(-in[i] / sqrt(2.0));
+        cr_expect(fabs(ffnrt_f16_to_f32(out[i]) - want) <= 2e-3 * (1 + fabs(want)), "gelu(%g)", in[i]);
+    }
+    ffnrt_tensor_destroy(x);
+    test_context_done(ctx);
+
+    /* A quirk veto reaches the plan, turns fast into balanced, and refuses a
+     * forced fp16 compute with the reason; ignore_quirks overrides it. */
+    setenv("FFNRT_QUIRKS", "veto=fp16_arithmetic", 1);
+    ctx = test_context(*b, &o);
+    cr_assert_eq(ffnrt_context_plan(ctx, &plan), FFNRT_OK);
+    cr_expect(strstr(ffnrt_plan_choice(plan, "quirks"), "veto fp16") != NULL, "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    cr_assert_eq(ffnrt_context_precision(ctx, &storage, &fp16), FFNRT_OK);
+    cr_expect_eq(fp16, 0);
+    int64_t one = 2;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, &one, &x), FFNRT_OK);
+    gelu.compute = FFNRT_COMPUTE_F16;
+    ffnrt_status st = ffnrt_activation_forward(ctx, &gelu, x, x);
+    cr_expect_eq(st, FFNRT_ERROR_UNSUPPORTED);
+    if (info.fp16_arithmetic)
+        cr_expect(strstr(ffnrt_context_last_error(ctx), "quirk") != NULL, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_tensor_destroy(x);
+    test_context_done(ctx);
+    unsetenv("FFNRT_QUIRKS");
+
+    setenv("FFNRT_PRECISION", "sloppy", 1);
+    ffnrt_context *bad = NULL;
+    cr_expect_eq(ffnrt_context_create(NULL, &bad), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "FFNRT_PRECISION") != NULL);
+    unsetenv("FFNRT_PRECISION");
+}
+
+BACKEND_PARAMETERS(dispatch, profiles_lower_limits)
+ParameterizedTest(ffnrt_backend *b, dispatch, profiles_lower_limits)
+{
+    const char *name, *text;
+    size_t count = 0;
+    while (ffnrt_profile_info(count, &name, &text) == FFNRT_OK) {
+        cr_expect(strstr(text, "Source") != NULL, "profile %s cites no source", name);
+        count++;
+    }
+    cr_assert_geq(count, 4, "an Adreno, a Mali, an Apple GPU and an Intel iGPU at least");
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.profile = "vulkan-minimum";
+    ffnrt_context *ctx = test_context(*b, &o);
+    ffnrt_device_info info;
+    ffnrt_context_get_device_info(ctx, &info);
+    /* FFNRT_PROFILE (set when the whole suite runs under a profile) wins over the option. */
+    if (!getenv("FFNRT_PROFILE")) {
+        cr_expect_leq(info.shared_memory_size, 16384);
+        cr_expect_leq(info.max_workgroup_size, 128);
+        cr_expect_leq(info.max_buffer_range, 1ull << 27);
+        cr_expect_eq(info.fp16_arithmetic, 0);
+        cr_expect_eq(info.type, FFNRT_DEVICE_TYPE_INTEGRATED_GPU, "planned as the GPU modelled");
+    }
+    /* A gated layer runs correctly with the GPU kernels under these limits. */
+    const int64_t dm = 40, hid = 72, tokens = 3;
+    float *w = malloc(sizeof(float) * (size_t)(3 * dm * hid)), xs[3 * 40], ys[3 * 40];
+    cr_assert(w);
+    for (int64_t i = 0; i < 3 * dm * hid; i++)
+        w[i] = (float)((i * 37) % 17 - 8) / 64.0f;
+    for (int64_t i = 0; i < tokens * dm; i++)
+        xs[i] = (float)((i * 11) % 13 - 6) / 8.0f;
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, dm, hid);
+    ffnrt_ffn_weights wt = {0};
+    wt.w_gate_value = w;
+    wt.w_out = w + 2 * dm * hid;
+    ffnrt_ffn *layer;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &d, &wt, &layer), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    int64_t shape[2] = {tokens, dm};
+    ffnrt_tensor *x, *y;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(x, xs, sizeof xs), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_read(y, ys, sizeof ys), FFNRT_OK);
+    double err = 0, norm = 0;
+    for (int64_t t = 0; t < tokens; t++)
+        for (int64_t o2 = 0; o2 < dm; o2++) {
+            double acc = 0;
+            for (int64_t j = 0; j < hid; j++) {
+                double g = 0, v = 0;
+                for (int64_t k = 0; k < dm; k++) {
+                    g += (double)w[j * dm + k] * xs[t * dm + k];
+                    v += (double)w[(hid + j) * dm + k] * xs[t * dm + k];
+                }
+                acc += (double)w[2 * dm * hid + o2 * hid + j] * (g / (1 + exp(-g))) * v;
+            }
+            err += (ys[t * dm + o2] - acc) * (ys[t * dm + o2] - acc);
+            norm += acc * acc;
+        }
+    cr_expect_leq(sqrt(err / norm), 1e-5, "normwise relative error %g", sqrt(err / norm));
+    ffnrt_ffn_destroy(layer);
+    free(w);
+    test_context_done(ctx);
+
+    ffnrt_context *bad = NULL;
+    o.profile = "no-such-gpu";
+    if (!getenv("FFNRT_PROFILE")) {
+        cr_expect_eq(ffnrt_context_create(&o, &bad), FFNRT_ERROR_INVALID_ARGUMENT);
+        cr_expect(strstr(ffnrt_last_error_message(), "no-such-gpu") != NULL);
+    }
+    cr_expect_eq(ffnrt_profile_info(count, &name, &text), FFNRT_ERROR_INVALID_ARGUMENT);
+}
+
+BACKEND_PARAMETERS(dispatch, autotune_steers_the_path)
+ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    const int64_t dm = 32, hid = 48;
+    float *w = malloc(sizeof(float) * (size_t)(3 * dm * hid)), xs[2 * 32], y_auto[2 * 32], y_ref[2 * 32];
+    cr_assert(w);
+    for (int64_t i = 0; i < 3 * dm * hid; i++)
+        w[i] = (float)((i * 29) % 19 - 9) / 64.0f;
+    for (int64_t i = 0; i < 2 * dm; i++)
+        xs[i] = (float)(i % 7 - 3) / 4.0f;
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, dm, hid);
+    ffnrt_ffn_weights wt = {0};
+    wt.w_gate_value = w;
+    wt.w_out = w + 2 * dm * hid;
+    ffnrt_ffn *layer;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &d, &wt, &layer), FFNRT_OK);
+    int64_t shape[2] = {2, dm};
+    ffnrt_tensor *x, *y;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(x, xs, sizeof xs), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_read(y, y_ref, sizeof y_ref), FFNRT_OK);
+
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
+    cr_expect(strstr(ffnrt_plan_text(plan), "no tuning result") != NULL);
+    ffnrt_plan_destroy(plan);
+    cr_assert_eq(ffnrt_ffn_autotune(layer, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
+    cr_expect(strstr(ffnrt_plan_text(plan), "tuned for this device") != NULL, "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    /* Another token bucket has no result yet. */
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 100, &plan), FFNRT_OK);
+    cr_expect(strstr(ffnrt_plan_text(plan), "no tuning result") != NULL);
+    ffnrt_plan_destroy(plan);
+    cr_assert_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_read(y, y_auto, sizeof y_auto), FFNRT_OK);
+    for (int i = 0; i < 2 * dm; i++)
+        cr_expect(fabsf(y_auto[i] - y_ref[i]) <= 1e-5f * (1 + fabsf(y_ref[i])), "y[%d] %g vs %g", i, y_auto[i],
+                  y_ref[i]);
+    cr_expect_eq(ffnrt_ffn_autotune(NULL, x, y), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_ffn_destroy(layer);
+    free(w);
+    test_context_done(ctx);
+}
+
+/* ------------------------------------------------------ ranking (pure) */
+
+static ffnrt_device_info made_up(ffnrt_backend backend, ffnrt_device_type type, uint32_t vendor, const char *name)
+{
+    ffnrt_device_info d;
+    memset(&d, 0, sizeof d);
+    d.backend = backend;
+    d.type = type;
+    d.vendor_id = vendor;
+    d.device_id = 0x2204;
+    snprintf(d.name, sizeof d.name, "%s", name);
+    d.max_workgroup_size = 1024;
+    d.shared_memory_size = 49152;
+    return d;
+}
+
+Test(dispatch, ranking_keeps_one_physical_device_once)
+{
+    ffnrt_device_info d[4];
+    d[0] = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_CPU, 0x8086, "a CPU");
+    d[1] = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_DISCRETE_GPU, 0x10DE, "NVIDIA GeForce RTX 3090");
+    d[2] = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_DISCRETE_GPU, 0x10DE, "NVIDIA GeForce RTX 3090");
+    d[3] = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_INTEGRATED_GPU, 0x8086, "Intel(R) UHD Graphics 770");
+    d[3].fp16_arithmetic = 1;
+    d[3].memory_size = 64ull << 30;
+    for (int i = 1; i <= 2; i++) {
+        memset(d[i].uuid, 0xab, sizeof d[i].uuid);
+        d[i].has_uuid = 1;
+    }
+    ffnrt_device_rank r[4];
+    ffnrt_rank_devices(d, 4, r);
+    cr_expect_eq(r[1].twin, 2);
+    cr_expect_eq(r[2].twin, 1);
+    cr_expect_lt(r[1].score, 0, "NVIDIA's OpenCL listing is the twin left out: %s", r[1].reason);
+    cr_expect_gt(r[2].score, r[3].score, "a discrete GPU outranks an integrated one");
+    cr_expect_gt(r[3].score, r[0].score, "any GPU outranks a CPU, whatever its capability");
+    cr_expect(strstr(r[1].reason, "same device UUID") != NULL, "%s", r[1].reason);
+
+    /* Different UUIDs: two devices, both ranked. */
+    d[2].uuid[0] = 0;
+    ffnrt_rank_devices(d, 4, r);
+    cr_expect_eq(r[1].twin, -1);
+    cr_expect_geq(r[1].score, 0);
+
+    /* No UUIDs: the PCI address decides; then vendor, device id and name. */
+    d[1].has_uuid = d[2].has_uuid = 0;
+    d[1].has_pci_address = d[2].has_pci_address = 1;
+    d[1].pci_bus = d[2].pci_bus = 3;
+    ffnrt_rank_devices(d, 4, r);
+    cr_expect_eq(r[1].twin, 2);
+    cr_expect(strstr(r[1].reason, "PCI") != NULL);
+    d[1].has_pci_address = 0;
+    ffnrt_rank_devices(d, 4, r);
+    cr_expect_eq(r[1].twin, 2, "same vendor, device id and name");
+
+    /* Without a vendor preference the more capable API wins. */
+    d[1].vendor_id = d[2].vendor_id = 0x1002; /* AMD */
+    d[1].fp16_arithmetic = 1;
+    ffnrt_rank_devices(d, 4, r);
+    cr_expect_lt(r[2].score, 0, "the Vulkan listing lacks fp16 here: OpenCL is kept (%s)", r[2].reason);
+    cr_expect_geq(r[1].score, 0);
+}
+
+Test(dispatch, limits_parse_and_apply)
+{
+    ffnrt_limit_request req = {0};
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    cr_assert_eq(ffnrt_limits_parse("max_shared_memory=16384,fp16_arithmetic=0,max_workgroup_size=128", &req, &err),
+                 FFNRT_OK);
+    cr_expect_eq(req.max_shared_memory, 16384);
+    cr_expect_eq(req.no_fp16_arithmetic, 1);
+    cr_expect_eq(ffnrt_limits_parse("fp16_arithmetic=2", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_limits_parse("shared=1", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_device_info info = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
+    info.fp16_arithmetic = 1;
+    ffnrt_limits lim = {1ull << 27, 1ull << 30, 16, 1024, {65535, 65535, 65535}};
+    char notes[512];
+    req = (ffnrt_limit_request){0};
+    const ffnrt_profile *mali = ffnrt_profile_find("mali-g52");
+    cr_assert(mali);
+    cr_assert_eq(ffnrt_limits_apply(&info, &lim, &req, mali, notes, sizeof notes, &err), FFNRT_OK);
+    cr_expect_eq(lim.max_workgroup_size, 384);
+    cr_expect_eq(info.subgroup_size, 8);
+    cr_expect_eq(info.fp16_arithmetic, 0);
+    cr_expect_eq(lim.max_buffer_range, 1ull << 27, "a profile never raises a limit");
+    cr_expect(strstr(notes, "profile mali-g52") != NULL, "%s", notes);
+    req.max_workgroup_size = 4096;
+    cr_expect_eq(ffnrt_limits_apply(&info, &lim, &req, NULL, notes, sizeof notes, &err), FFNRT_ERROR_INVALID_ARGUMENT,
+                 "asking above the device's limit is an error");
+}
