@@ -222,6 +222,13 @@ FFNRT_API size_t ffnrt_tensor_bytes(const ffnrt_tensor *t);
 FFNRT_API ffnrt_status ffnrt_context_precision(const ffnrt_context *ctx, ffnrt_dtype *storage,
                                                int *fp16_arithmetic);
 
+/* The cost model's figures for the context's device, measured on first
+ * call with ffnrt's own kernels (about a second; kept afterwards): copy
+ * bandwidth in GB/s (read + write), GEMM rate in GFLOP/s, and the cost of
+ * one dispatch in microseconds. Any pointer may be NULL. */
+FFNRT_API ffnrt_status ffnrt_context_calibrate(ffnrt_context *ctx, double *copy_gbps, double *gemm_gflops,
+                                               double *dispatch_us);
+
 /* ------------------------------------------------------------------ plans */
 
 /* A plan lists every choice the dispatcher makes for an op (device,

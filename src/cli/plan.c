@@ -11,7 +11,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: ffnrt plan [--op NAME] [--device SPEC] [--dtype f32|f16|bf16] [--precision exact|balanced|fast]\n"
-            "                  [--profile NAME]\n"
+            "                  [--profile NAME] [--calibrate]\n"
             "  FFN layers:  --op dense-ACT | GLU (glu, reglu, geglu, geglu_tanh, swiglu) --d N --hidden N --tokens N\n"
             "               [--bias] [--path fused|unfused] [--matmul matvec|tiled]\n"
             "  activations: --op ACT (relu, gelu, silu, ...) --elements N\n"
@@ -38,7 +38,7 @@ int ffnrt_plan_main(int argc, char **argv)
 {
     const char *op = NULL, *device = NULL;
     long long d_model = 0, hidden = 0, tokens = 1, elements = 1 << 24, rows = 1, width = 0;
-    int bias = 0, glu_only = 0;
+    int bias = 0, glu_only = 0, calibrate = 0;
     ffnrt_dtype dtype = FFNRT_DTYPE_F32;
     ffnrt_ffn_path path = FFNRT_FFN_PATH_AUTO;
     ffnrt_matmul_kernel matmul = FFNRT_MATMUL_AUTO;
@@ -80,6 +80,8 @@ int ffnrt_plan_main(int argc, char **argv)
             bias = 1;
         else if (strcmp(a, "--glu-only") == 0)
             glu_only = 1;
+        else if (strcmp(a, "--calibrate") == 0)
+            calibrate = 1;
         else {
             usage();
             return 2;
@@ -95,6 +97,11 @@ int ffnrt_plan_main(int argc, char **argv)
     }
     ffnrt_plan *plan = NULL;
     ffnrt_status st;
+    if (calibrate && ffnrt_context_calibrate(ctx, NULL, NULL, NULL) != FFNRT_OK) {
+        fprintf(stderr, "ffnrt plan: calibration: %s\n", ffnrt_context_last_error(ctx));
+        ffnrt_context_destroy(ctx);
+        return 1;
+    }
     ffnrt_activation act;
     ffnrt_glu glu;
     if (!op) {

@@ -11,6 +11,12 @@ typedef struct ffnrt_kernel_entry {
     ffnrt_bkernel *kernel;
 } ffnrt_kernel_entry;
 
+/* The cost model's device figures (dispatch/calibrate.c). */
+typedef struct ffnrt_calibration {
+    double copy_gbps, gemm_gflops, dispatch_us;
+    int valid;
+} ffnrt_calibration;
+
 /* One tuning result (dispatch/tuning.c). */
 typedef struct ffnrt_tuning_entry {
     char key[160];
@@ -54,8 +60,12 @@ struct ffnrt_context {
     ffnrt_tuning_entry *tuning;
     size_t tuning_count, tuning_capacity;
     int tuning_dirty;                  /* results not yet written to the disk cache */
+    ffnrt_calibration calibration;     /* valid once measured or loaded */
     ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
 };
+
+/* Measures the calibration once (then returns the kept one). */
+ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out);
 
 /* Tuning results by shape-class key; get returns 1 when one is kept. */
 int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2]);

@@ -320,15 +320,32 @@ static ffnrt_status choose_kernel(ffnrt_context *ctx, const ffnrt_ffn_desc *d, u
         ffnrt_plan_add(plan, "ffn.kernel", "blocked",
                        "a CPU device: register blocks over the whole of K, no shared memory or barriers "
                        "(shared memory is ordinary memory there and barriers cost)");
+    } else if (ctx->calibration.valid && ctx->calibration.copy_gbps > 0 && ctx->calibration.gemm_gflops > 0) {
+        /* The cost model: matvec streams the weights once per chunk of
+         * matvec_tokens tokens; tiled is bound by the GEMM rate or by one
+         * pass over the weights, whichever is slower. */
+        ffnrt_ffn_cost cost;
+        ffnrt_ffn_cost_of(d, (int64_t)tokens, FFNRT_FFN_PATH_FUSED, &cost);
+        double chunks = (double)((tokens + c->matvec_tokens - 1) / c->matvec_tokens);
+        double stream_ms = 1e3 * (double)cost.weight_bytes / (1e9 * ctx->calibration.copy_gbps);
+        double compute_ms = 1e3 * (double)cost.flops / (1e9 * ctx->calibration.gemm_gflops);
+        double mv_ms = chunks * stream_ms, tiled_ms = compute_ms > stream_ms ? compute_ms : stream_ms;
+        c->kernel = mv_ms <= tiled_ms ? KERNEL_MATVEC : KERNEL_TILED;
+        ffnrt_plan_add(plan, "ffn.kernel", kernel_names[c->kernel],
+                       "cost model from this device's calibration (%.1f GB/s, %.1f GFLOP/s): matvec %.3f ms "
+                       "(%.0f pass%s over the weights), tiled %.3f ms",
+                       ctx->calibration.copy_gbps, ctx->calibration.gemm_gflops, mv_ms, chunks,
+                       chunks == 1 ? "" : "es", tiled_ms);
     } else if (tokens <= c->matvec_tokens) {
         c->kernel = KERNEL_MATVEC;
         ffnrt_plan_add(plan, "ffn.kernel", "matvec",
-                       "%llu tokens <= %u (matvec_max_tokens): bandwidth-bound, the weights are streamed once",
+                       "%llu tokens <= %u (matvec_max_tokens): bandwidth-bound, the weights are streamed once "
+                       "(no calibration yet: ffnrt_context_calibrate gives the cost model)",
                        (unsigned long long)tokens, c->matvec_tokens);
     } else {
         c->kernel = KERNEL_TILED;
         ffnrt_plan_add(plan, "ffn.kernel", "tiled", "%llu tokens > %u (matvec_max_tokens): compute-bound, "
-                       "shared-memory tiles reuse each weight across tokens",
+                       "shared-memory tiles reuse each weight across tokens (no calibration yet)",
                        (unsigned long long)tokens, c->matvec_tokens);
     }
     return FFNRT_OK;
@@ -786,10 +803,13 @@ static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const projection *pj, 
                        "product, in place");
         return FFNRT_OK;
     }
+    /* One flat range: the kernel finds each element's bias from its index,
+     * so a split may fall inside a row, which keeps wide rows splittable
+     * under a small buffer range and a coarse offset alignment. */
     uint64_t width = (uint64_t)y->shape[y->ndim - 1];
     uint32_t params[4] = {0, 0, (uint32_t)width, (uint32_t)pj->b_first};
-    ffnrt_ew_binding b[3] = {{y, width}, {y, width}, {pj->b, 0}};
-    ffnrt_ew_launch launch = {"bias.kernel", "", y->dtype, y->numel / width, width, b, 3, params, sizeof params};
+    ffnrt_ew_binding b[3] = {{y, 1}, {y, 1}, {pj->b, 0}};
+    ffnrt_ew_launch launch = {"bias.kernel", "", y->dtype, y->numel, 1, b, 3, params, sizeof params};
     ffnrt_status st = ffnrt_run_elementwise(r->ctx, &launch);
     r->ns += r->ctx->last_op_ns;
     return st;
