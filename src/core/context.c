@@ -19,6 +19,14 @@ ffnrt_status ffnrt_context_finish_call(ffnrt_context *ctx, ffnrt_status status)
     return status;
 }
 
+static ffnrt_status ffnrt_null_context_error(const char *fn)
+{
+    ffnrt_error err;
+    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
 /* ---------------------------------------------------------- device choice */
 
 static int type_rank(ffnrt_device_type t)
@@ -243,6 +251,8 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
 {
     if (!ctx)
         return;
+    if (ctx->dev)
+        ffnrt_context_settle(ctx); /* nothing may be freed under a pending batch */
     while (ctx->tensors)
         ffnrt_tensor_destroy(ctx->tensors);
     for (size_t i = 0; i < ctx->kernel_count; i++) {
@@ -387,5 +397,98 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
     ctx->kernels[ctx->kernel_count].kernel = kernel;
     ctx->kernel_count++;
     *out = kernel;
+    return FFNRT_OK;
+}
+
+/* ------------------------------------------------- batches and interop */
+
+ffnrt_status ffnrt_batch_begin(ffnrt_context *ctx)
+{
+    if (ctx->external)
+        return ctx->ops->external_begin(ctx->dev, &ctx->error);
+    return ctx->ops->begin(ctx->dev, &ctx->error);
+}
+
+ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *device_ns)
+{
+    ffnrt_error *err = st == FFNRT_OK ? &ctx->error : NULL;
+    ffnrt_status sst;
+    *device_ns = 0;
+    if (ctx->external)
+        sst = ctx->ops->external_end(ctx->dev, err);
+    else if (ctx->async)
+        sst = ctx->ops->submit_async(ctx->dev, err);
+    else
+        sst = ctx->ops->submit(ctx->dev, device_ns, err);
+    return st != FFNRT_OK ? st : sst;
+}
+
+ffnrt_status ffnrt_context_settle(ffnrt_context *ctx)
+{
+    if (!ctx->async)
+        return FFNRT_OK;
+    uint64_t ns = 0;
+    ffnrt_status st = ctx->ops->wait(ctx->dev, &ns, &ctx->error);
+    ctx->async_ns += ns;
+    return st;
+}
+
+ffnrt_status ffnrt_context_set_async(ffnrt_context *ctx, int async)
+{
+    if (!ctx)
+        return ffnrt_null_context_error("ffnrt_context_set_async");
+    ffnrt_status st = FFNRT_OK;
+    if (ctx->async && !async)
+        st = ffnrt_context_wait(ctx);
+    if (st == FFNRT_OK)
+        ctx->async = async != 0;
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_context_wait(ffnrt_context *ctx)
+{
+    if (!ctx)
+        return ffnrt_null_context_error("ffnrt_context_wait");
+    uint64_t ns = 0;
+    ffnrt_status st = ctx->ops->wait(ctx->dev, &ns, &ctx->error);
+    /* After synchronous ops there is nothing to wait for: keep their time. */
+    if (ctx->async || ns || ctx->async_ns)
+        ctx->last_op_ns = ctx->async_ns + ns;
+    ctx->async_ns = 0;
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev, const ffnrt_device_info *info,
+                                 const ffnrt_limits *limits, const ffnrt_context_options *options,
+                                 ffnrt_context **out, ffnrt_error *err)
+{
+    ffnrt_context_options defaults = FFNRT_CONTEXT_OPTIONS_INIT;
+    const ffnrt_context_options *o = options ? options : &defaults;
+    uint64_t range = o->max_buffer_range, count = o->max_workgroup_count, wg = o->max_workgroup_size;
+    const char *env_limits = getenv("FFNRT_LIMITS");
+    if (env_limits && parse_limits_env(env_limits, &range, &count, &wg, err) != FFNRT_OK) {
+        ops->close(dev);
+        return err->status;
+    }
+    ffnrt_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        ops->close(dev);
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "creating a context: out of host memory");
+    }
+    ctx->ops = ops;
+    ctx->dev = dev;
+    ctx->info = *info;
+    ctx->limits = *limits;
+    ctx->app_handles = 1;
+    ctx->inject_compile_error = env_true("FFNRT_INJECT_COMPILE_ERROR");
+    if (apply_limits(&ctx->limits, range, count, wg, err) != FFNRT_OK) {
+        ffnrt_context_destroy(ctx);
+        return err->status;
+    }
+    ctx->info.max_buffer_range = ctx->limits.max_buffer_range;
+    ctx->info.max_workgroup_size = ctx->limits.max_workgroup_size;
+    for (int i = 0; i < 3; i++)
+        ctx->info.max_workgroup_count[i] = ctx->limits.max_workgroup_count[i];
+    *out = ctx;
     return FFNRT_OK;
 }

@@ -455,7 +455,7 @@ static ffnrt_binding bind_elements(const ffnrt_context *ctx, const ffnrt_tensor 
     uint64_t offset = start / align * align;
     uint64_t end = ((first + count) * esize + 3) & ~(uint64_t)3; /* whole words; buffers are padded to them */
     *base = (uint32_t)((start - offset) / esize);
-    return (ffnrt_binding){t->buffer, offset, end - offset};
+    return (ffnrt_binding){t->buffer, t->offset + offset, end - offset};
 }
 
 static void append(char *buf, size_t cap, const char *fmt, unsigned v)
@@ -618,13 +618,12 @@ static ffnrt_status ensure_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_
 static ffnrt_status run_product(ffnrt_ffn *l, const product *pr, int matvec, uint64_t *total_ns)
 {
     ffnrt_context *ctx = l->ctx;
-    ffnrt_status st = ctx->ops->begin(ctx->dev, &ctx->error);
+    ffnrt_status st = ffnrt_batch_begin(ctx);
     if (st != FFNRT_OK)
         return st;
-    st = record_product(l, pr, matvec);
-    ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
+    st = ffnrt_batch_end(ctx, record_product(l, pr, matvec), &ctx->last_op_ns);
     *total_ns += ctx->last_op_ns;
-    return st != FFNRT_OK ? st : sst;
+    return st;
 }
 
 /* y += bias, row-broadcast, in place (the unfused bias kernel). */
@@ -698,16 +697,16 @@ static ffnrt_status forward_fused(ffnrt_ffn *l, const ffnrt_tensor *x, ffnrt_ten
         up = (product){x, tokens, dm, l->in, {0}, h, l->h, d->activation.kind, d->activation.alpha,
                        d->activation.beta};
     product down = {l->h, tokens, h, l->out, {0}, dm, y, FFNRT_ACT_COUNT, 0, 0};
-    ffnrt_status st = ctx->ops->begin(ctx->dev, &ctx->error);
+    ffnrt_status st = ffnrt_batch_begin(ctx);
     if (st != FFNRT_OK)
         return st;
     st = record_product(l, &up, matvec);
     if (st == FFNRT_OK)
         st = record_product(l, &down, matvec);
-    /* Submit even after a failed dispatch so the batch is closed. */
-    ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
+    /* Closes the batch even after a failed dispatch. */
+    st = ffnrt_batch_end(ctx, st, &ctx->last_op_ns);
     *ns = ctx->last_op_ns;
-    return st != FFNRT_OK ? st : sst;
+    return st;
 }
 
 ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
