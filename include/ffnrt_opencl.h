@@ -48,8 +48,10 @@ FFNRT_API ffnrt_status ffnrt_tensor_wrap_opencl_buffer(ffnrt_context *ctx, cl_me
  * that completes when every command ffnrt enqueued since _begin has; the
  * app releases it with clReleaseEvent. Tensor reads and writes in between
  * are blocking and, on the in-order queue, come after the wait list and
- * the kernels before them. ffnrt_context_last_op_time gives 0 for these
- * ops. A second _begin before _end is an error. */
+ * the kernels before them: like ffnrt_context_wait (a clFinish of the
+ * queue), they block until the wait list completes, so signal user events
+ * first. ffnrt_context_last_op_time gives 0 for these ops. A second _begin
+ * before _end is an error. */
 FFNRT_API ffnrt_status ffnrt_opencl_enqueue_begin(ffnrt_context *ctx, cl_uint n, const cl_event *wait_list);
 FFNRT_API ffnrt_status ffnrt_opencl_enqueue_end(ffnrt_context *ctx, cl_event *out_event);
 
