@@ -55,7 +55,9 @@ typedef struct app_buffer {
     VkDeviceSize size;
 } app_buffer;
 
-static void app_vk_create(app_vk *app)
+/* enable_f16: enable shaderFloat16 where the device has it; *has_f16 says
+ * whether it did (may be NULL). */
+static void app_vk_create_f16(app_vk *app, int enable_f16, int *has_f16)
 {
     memset(app, 0, sizeof *app);
     VkDebugUtilsMessengerCreateInfoEXT dbg = {
@@ -102,8 +104,19 @@ static void app_vk_create(app_vk *app)
                                    .queueFamilyIndex = app->family,
                                    .queueCount = 1,
                                    .pQueuePriorities = &priority};
-    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .queueCreateInfoCount = 1,
-                              .pQueueCreateInfos = &qci};
+    VkPhysicalDeviceShaderFloat16Int8Features f16 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, .pNext = &f16};
+    int use_f16 = 0;
+    if (enable_f16 && app->props.apiVersion >= VK_API_VERSION_1_2) {
+        vkGetPhysicalDeviceFeatures2(app->physical, &f2);
+        use_f16 = f16.shaderFloat16 == VK_TRUE;
+        f16 = (VkPhysicalDeviceShaderFloat16Int8Features){
+            .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES, .shaderFloat16 = VK_TRUE};
+    }
+    if (has_f16)
+        *has_f16 = use_f16;
+    VkDeviceCreateInfo dci = {.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO, .pNext = use_f16 ? &f16 : NULL,
+                              .queueCreateInfoCount = 1, .pQueueCreateInfos = &qci};
     cr_assert_eq(vkCreateDevice(app->physical, &dci, NULL, &app->device), VK_SUCCESS);
     vkGetDeviceQueue(app->device, app->family, 0, &app->queue);
     VkCommandPoolCreateInfo pci = {.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -113,6 +126,8 @@ static void app_vk_create(app_vk *app)
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     cr_assert_eq(vkCreateFence(app->device, &fci, NULL, &app->fence), VK_SUCCESS);
 }
+
+static void app_vk_create(app_vk *app) { app_vk_create_f16(app, 0, NULL); }
 
 static ffnrt_vulkan_device app_vk_handles(const app_vk *app)
 {
@@ -351,6 +366,49 @@ Test(vulkan, context_from_app_handles)
     app_buffer_create(&app, 256, &b);
     app_vk_still_works(&app, &b);
     app_buffer_destroy(&app, &b);
+    app_vk_destroy(&app);
+}
+
+/* fp16 arithmetic only where the app says it enabled shaderFloat16. */
+Test(vulkan, float16_as_the_app_enabled_it)
+{
+    app_vk app;
+    int has_f16 = 0;
+    app_vk_create_f16(&app, 1, &has_f16);
+    if (!has_f16) {
+        app_vk_destroy(&app);
+        cr_skip_test("the device has no shaderFloat16");
+    }
+    ffnrt_vulkan_device d = app_vk_handles(&app);
+    int64_t shape[1] = {256};
+    uint16_t x[256], y[256];
+    for (int i = 0; i < 256; i++)
+        x[i] = ffnrt_f32_to_f16((float)(i - 128) / 16.0f);
+    ffnrt_activation_desc silu = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    silu.compute = FFNRT_COMPUTE_F16;
+    for (int say = 0; say < 2; say++) {
+        d.shader_float16 = say ? VK_TRUE : VK_FALSE;
+        ffnrt_context *ctx = NULL;
+        OK(ctx, ffnrt_context_create_vulkan(&d, NULL, &ctx));
+        ffnrt_device_info info;
+        OK(ctx, ffnrt_context_get_device_info(ctx, &info));
+        cr_assert_eq(info.fp16_arithmetic, say);
+        ffnrt_tensor *t;
+        OK(ctx, ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, shape, &t));
+        OK(ctx, ffnrt_tensor_write(t, x, sizeof x));
+        if (!say) {
+            EXPECT(ffnrt_activation_forward(ctx, &silu, t, t), FFNRT_ERROR_UNSUPPORTED);
+        } else {
+            OK(ctx, ffnrt_activation_forward(ctx, &silu, t, t));
+            OK(ctx, ffnrt_tensor_read(t, y, sizeof y));
+            for (int i = 0; i < 256; i++) {
+                double v = ffnrt_f16_to_f32(x[i]), r = v / (1.0 + exp(-v));
+                cr_assert(fabs(ffnrt_f16_to_f32(y[i]) - r) <= 2e-3 * fabs(r) + 1e-6, "silu(%g) = %g, expected %g", v,
+                          ffnrt_f16_to_f32(y[i]), r);
+            }
+        }
+        ffnrt_context_destroy(ctx);
+    }
     app_vk_destroy(&app);
 }
 
