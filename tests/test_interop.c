@@ -414,13 +414,13 @@ Test(vulkan, float16_as_the_app_enabled_it)
 
 /* An activation and a gated FFN on the app's buffers at nonzero offsets,
  * recorded into the app's command buffer and submitted by the app. */
-Test(vulkan, wrapped_buffers_recorded)
+static void vulkan_recorded(const ffnrt_context_options *options)
 {
     app_vk app;
     app_vk_create(&app);
     ffnrt_vulkan_device d = app_vk_handles(&app);
     ffnrt_context *ctx = NULL;
-    OK(ctx, ffnrt_context_create_vulkan(&d, NULL, &ctx));
+    OK(ctx, ffnrt_context_create_vulkan(&d, options, &ctx));
     ffn_case *c = ffn_case_make();
     ffnrt_ffn *layer = ffn_layer(ctx, c); /* weights in ffnrt's own tensors */
 
@@ -493,6 +493,18 @@ Test(vulkan, wrapped_buffers_recorded)
     app_buffer_destroy(&app, &b);
     app_vk_destroy(&app);
     free(c);
+}
+
+Test(vulkan, wrapped_buffers_recorded) { vulkan_recorded(NULL); }
+
+/* A phone's limits: every op split over many dispatches, each binding at
+ * an aligned offset past the wrapped tensor's own. */
+Test(vulkan, wrapped_buffers_recorded_split)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.max_buffer_range = 1024;
+    o.max_workgroup_count = 2;
+    vulkan_recorded(&o);
 }
 
 Test(vulkan, bad_input)
@@ -681,12 +693,12 @@ Test(opencl, context_from_app_handles_and_refcounts)
 /* Ops enqueued on the app's queue after the app's (user) event, with an
  * event out that the app waits for; wrapped buffers at nonzero offsets,
  * one of them a sub-buffer. */
-Test(opencl, event_chain)
+static void opencl_event_chain(const ffnrt_context_options *options)
 {
     app_cl app;
     app_cl_create(&app);
     ffnrt_context *ctx = NULL;
-    OK(ctx, ffnrt_context_create_opencl(app.context, app.device, app.queue, NULL, &ctx));
+    OK(ctx, ffnrt_context_create_opencl(app.context, app.device, app.queue, options, &ctx));
     ffn_case *c = ffn_case_make();
     ffnrt_ffn *layer = ffn_layer(ctx, c);
 
@@ -756,6 +768,16 @@ Test(opencl, event_chain)
     clReleaseMemObject(mem);
     app_cl_destroy(&app);
     free(c);
+}
+
+Test(opencl, event_chain) { opencl_event_chain(NULL); }
+
+Test(opencl, event_chain_split)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.max_buffer_range = 1024;
+    o.max_workgroup_count = 2;
+    opencl_event_chain(&o);
 }
 
 Test(opencl, bad_input)
