@@ -99,7 +99,8 @@ FFNRT_API ffnrt_status ffnrt_tensor_wrap_vulkan_buffer(ffnrt_context *ctx, VkBuf
  *   until then. Parameters travel as push constants, in the command buffer.
  * - ffnrt_context_last_op_time gives 0 for recorded ops (the app may time
  *   its own submission). Tensor reads and writes are not recorded: they
- *   happen at once, as outside recording.
+ *   happen at once, as outside recording; ffnrt_context_wait waits only
+ *   for ffnrt's own submissions, never for the app's.
  * A second record_begin before record_end is an error. */
 FFNRT_API ffnrt_status ffnrt_vulkan_record_begin(ffnrt_context *ctx, VkCommandBuffer cmd);
 FFNRT_API ffnrt_status ffnrt_vulkan_record_end(ffnrt_context *ctx);
