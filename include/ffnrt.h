@@ -187,6 +187,24 @@ FFNRT_API uint64_t ffnrt_context_validation_messages(const ffnrt_context *ctx);
 FFNRT_API ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx,
                                                   uint64_t *device_ns);
 
+/* Asynchronous mode. With async on, ops submit their work to the device and
+ * return without waiting; ffnrt_context_wait blocks until everything
+ * submitted is done. Work stays in call order, and ffnrt_tensor_read,
+ * _write and _destroy (and ffnrt_context_destroy) wait for the pending
+ * work first, so results read are always complete. Errors the device
+ * reports late come from ffnrt_context_wait. ffnrt_context_last_op_time
+ * after ffnrt_context_wait gives the device time of all the work since
+ * the previous wait (0 right after an asynchronous op). On Vulkan one
+ * batch is in flight at a time: the next op waits for the previous one's
+ * batch before recording its own. Turning async off waits. Off by default;
+ * the app's recording (ffnrt_vulkan.h) and event (ffnrt_opencl.h) modes
+ * take precedence while active. */
+FFNRT_API ffnrt_status ffnrt_context_set_async(ffnrt_context *ctx, int async);
+FFNRT_API ffnrt_status ffnrt_context_wait(ffnrt_context *ctx);
+
+/* Interop with an app's own Vulkan device or OpenCL context, buffers and
+ * command buffers / queues: ffnrt_vulkan.h and ffnrt_opencl.h. */
+
 /* --------------------------------------------------------------- tensors */
 
 typedef enum ffnrt_dtype {

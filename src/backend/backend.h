@@ -74,6 +74,17 @@ typedef struct ffnrt_backend_ops {
                              const ffnrt_binding *bindings, uint32_t binding_count,
                              const void *params, const uint32_t groups[2], ffnrt_error *err);
     ffnrt_status (*submit)(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err);
+    /* Asynchronous batches: submit_async ends the batch and submits it
+     * without waiting; the backend keeps later work (a new batch, host
+     * transfers, freeing a buffer) ordered after it. wait blocks until
+     * every submitted batch is done and gives the device time of the
+     * batches finished since the previous wait (0 if unknown). */
+    ffnrt_status (*submit_async)(ffnrt_bdevice *dev, ffnrt_error *err);
+    ffnrt_status (*wait)(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err);
+    /* External batches, while the app records or enqueues (interop): the
+     * dispatches go to the app's command buffer or queue; nothing waits. */
+    ffnrt_status (*external_begin)(ffnrt_bdevice *dev, ffnrt_error *err);
+    ffnrt_status (*external_end)(ffnrt_bdevice *dev, ffnrt_error *err);
 
     uint64_t (*validation_messages)(const ffnrt_bdevice *dev); /* may be NULL */
 } ffnrt_backend_ops;

@@ -19,6 +19,14 @@ ffnrt_status ffnrt_context_finish_call(ffnrt_context *ctx, ffnrt_status status)
     return status;
 }
 
+static ffnrt_status ffnrt_null_context_error(const char *fn)
+{
+    ffnrt_error err;
+    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
 /* ---------------------------------------------------------- device choice */
 
 static int name_matches(const char *name, const char *pattern)
@@ -129,6 +137,47 @@ static int env_true(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+/* What every context gets once its device is open, from options and the
+ * environment: lowered limits and a profile, quirk vetoes, the precision
+ * policy, autotuning. Shared by contexts ffnrt opens and those over the
+ * app's own device. */
+static ffnrt_status configure(ffnrt_context *ctx, const ffnrt_context_options *o, ffnrt_error *err)
+{
+    ffnrt_limit_request lreq = {o->max_buffer_range, o->max_shared_memory, o->max_workgroup_count,
+                                o->max_workgroup_size, o->disable_fp16_arithmetic, o->disable_16bit_storage};
+    const ffnrt_profile *profile = NULL;
+    ffnrt_precision policy = o->precision;
+    if ((unsigned)o->precision > FFNRT_PRECISION_FAST)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "creating a context: %d is not a precision policy",
+                          (int)o->precision);
+    const char *env_limits = getenv("FFNRT_LIMITS");
+    if (env_limits && ffnrt_limits_parse(env_limits, &lreq, err) != FFNRT_OK)
+        return err->status;
+    const char *profile_name = getenv("FFNRT_PROFILE");
+    if (!profile_name || !*profile_name)
+        profile_name = o->profile;
+    if (profile_name && *profile_name && strcasecmp(profile_name, "none") != 0 &&
+        !(profile = ffnrt_profile_find(profile_name)))
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "no limit profile named \"%s\" (ffnrt devices --profiles lists them)", profile_name);
+    const char *env_precision = getenv("FFNRT_PRECISION");
+    if (env_precision && *env_precision && ffnrt_precision_parse(env_precision, &policy) != FFNRT_OK)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "FFNRT_PRECISION: \"%s\" is not exact, balanced or fast", env_precision);
+    ctx->inject_compile_error = env_true("FFNRT_INJECT_COMPILE_ERROR");
+    ctx->device_as_found = ctx->info;
+    ctx->profile = profile;
+    if (ffnrt_limits_apply(&ctx->info, &ctx->limits, &lreq, profile, ctx->limit_notes, sizeof ctx->limit_notes,
+                           err) != FFNRT_OK)
+        return err->status;
+    ctx->vetoes = ffnrt_quirks_for(&ctx->info, o->ignore_quirks, getenv("FFNRT_QUIRKS"), ctx->quirk_notes,
+                                   sizeof ctx->quirk_notes);
+    ctx->policy = policy;
+    ffnrt_precision_resolve(policy, &ctx->info, ctx->vetoes, &ctx->precision);
+    ctx->autotune = o->autotune || env_true("FFNRT_AUTOTUNE");
+    return FFNRT_OK;
+}
+
 ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_context **out)
 {
     ffnrt_error err;
@@ -138,11 +187,7 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
     ffnrt_context *ctx = NULL;
     char env_name[256];
     device_request req = {o->backend, o->device_index, o->device_name};
-    ffnrt_limit_request lreq = {o->max_buffer_range, o->max_shared_memory, o->max_workgroup_count,
-                                o->max_workgroup_size, o->disable_fp16_arithmetic, o->disable_16bit_storage};
     const ffnrt_device_info *chosen = NULL;
-    const ffnrt_profile *profile = NULL;
-    ffnrt_precision policy = o->precision;
 
     if (!out) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_create: out is NULL");
@@ -155,33 +200,10 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
                    (int)o->backend);
         goto done;
     }
-    if ((unsigned)o->precision > FFNRT_PRECISION_FAST) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_create: %d is not a precision policy",
-                   (int)o->precision);
-        goto done;
-    }
     const char *env_device = getenv("FFNRT_DEVICE");
     if (o->backend == FFNRT_BACKEND_ANY && o->device_index < 0 && !o->device_name && env_device &&
         *env_device)
         parse_device_env(env_device, &req, env_name, sizeof env_name);
-    const char *env_limits = getenv("FFNRT_LIMITS");
-    if (env_limits && ffnrt_limits_parse(env_limits, &lreq, &err) != FFNRT_OK)
-        goto done;
-    const char *profile_name = getenv("FFNRT_PROFILE");
-    if (!profile_name || !*profile_name)
-        profile_name = o->profile;
-    if (profile_name && *profile_name && strcasecmp(profile_name, "none") != 0 &&
-        !(profile = ffnrt_profile_find(profile_name))) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "no limit profile named \"%s\" (ffnrt devices --profiles lists them)",
-                   profile_name);
-        goto done;
-    }
-    const char *env_precision = getenv("FFNRT_PRECISION");
-    if (env_precision && *env_precision && ffnrt_precision_parse(env_precision, &policy) != FFNRT_OK) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "FFNRT_PRECISION: \"%s\" is not exact, balanced or fast",
-                   env_precision);
-        goto done;
-    }
     char device_reason[sizeof ctx->device_reason];
     if (choose_device(&req, &chosen, device_reason, sizeof device_reason, &err) != FFNRT_OK)
         goto done;
@@ -193,20 +215,11 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
     }
     memcpy(ctx->device_reason, device_reason, sizeof device_reason);
     ctx->ops = ffnrt_registry_backend(chosen->backend);
-    ctx->inject_compile_error = env_true("FFNRT_INJECT_COMPILE_ERROR");
     ffnrt_open_options open_opts = {o->validation || env_true("FFNRT_VALIDATION")};
     if (ctx->ops->open(chosen->index, &open_opts, &ctx->dev, &ctx->info, &ctx->limits, &err) != FFNRT_OK)
         goto done;
-    ctx->device_as_found = ctx->info;
-    ctx->profile = profile;
-    if (ffnrt_limits_apply(&ctx->info, &ctx->limits, &lreq, profile, ctx->limit_notes, sizeof ctx->limit_notes,
-                           &err) != FFNRT_OK)
+    if (configure(ctx, o, &err) != FFNRT_OK)
         goto done;
-    ctx->vetoes = ffnrt_quirks_for(&ctx->info, o->ignore_quirks, getenv("FFNRT_QUIRKS"), ctx->quirk_notes,
-                                   sizeof ctx->quirk_notes);
-    ctx->policy = policy;
-    ctx->autotune = o->autotune || env_true("FFNRT_AUTOTUNE");
-    ffnrt_precision_resolve(policy, &ctx->info, ctx->vetoes, &ctx->precision);
     *out = ctx;
     ctx = NULL;
 done:
@@ -219,6 +232,8 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
 {
     if (!ctx)
         return;
+    if (ctx->dev)
+        ffnrt_context_settle(ctx); /* nothing may be freed under a pending batch */
     while (ctx->tensors)
         ffnrt_tensor_destroy(ctx->tensors);
     for (size_t i = 0; i < ctx->kernel_count; i++) {
@@ -364,5 +379,88 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
     ctx->kernels[ctx->kernel_count].kernel = kernel;
     ctx->kernel_count++;
     *out = kernel;
+    return FFNRT_OK;
+}
+
+/* ------------------------------------------------- batches and interop */
+
+ffnrt_status ffnrt_batch_begin(ffnrt_context *ctx)
+{
+    if (ctx->external)
+        return ctx->ops->external_begin(ctx->dev, &ctx->error);
+    return ctx->ops->begin(ctx->dev, &ctx->error);
+}
+
+ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *device_ns)
+{
+    ffnrt_error *err = st == FFNRT_OK ? &ctx->error : NULL;
+    ffnrt_status sst;
+    *device_ns = 0;
+    if (ctx->external)
+        sst = ctx->ops->external_end(ctx->dev, err);
+    else if (ctx->async)
+        sst = ctx->ops->submit_async(ctx->dev, err);
+    else
+        sst = ctx->ops->submit(ctx->dev, device_ns, err);
+    return st != FFNRT_OK ? st : sst;
+}
+
+ffnrt_status ffnrt_context_settle(ffnrt_context *ctx)
+{
+    if (!ctx->async)
+        return FFNRT_OK;
+    uint64_t ns = 0;
+    ffnrt_status st = ctx->ops->wait(ctx->dev, &ns, &ctx->error);
+    ctx->async_ns += ns;
+    return st;
+}
+
+ffnrt_status ffnrt_context_set_async(ffnrt_context *ctx, int async)
+{
+    if (!ctx)
+        return ffnrt_null_context_error("ffnrt_context_set_async");
+    ffnrt_status st = FFNRT_OK;
+    if (ctx->async && !async)
+        st = ffnrt_context_wait(ctx);
+    if (st == FFNRT_OK)
+        ctx->async = async != 0;
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_context_wait(ffnrt_context *ctx)
+{
+    if (!ctx)
+        return ffnrt_null_context_error("ffnrt_context_wait");
+    uint64_t ns = 0;
+    ffnrt_status st = ctx->ops->wait(ctx->dev, &ns, &ctx->error);
+    /* After synchronous ops there is nothing to wait for: keep their time. */
+    if (ctx->async || ns || ctx->async_ns)
+        ctx->last_op_ns = ctx->async_ns + ns;
+    ctx->async_ns = 0;
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev, const ffnrt_device_info *info,
+                                 const ffnrt_limits *limits, const ffnrt_context_options *options,
+                                 ffnrt_context **out, ffnrt_error *err)
+{
+    ffnrt_context_options defaults = FFNRT_CONTEXT_OPTIONS_INIT;
+    const ffnrt_context_options *o = options ? options : &defaults;
+    ffnrt_context *ctx = calloc(1, sizeof *ctx);
+    if (!ctx) {
+        ops->close(dev);
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "creating a context: out of host memory");
+    }
+    ctx->ops = ops;
+    ctx->dev = dev;
+    ctx->info = *info;
+    ctx->limits = *limits;
+    ctx->app_handles = 1;
+    snprintf(ctx->device_reason, sizeof ctx->device_reason, "the app's own device, handed to ffnrt");
+    if (configure(ctx, o, err) != FFNRT_OK) {
+        ffnrt_context_destroy(ctx);
+        return err->status;
+    }
+    *out = ctx;
     return FFNRT_OK;
 }

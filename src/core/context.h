@@ -27,6 +27,7 @@ typedef struct ffnrt_tuning_entry {
 struct ffnrt_tensor {
     ffnrt_context *ctx;
     ffnrt_bbuffer *buffer;
+    uint64_t offset; /* bytes into buffer (an app's buffer wrapped at an offset); 0 otherwise */
     ffnrt_dtype dtype;
     size_t ndim;
     int64_t shape[FFNRT_MAX_DIMS];
@@ -62,6 +63,11 @@ struct ffnrt_context {
     int tuning_dirty;                  /* results not yet written to the disk cache */
     ffnrt_calibration calibration;     /* valid once measured or loaded */
     ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
+    /* Interop (src/core/interop_*.c). */
+    int app_handles; /* made from the app's device/context: its buffers may be wrapped */
+    int async;       /* ffnrt_context_set_async: batches are submitted without waiting */
+    int external;    /* recording into the app's command buffer / enqueueing with its events */
+    uint64_t async_ns; /* device time of async batches finished before ffnrt_context_wait */
 };
 
 /* Measures the calibration once (then returns the kept one). */
@@ -74,6 +80,31 @@ void ffnrt_tuning_put(ffnrt_context *ctx, const char *key, int value, const doub
 /* Returns status after publishing ctx->error as the thread's last error;
  * every public entry point ends through it. */
 ffnrt_status ffnrt_context_finish_call(ffnrt_context *ctx, ffnrt_status status);
+
+/* Every batch of dispatches an op runs goes between these two: they pick
+ * the synchronous, asynchronous or external (app-recorded) path. end closes
+ * the batch even when st (the recording's status) is an error and returns
+ * the first error; *device_ns gets the batch's device time (0 when it is
+ * not known yet). */
+ffnrt_status ffnrt_batch_begin(ffnrt_context *ctx);
+ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *device_ns);
+/* Waits for the context's asynchronous batches, keeping their device time
+ * for ffnrt_context_wait. */
+ffnrt_status ffnrt_context_settle(ffnrt_context *ctx);
+
+/* A context around a device the backend has opened from the app's handles:
+ * applies the options' and FFNRT_LIMITS' lowered limits. Closes dev on
+ * failure. */
+ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev, const ffnrt_device_info *info,
+                                 const ffnrt_limits *limits, const ffnrt_context_options *options,
+                                 ffnrt_context **out, ffnrt_error *err);
+
+/* A tensor object with a checked shape and no buffer yet (fn names the
+ * caller in messages); ffnrt_tensor_link adds it, with its buffer set, to
+ * the context's live tensors. */
+ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
+                              const char *fn, ffnrt_tensor **out);
+void ffnrt_tensor_link(ffnrt_context *ctx, ffnrt_tensor *t);
 
 /* Gets the kernel built from the shader file `file` with `defines`
  * (newline-separated "#define" lines), building it on first use. */

@@ -24,6 +24,58 @@ const char *ffnrt_dtype_name(ffnrt_dtype dtype)
     return "unknown";
 }
 
+ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
+                              const char *fn, ffnrt_tensor **out)
+{
+    ffnrt_error *err = &ctx->error;
+    *out = NULL;
+    if (ndim > 0 && !shape)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: shape is NULL", fn);
+    if (ndim > FFNRT_MAX_DIMS)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %zu dimensions, at most %d", fn, ndim,
+                          FFNRT_MAX_DIMS);
+    size_t elem = ffnrt_dtype_size(dtype);
+    if (elem == 0)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
+    /* Element indices travel to kernels as 32-bit values. */
+    const uint64_t max_numel = UINT32_MAX;
+    uint64_t numel = 1;
+    for (size_t i = 0; i < ndim; i++) {
+        if (shape[i] < 0)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: dimension %zu is %lld", fn, i,
+                              (long long)shape[i]);
+        if (shape[i] != 0 && numel > max_numel / (uint64_t)shape[i])
+            numel = max_numel + 1;
+        else
+            numel *= (uint64_t)shape[i];
+    }
+    if (numel > max_numel || numel * elem > ctx->limits.max_allocation)
+        return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED,
+                          "%s: %s tensor of %llu elements is past the device's largest allocation (%llu bytes)", fn,
+                          ffnrt_dtype_name(dtype), (unsigned long long)numel,
+                          (unsigned long long)ctx->limits.max_allocation);
+    ffnrt_tensor *t = calloc(1, sizeof *t);
+    if (!t)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    t->ctx = ctx;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (size_t i = 0; i < ndim; i++)
+        t->shape[i] = shape[i];
+    t->numel = (size_t)numel;
+    t->bytes = (size_t)numel * elem;
+    *out = t;
+    return FFNRT_OK;
+}
+
+void ffnrt_tensor_link(ffnrt_context *ctx, ffnrt_tensor *t)
+{
+    t->next = ctx->tensors;
+    if (ctx->tensors)
+        ctx->tensors->prev = t;
+    ctx->tensors = t;
+}
+
 ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim,
                                  const int64_t *shape, ffnrt_tensor **out)
 {
@@ -37,60 +89,20 @@ ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t n
     if (!out)
         return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
                                                          "ffnrt_tensor_create: out is NULL"));
-    *out = NULL;
-    if (ndim > 0 && !shape)
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                                                         "ffnrt_tensor_create: shape is NULL"));
-    if (ndim > FFNRT_MAX_DIMS)
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                                                         "ffnrt_tensor_create: %zu dimensions, at most %d",
-                                                         ndim, FFNRT_MAX_DIMS));
-    size_t elem = ffnrt_dtype_size(dtype);
-    if (elem == 0)
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                                                         "ffnrt_tensor_create: %d is not a dtype", (int)dtype));
-    /* Element indices travel to kernels as 32-bit values. */
-    const uint64_t max_numel = UINT32_MAX;
-    uint64_t numel = 1;
-    for (size_t i = 0; i < ndim; i++) {
-        if (shape[i] < 0)
-            return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                                                             "ffnrt_tensor_create: dimension %zu is %lld",
-                                                             i, (long long)shape[i]));
-        if (shape[i] != 0 && numel > max_numel / (uint64_t)shape[i])
-            numel = max_numel + 1;
-        else
-            numel *= (uint64_t)shape[i];
-    }
-    if (numel > max_numel || numel * elem > ctx->limits.max_allocation)
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED,
-                                                         "ffnrt_tensor_create: %s tensor of %llu elements is past the device's largest allocation (%llu bytes)",
-                                                         ffnrt_dtype_name(dtype), (unsigned long long)numel,
-                                                         (unsigned long long)ctx->limits.max_allocation));
-    ffnrt_tensor *t = calloc(1, sizeof *t);
-    if (!t)
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY,
-                                                         "ffnrt_tensor_create: out of host memory"));
-    t->ctx = ctx;
-    t->dtype = dtype;
-    t->ndim = ndim;
-    for (size_t i = 0; i < ndim; i++)
-        t->shape[i] = shape[i];
-    t->numel = (size_t)numel;
-    t->bytes = (size_t)numel * elem;
+    ffnrt_tensor *t;
+    ffnrt_status st = ffnrt_tensor_new(ctx, dtype, ndim, shape, "ffnrt_tensor_create", &t);
+    if (st != FFNRT_OK)
+        return ffnrt_context_finish_call(ctx, st);
     /* Kernels access 32-bit words (16-bit types packed two a word), so the
      * buffer is padded to whole words; empty tensors still get one word,
      * as APIs refuse size 0. */
     uint64_t padded = (t->bytes + 3) & ~(uint64_t)3;
-    ffnrt_status st = ctx->ops->buffer_create(ctx->dev, padded ? padded : 4, &t->buffer, err);
+    st = ctx->ops->buffer_create(ctx->dev, padded ? padded : 4, &t->buffer, err);
     if (st != FFNRT_OK) {
         free(t);
         return ffnrt_context_finish_call(ctx, st);
     }
-    t->next = ctx->tensors;
-    if (ctx->tensors)
-        ctx->tensors->prev = t;
-    ctx->tensors = t;
+    ffnrt_tensor_link(ctx, t);
     *out = t;
     return ffnrt_context_finish_call(ctx, FFNRT_OK);
 }
@@ -100,6 +112,7 @@ void ffnrt_tensor_destroy(ffnrt_tensor *t)
     if (!t)
         return;
     ffnrt_context *ctx = t->ctx;
+    ffnrt_context_settle(ctx); /* a pending asynchronous batch may use the buffer */
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -133,7 +146,9 @@ ffnrt_status ffnrt_tensor_write(ffnrt_tensor *t, const void *host, size_t bytes)
     if (!t)
         return st;
     if (st == FFNRT_OK && bytes)
-        st = t->ctx->ops->buffer_write(t->ctx->dev, t->buffer, 0, host, bytes, &t->ctx->error);
+        st = ffnrt_context_settle(t->ctx); /* after pending asynchronous work */
+    if (st == FFNRT_OK && bytes)
+        st = t->ctx->ops->buffer_write(t->ctx->dev, t->buffer, t->offset, host, bytes, &t->ctx->error);
     return ffnrt_context_finish_call(t->ctx, st);
 }
 
@@ -143,7 +158,9 @@ ffnrt_status ffnrt_tensor_read(const ffnrt_tensor *t, void *host, size_t bytes)
     if (!t)
         return st;
     if (st == FFNRT_OK && bytes)
-        st = t->ctx->ops->buffer_read(t->ctx->dev, t->buffer, 0, host, bytes, &t->ctx->error);
+        st = ffnrt_context_settle(t->ctx); /* after pending asynchronous work */
+    if (st == FFNRT_OK && bytes)
+        st = t->ctx->ops->buffer_read(t->ctx->dev, t->buffer, t->offset, host, bytes, &t->ctx->error);
     return ffnrt_context_finish_call(t->ctx, st);
 }
 

@@ -101,7 +101,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
                        lim->max_workgroup_count[0], lim->max_workgroup_count[1]);
         return FFNRT_OK;
     }
-    if ((st = ctx->ops->begin(ctx->dev, &ctx->error)) != FFNRT_OK)
+    if ((st = ffnrt_batch_begin(ctx)) != FFNRT_OK)
         return st;
     ffnrt_binding bind[8];
     for (uint64_t row = 0; row < l->rows && st == FFNRT_OK; row += chunk) {
@@ -109,7 +109,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         uint64_t n = rows * l->row_elems;
         for (uint32_t b = 0; b < l->binding_count; b++) {
             const ffnrt_ew_binding *eb = &l->bindings[b];
-            uint64_t offset = eb->per_row ? row * eb->per_row * esize : 0;
+            uint64_t offset = eb->tensor->offset + (eb->per_row ? row * eb->per_row * esize : 0);
             uint64_t size = eb->per_row ? rows * eb->per_row * esize : eb->tensor->bytes;
             size = (size + 3) & ~(uint64_t)3; /* whole words; buffers are padded to them */
             bind[b] = (ffnrt_binding){eb->tensor->buffer, offset, size ? size : 4};
@@ -123,8 +123,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         st = ctx->ops->dispatch(ctx->dev, kernel, bind, l->binding_count, l->params, grid_groups, &ctx->error);
     }
     /* Submit even after a failed dispatch so the batch is closed. */
-    ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
-    return st != FFNRT_OK ? st : sst;
+    return ffnrt_batch_end(ctx, st, &ctx->last_op_ns);
 }
 
 ffnrt_status ffnrt_check_tensor(ffnrt_context *ctx, const ffnrt_tensor *t, const char *fn, const char *name)

@@ -550,7 +550,7 @@ static ffnrt_binding bind_elements(const ffnrt_context *ctx, const ffnrt_tensor 
     uint64_t offset = start / align * align;
     uint64_t end = ((first + count) * esize + 3) & ~(uint64_t)3; /* whole words; buffers are padded to them */
     *base = (uint32_t)((start - offset) / esize);
-    return (ffnrt_binding){t->buffer, offset, end - offset};
+    return (ffnrt_binding){t->buffer, t->offset + offset, end - offset};
 }
 
 static void append(char *buf, size_t cap, const char *fmt, unsigned v)
@@ -782,13 +782,12 @@ static ffnrt_status run_product(ffn_run *r, const product *pr, const char *name)
     ffnrt_context *ctx = r->ctx;
     if (r->plan)
         return record_product(ctx, r->c, pr, r->plan, name);
-    ffnrt_status st = ctx->ops->begin(ctx->dev, &ctx->error);
+    ffnrt_status st = ffnrt_batch_begin(ctx);
     if (st != FFNRT_OK)
         return st;
-    st = record_product(ctx, r->c, pr, NULL, name);
-    ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
+    st = ffnrt_batch_end(ctx, record_product(ctx, r->c, pr, NULL, name), &ctx->last_op_ns);
     r->ns += ctx->last_op_ns;
-    return st != FFNRT_OK ? st : sst;
+    return st;
 }
 
 /* y += bias, row-broadcast, in place (the unfused bias kernel). */
@@ -886,16 +885,16 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
         ffnrt_status st = record_product(ctx, r->c, &up, r->plan, is_gated(d) ? "gate_value" : "up");
         return st == FFNRT_OK ? record_product(ctx, r->c, &down, r->plan, "down") : st;
     }
-    ffnrt_status st = ctx->ops->begin(ctx->dev, &ctx->error);
+    ffnrt_status st = ffnrt_batch_begin(ctx);
     if (st != FFNRT_OK)
         return st;
     st = record_product(ctx, r->c, &up, NULL, "up");
     if (st == FFNRT_OK)
         st = record_product(ctx, r->c, &down, NULL, "down");
-    /* Submit even after a failed dispatch so the batch is closed. */
-    ffnrt_status sst = ctx->ops->submit(ctx->dev, &ctx->last_op_ns, st == FFNRT_OK ? &ctx->error : NULL);
+    /* Closes the batch even after a failed dispatch. */
+    st = ffnrt_batch_end(ctx, st, &ctx->last_op_ns);
     r->ns = ctx->last_op_ns;
-    return st != FFNRT_OK ? st : sst;
+    return st;
 }
 
 /* The path: forced by desc.path or FFNRT_FFN_PATH, else a tuned winner for

@@ -31,7 +31,15 @@
     X(clEnqueueNDRangeKernel)          \
     X(clGetEventProfilingInfo)         \
     X(clReleaseEvent)                  \
-    X(clFinish)
+    X(clFinish)                        \
+    X(clFlush)                         \
+    X(clRetainContext)                 \
+    X(clRetainCommandQueue)            \
+    X(clRetainMemObject)               \
+    X(clGetContextInfo)                \
+    X(clGetCommandQueueInfo)           \
+    X(clGetMemObjectInfo)              \
+    X(clEnqueueMarkerWithWaitList)
 
 typedef struct ffnrt_cl_api {
 #define FFNRT_CL_MEMBER(name) __typeof__(&name) name;

@@ -1,6 +1,7 @@
 /* OpenCL backend: every platform and device the ICD loader finds. */
 #include "backend/backend.h"
 #include "backend/opencl/cl_api.h"
+#include "backend/opencl/cl_interop.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -214,7 +215,12 @@ struct ffnrt_bdevice {
     cl_event first_event, last_event;
     cl_mem *temporaries;
     size_t temp_count, temp_capacity;
+    /* Asynchronous batches not waited for: their (first, last) events. */
+    cl_event *pending;
+    size_t pending_count, pending_capacity;
 };
+
+static void cl_release_pending(ffnrt_bdevice *dev);
 
 struct ffnrt_bbuffer {
     cl_mem mem;
@@ -230,6 +236,7 @@ static void cl_close(ffnrt_bdevice *dev)
 {
     if (!dev)
         return;
+    cl_release_pending(dev);
     if (dev->queue)
         cl.clReleaseCommandQueue(dev->queue);
     if (dev->context)
@@ -473,6 +480,10 @@ static ffnrt_status cl_submit(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_err
     return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clFinish");
 }
 
+static ffnrt_status cl_submit_async(ffnrt_bdevice *dev, ffnrt_error *err);
+static ffnrt_status cl_wait(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err);
+static ffnrt_status cl_external_end(ffnrt_bdevice *dev, ffnrt_error *err);
+
 const ffnrt_backend_ops *ffnrt_opencl_backend(void)
 {
     static const ffnrt_backend_ops ops = {
@@ -491,7 +502,205 @@ const ffnrt_backend_ops *ffnrt_opencl_backend(void)
         .begin = cl_begin,
         .dispatch = cl_dispatch,
         .submit = cl_submit,
+        .submit_async = cl_submit_async,
+        .wait = cl_wait,
+        .external_begin = cl_begin,
+        .external_end = cl_external_end,
         .validation_messages = NULL,
     };
     return &ops;
+}
+
+/* ------------------------------------------------------------ interop */
+
+static void cl_release_pending(ffnrt_bdevice *dev)
+{
+    for (size_t i = 0; i < dev->pending_count; i++)
+        if (dev->pending[i] && (i % 2 == 0 || dev->pending[i] != dev->pending[i - 1]))
+            cl.clReleaseEvent(dev->pending[i]);
+    dev->pending_count = 0;
+    free(dev->pending);
+    dev->pending = NULL;
+    dev->pending_capacity = 0;
+}
+
+/* Flushes the batch; its events are kept for the device time at cl_wait.
+ * Sub-buffers may be released while kernels use them (OpenCL keeps them
+ * until the commands finish). */
+static ffnrt_status cl_submit_async(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    if (dev->first_event) {
+        if (dev->pending_count + 2 > dev->pending_capacity) {
+            size_t cap = dev->pending_capacity ? 2 * dev->pending_capacity : 16;
+            cl_event *grown = realloc(dev->pending, cap * sizeof *grown);
+            if (!grown) {
+                cl_release_batch(dev);
+                cl.clFlush(dev->queue);
+                return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+            }
+            dev->pending = grown;
+            dev->pending_capacity = cap;
+        }
+        dev->pending[dev->pending_count++] = dev->first_event;
+        dev->pending[dev->pending_count++] = dev->last_event;
+        dev->first_event = dev->last_event = NULL;
+    }
+    cl_release_batch(dev);
+    cl_int rc = cl.clFlush(dev->queue);
+    return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clFlush");
+}
+
+static ffnrt_status cl_wait(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
+{
+    *device_ns = 0;
+    cl_int rc = cl.clFinish(dev->queue);
+    for (size_t i = 0; rc == CL_SUCCESS && i + 1 < dev->pending_count; i += 2) {
+        cl_ulong start = 0, end = 0;
+        if (cl.clGetEventProfilingInfo(dev->pending[i], CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) ==
+                CL_SUCCESS &&
+            cl.clGetEventProfilingInfo(dev->pending[i + 1], CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
+                CL_SUCCESS &&
+            end > start)
+            *device_ns += end - start;
+    }
+    cl_release_pending(dev);
+    return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clFinish");
+}
+
+static ffnrt_status cl_external_end(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    cl_release_batch(dev);
+    cl_int rc = cl.clFlush(dev->queue);
+    return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clFlush");
+}
+
+ffnrt_status ffnrt_cl_enqueue_begin(ffnrt_bdevice *dev, cl_uint n, const cl_event *wait_list, ffnrt_error *err)
+{
+    if (n == 0)
+        return FFNRT_OK;
+    /* On the in-order queue, everything after the marker waits for the list. */
+    cl_int rc = cl.clEnqueueMarkerWithWaitList(dev->queue, n, wait_list, NULL);
+    return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clEnqueueMarkerWithWaitList (the wait list)");
+}
+
+ffnrt_status ffnrt_cl_enqueue_end(ffnrt_bdevice *dev, cl_event *out_event, ffnrt_error *err)
+{
+    cl_int rc = CL_SUCCESS;
+    if (out_event)
+        rc = cl.clEnqueueMarkerWithWaitList(dev->queue, 0, NULL, out_event);
+    if (rc != CL_SUCCESS)
+        return cl_fail(err, rc, "clEnqueueMarkerWithWaitList (the out event)");
+    rc = cl.clFlush(dev->queue);
+    return rc == CL_SUCCESS ? FFNRT_OK : cl_fail(err, rc, "clFlush");
+}
+
+ffnrt_status ffnrt_cl_open_external(cl_context context, cl_device_id device, cl_command_queue queue,
+                                    ffnrt_bdevice **out, ffnrt_device_info *info, ffnrt_limits *limits,
+                                    ffnrt_error *err)
+{
+    static const char fn[] = "ffnrt_context_create_opencl";
+    ffnrt_status st = cl_load(err);
+    if (st != FFNRT_OK)
+        return st;
+    size_t size = 0;
+    cl_int rc = cl.clGetContextInfo(context, CL_CONTEXT_DEVICES, 0, NULL, &size);
+    if (rc != CL_SUCCESS)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: context is not a valid cl_context (error %d)", fn,
+                          (int)rc);
+    cl_device_id *devs = malloc(size ? size : 1);
+    if (!devs)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+    int found = 0;
+    if (cl.clGetContextInfo(context, CL_CONTEXT_DEVICES, size, devs, NULL) == CL_SUCCESS)
+        for (size_t i = 0; i < size / sizeof *devs; i++)
+            found |= devs[i] == device;
+    free(devs);
+    if (!found)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: device is not a device of the context", fn);
+    cl_context qctx = NULL;
+    cl_device_id qdev = NULL;
+    cl_command_queue_properties props = 0;
+    rc = cl.clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof qctx, &qctx, NULL);
+    if (rc == CL_SUCCESS)
+        rc = cl.clGetCommandQueueInfo(queue, CL_QUEUE_DEVICE, sizeof qdev, &qdev, NULL);
+    if (rc == CL_SUCCESS)
+        rc = cl.clGetCommandQueueInfo(queue, CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+    if (rc != CL_SUCCESS)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: queue is not a valid cl_command_queue (error %d)",
+                          fn, (int)rc);
+    if (qctx != context || qdev != device)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: queue belongs to another %s", fn,
+                          qctx != context ? "context" : "device");
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: the queue is out of order; ffnrt orders its kernels with an in-order queue", fn);
+    /* ffnrt's index of the device, where its own enumeration finds it. */
+    cl_device_id *all;
+    cl_uint n = 0;
+    uint32_t index = 0;
+    if (cl_all_devices(&all, &n, err) == FFNRT_OK) {
+        for (cl_uint i = 0; i < n; i++)
+            if (all[i] == device)
+                index = i;
+        free(all);
+    }
+    ffnrt_bdevice *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+    cl_fill_info(device, index, info, limits);
+    /* Retained, not owned: cl_close releases exactly these references. */
+    cl.clRetainContext(context);
+    cl.clRetainCommandQueue(queue);
+    dev->device = device;
+    dev->context = context;
+    dev->queue = queue;
+    *out = dev;
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_cl_buffer_wrap(ffnrt_bdevice *dev, cl_mem mem, uint64_t offset, uint64_t need,
+                                  ffnrt_bbuffer **out, uint64_t *origin, ffnrt_error *err)
+{
+    static const char fn[] = "ffnrt_tensor_wrap_opencl_buffer";
+    cl_context mctx = NULL;
+    cl_mem_object_type type = 0;
+    cl_mem_flags flags = 0;
+    size_t size = 0, sub_offset = 0;
+    cl_mem parent = NULL;
+    cl_int rc = cl.clGetMemObjectInfo(mem, CL_MEM_CONTEXT, sizeof mctx, &mctx, NULL);
+    if (rc == CL_SUCCESS)
+        rc = cl.clGetMemObjectInfo(mem, CL_MEM_TYPE, sizeof type, &type, NULL);
+    if (rc == CL_SUCCESS)
+        rc = cl.clGetMemObjectInfo(mem, CL_MEM_FLAGS, sizeof flags, &flags, NULL);
+    if (rc == CL_SUCCESS)
+        rc = cl.clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
+    if (rc == CL_SUCCESS)
+        rc = cl.clGetMemObjectInfo(mem, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL);
+    if (rc == CL_SUCCESS && parent)
+        rc = cl.clGetMemObjectInfo(mem, CL_MEM_OFFSET, sizeof sub_offset, &sub_offset, NULL);
+    if (rc != CL_SUCCESS)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: buffer is not a valid cl_mem (error %d)", fn,
+                          (int)rc);
+    if (mctx != dev->context)
+        return ffnrt_fail(err, FFNRT_ERROR_WRONG_CONTEXT, "%s: buffer belongs to another cl_context", fn);
+    if (type != CL_MEM_OBJECT_BUFFER)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: the cl_mem is an image, not a buffer", fn);
+    if (flags & (CL_MEM_READ_ONLY | CL_MEM_WRITE_ONLY))
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "%s: the buffer is %s; ffnrt needs CL_MEM_READ_WRITE", fn,
+                          flags & CL_MEM_READ_ONLY ? "CL_MEM_READ_ONLY" : "CL_MEM_WRITE_ONLY");
+    if (offset > size || need > size - offset)
+        return ffnrt_fail(err, FFNRT_ERROR_SHAPE_MISMATCH,
+                          "%s: the tensor needs %llu bytes from offset %llu, the buffer holds %zu", fn,
+                          (unsigned long long)need, (unsigned long long)offset, size);
+    ffnrt_bbuffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "OpenCL: out of host memory");
+    /* ffnrt binds sub-buffers at offsets, and OpenCL has no sub-buffer of a
+     * sub-buffer: bind the parent at the sub-buffer's origin. */
+    buf->mem = parent ? parent : mem;
+    cl.clRetainMemObject(buf->mem); /* released by cl_buffer_destroy */
+    *origin = parent ? sub_offset : 0;
+    *out = buf;
+    return FFNRT_OK;
 }

@@ -3,6 +3,7 @@
 #include "backend/backend.h"
 #include "backend/vulkan/glsl_compiler.h"
 #include "backend/vulkan/vk_api.h"
+#include "backend/vulkan/vk_interop.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -374,6 +375,7 @@ struct ffnrt_bbuffer {
     VkDeviceMemory memory;
     void *mapped; /* non-NULL when the host writes the buffer directly */
     uint64_t size;
+    int wrapped; /* the app's buffer (ffnrt_tensor_wrap_vulkan_buffer): never destroyed here */
 };
 
 struct ffnrt_bkernel {
@@ -405,7 +407,18 @@ struct ffnrt_bdevice {
     int direct_mapping; /* buffers live in host-visible memory (CPU, UMA) */
     uint32_t direct_type, device_type, staging_type;
     ffnrt_bbuffer *staging;
+    /* Interop (the end of this file). */
+    int external;             /* instance, device and queue are the app's: never destroyed here */
+    int pending;              /* an asynchronous batch was submitted and not waited for */
+    uint64_t pending_ns;      /* device time of finished asynchronous batches, until wait */
+    VkCommandBuffer recording; /* the app's command buffer while it records ffnrt's dispatches */
 };
+
+static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err);
+static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err);
+static ffnrt_status vk_wait_all(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err);
+static ffnrt_status vk_external_begin(ffnrt_bdevice *dev, ffnrt_error *err);
+static ffnrt_status vk_external_end(ffnrt_bdevice *dev, ffnrt_error *err);
 
 static void vk_close(ffnrt_bdevice *dev)
 {
@@ -413,7 +426,12 @@ static void vk_close(ffnrt_bdevice *dev)
         return;
     if (dev->device) {
         const ffnrt_vk_device_api *a = &dev->api;
-        a->vkDeviceWaitIdle(dev->device);
+        /* The app's device may be busy with its own work on other threads:
+         * wait only for ffnrt's. */
+        if (dev->external)
+            vk_finish_pending(dev, NULL);
+        else
+            a->vkDeviceWaitIdle(dev->device);
         if (dev->staging) {
             a->vkDestroyBuffer(dev->device, dev->staging->buffer, NULL);
             a->vkFreeMemory(dev->device, dev->staging->memory, NULL);
@@ -427,10 +445,12 @@ static void vk_close(ffnrt_bdevice *dev)
             a->vkDestroyFence(dev->device, dev->fence, NULL);
         if (dev->command_pool)
             a->vkDestroyCommandPool(dev->device, dev->command_pool, NULL);
-        a->vkDestroyDevice(dev->device, NULL);
+        if (!dev->external)
+            a->vkDestroyDevice(dev->device, NULL);
     }
     free(dev->pools);
-    vk_instance_destroy(&dev->vi);
+    if (!dev->external)
+        vk_instance_destroy(&dev->vi);
     free(dev);
 }
 
@@ -628,6 +648,10 @@ static void vk_buffer_destroy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf)
 {
     if (!buf)
         return;
+    if (buf->wrapped) {
+        free(buf);
+        return;
+    }
     /* Memory is unmapped implicitly when freed. */
     dev->api.vkDestroyBuffer(dev->device, buf->buffer, NULL);
     dev->api.vkFreeMemory(dev->device, buf->memory, NULL);
@@ -817,6 +841,9 @@ static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
 static ffnrt_status vk_begin(ffnrt_bdevice *dev, ffnrt_error *err)
 {
     const ffnrt_vk_device_api *a = &dev->api;
+    ffnrt_status pst = vk_finish_pending(dev, err); /* the command buffer and sets are reused */
+    if (pst != FFNRT_OK)
+        return pst;
     for (uint32_t i = 0; i < dev->pool_used; i++)
         a->vkResetDescriptorPool(dev->device, dev->pools[i], 0);
     dev->pool_used = 0;
@@ -897,18 +924,19 @@ static ffnrt_status vk_dispatch(ffnrt_bdevice *dev, ffnrt_bkernel *k, const ffnr
         };
     }
     a->vkUpdateDescriptorSets(dev->device, binding_count, writes, 0, NULL);
-    a->vkCmdBindPipeline(dev->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
-    a->vkCmdBindDescriptorSets(dev->cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
+    VkCommandBuffer cmd = dev->recording ? dev->recording : dev->cmd;
+    a->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
+    a->vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
     if (k->params_size)
-        a->vkCmdPushConstants(dev->cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k->params_size, params);
-    a->vkCmdDispatch(dev->cmd, groups[0], groups[1], 1);
+        a->vkCmdPushConstants(cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k->params_size, params);
+    a->vkCmdDispatch(cmd, groups[0], groups[1], 1);
     /* Later dispatches of the batch may read what this one wrote. */
     VkMemoryBarrier mb = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
         .dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
     };
-    a->vkCmdPipelineBarrier(dev->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    a->vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                             0, 1, &mb, 0, NULL, 0, NULL);
     return FFNRT_OK;
 }
@@ -965,7 +993,269 @@ const ffnrt_backend_ops *ffnrt_vulkan_backend(void)
         .begin = vk_begin,
         .dispatch = vk_dispatch,
         .submit = vk_submit,
+        .submit_async = vk_submit_async,
+        .wait = vk_wait_all,
+        .external_begin = vk_external_begin,
+        .external_end = vk_external_end,
         .validation_messages = vk_validation_messages,
     };
     return &ops;
+}
+
+/* ------------------------------------------------------------ interop */
+
+static void vk_read_timestamps(ffnrt_bdevice *dev, uint64_t *device_ns)
+{
+    uint64_t ts[2];
+    *device_ns = 0;
+    if (dev->timestamps &&
+        dev->api.vkGetQueryPoolResults(dev->device, dev->timestamps, 0, 2, sizeof ts, ts, sizeof ts[0],
+                                       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
+        uint64_t ticks = (ts[1] - ts[0]) & dev->timestamp_mask;
+        *device_ns = (uint64_t)((double)ticks * dev->timestamp_period);
+    }
+}
+
+/* Waits for the asynchronous batch in flight, if any, and adds its time. */
+static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    if (!dev->pending)
+        return FFNRT_OK;
+    const ffnrt_vk_device_api *a = &dev->api;
+    dev->pending = 0;
+    VkResult rc = a->vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, FENCE_TIMEOUT_NS);
+    a->vkResetFences(dev->device, 1, &dev->fence);
+    if (rc == VK_TIMEOUT)
+        return ffnrt_fail(err, FFNRT_ERROR_DEVICE_FAILURE, "Vulkan: the device did not finish in %llu s",
+                          FENCE_TIMEOUT_NS / 1000000000ull);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkWaitForFences");
+    uint64_t ns;
+    vk_read_timestamps(dev, &ns);
+    dev->pending_ns += ns;
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    VkMemoryBarrier mb = {
+        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
+        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
+        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT,
+    };
+    a->vkCmdPipelineBarrier(dev->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                            VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0,
+                            NULL);
+    if (dev->timestamps)
+        a->vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, 1);
+    VkResult rc = a->vkEndCommandBuffer(dev->cmd);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkEndCommandBuffer");
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &dev->cmd,
+    };
+    rc = a->vkQueueSubmit(dev->queue, 1, &si, dev->fence);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkQueueSubmit");
+    dev->pending = 1;
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_wait_all(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
+{
+    ffnrt_status st = vk_finish_pending(dev, err);
+    *device_ns = dev->pending_ns;
+    dev->pending_ns = 0;
+    return st;
+}
+
+/* While recording, vk_dispatch writes into the app's command buffer and
+ * the descriptor pools are kept (record_begin resets them). */
+static ffnrt_status vk_external_begin(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    if (!dev->recording)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "Vulkan: not recording");
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_external_end(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    (void)dev;
+    (void)err;
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_vk_record_begin(ffnrt_bdevice *dev, VkCommandBuffer cmd, ffnrt_error *err)
+{
+    ffnrt_status st = vk_finish_pending(dev, err);
+    if (st != FFNRT_OK)
+        return st;
+    /* The sets of the previous recording are released now: the app has
+     * waited for its submissions (documented in ffnrt_vulkan.h). */
+    for (uint32_t i = 0; i < dev->pool_used; i++)
+        dev->api.vkResetDescriptorPool(dev->device, dev->pools[i], 0);
+    dev->pool_used = 0;
+    dev->recording = cmd;
+    return FFNRT_OK;
+}
+
+void ffnrt_vk_record_end(ffnrt_bdevice *dev) { dev->recording = VK_NULL_HANDLE; }
+
+ffnrt_status ffnrt_vk_buffer_wrap(ffnrt_bdevice *dev, VkBuffer buffer, ffnrt_bbuffer **out, ffnrt_error *err)
+{
+    (void)dev;
+    ffnrt_bbuffer *buf = calloc(1, sizeof *buf);
+    if (!buf)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
+    buf->buffer = buffer;
+    buf->wrapped = 1;
+    *out = buf;
+    return FFNRT_OK;
+}
+
+/* ffnrt's own objects on the app's device: command pool and buffer, fence,
+ * timestamp queries and the memory types of its tensors and staging. */
+static ffnrt_status vk_external_objects(ffnrt_bdevice *dev, const ffnrt_device_info *info, uint32_t timestamp_bits,
+                                        ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    const ffnrt_vk_instance_api *ia = &dev->vi.api;
+    VkCommandPoolCreateInfo cpci = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = dev->queue_family,
+    };
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkResult rc;
+    if ((rc = a->vkCreateCommandPool(dev->device, &cpci, NULL, &dev->command_pool)) != VK_SUCCESS ||
+        (rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->fence)) != VK_SUCCESS)
+        return vk_fail(err, rc, "creating the command pool");
+    VkCommandBufferAllocateInfo cbai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = dev->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->cmd)) != VK_SUCCESS)
+        return vk_fail(err, rc, "vkAllocateCommandBuffers");
+    if (timestamp_bits) {
+        VkQueryPoolCreateInfo qpci = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = 2,
+        };
+        if (a->vkCreateQueryPool(dev->device, &qpci, NULL, &dev->timestamps) != VK_SUCCESS)
+            dev->timestamps = VK_NULL_HANDLE;
+        VkPhysicalDeviceProperties pr;
+        ia->vkGetPhysicalDeviceProperties(dev->physical, &pr);
+        dev->timestamp_period = pr.limits.timestampPeriod;
+        dev->timestamp_mask = timestamp_bits >= 64 ? UINT64_MAX : ((1ull << timestamp_bits) - 1);
+    }
+    ia->vkGetPhysicalDeviceMemoryProperties(dev->physical, &dev->memory);
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const char *force_staging = getenv("FFNRT_VULKAN_STAGING");
+    int uma = info->type == FFNRT_DEVICE_TYPE_CPU || info->type == FFNRT_DEVICE_TYPE_INTEGRATED_GPU;
+    dev->direct_mapping = uma && !(force_staging && strcmp(force_staging, "0") != 0) &&
+                          find_memory_type(&dev->memory, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->direct_type);
+    if (!find_memory_type(&dev->memory, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->device_type))
+        dev->device_type = 0;
+    /* Wrapped buffers are always read and written through staging. */
+    if (!find_memory_type(&dev->memory, host, &dev->staging_type))
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED, "Vulkan: the device has no host-visible memory");
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, ffnrt_bdevice **out, ffnrt_device_info *info,
+                                    ffnrt_limits *limits, ffnrt_error *err)
+{
+    PFN_vkGetInstanceProcAddr gipa = app->get_instance_proc_addr;
+    if (!gipa) {
+        ffnrt_status st = vk_load(err);
+        if (st != FFNRT_OK)
+            return st;
+        gipa = vkGetInstanceProcAddr; /* volk's, from the system loader */
+    }
+    ffnrt_bdevice *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
+    atomic_init(&dev->validation_messages, 0);
+    dev->external = 1;
+    dev->vi.instance = app->instance;
+#define FFNRT_VK_LOAD(name) dev->vi.api.name = (PFN_##name)gipa(app->instance, #name);
+    FFNRT_VK_INSTANCE_FUNCTIONS(FFNRT_VK_LOAD)
+#undef FFNRT_VK_LOAD
+    ffnrt_status st = FFNRT_OK;
+#define FFNRT_VK_CHECK(name)                                                                                   \
+    if (st == FFNRT_OK && !dev->vi.api.name)                                                                   \
+        st = ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,                                                     \
+                        "ffnrt_context_create_vulkan: the instance has no %s (is it a Vulkan >= 1.1 instance?)", \
+                        #name);
+    FFNRT_VK_INSTANCE_FUNCTIONS(FFNRT_VK_CHECK)
+#undef FFNRT_VK_CHECK
+    const ffnrt_vk_instance_api *ia = &dev->vi.api;
+    /* physical_device must be one of the instance's devices that ffnrt can use. */
+    VkPhysicalDevice *pds = NULL;
+    uint32_t n = 0, index = UINT32_MAX;
+    if (st == FFNRT_OK)
+        st = vk_compute_devices(&dev->vi, &pds, &n, err);
+    for (uint32_t i = 0; st == FFNRT_OK && i < n && index == UINT32_MAX; i++)
+        if (pds[i] == app->physical_device)
+            index = i;
+    free(pds);
+    if (st == FFNRT_OK && index == UINT32_MAX)
+        st = ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                        "ffnrt_context_create_vulkan: physical_device is not a device of the instance with a "
+                        "compute queue and Vulkan >= 1.1");
+    uint32_t timestamp_bits = 0;
+    if (st == FFNRT_OK) {
+        dev->physical = app->physical_device;
+        vk_fill_info(&dev->vi, dev->physical, index, info, limits);
+        info->fp16_arithmetic = info->fp16_arithmetic && app->shader_float16;
+        dev->max_workgroup_size = info->max_workgroup_size;
+        uint32_t nq = 0;
+        ia->vkGetPhysicalDeviceQueueFamilyProperties(dev->physical, &nq, NULL);
+        VkQueueFamilyProperties *qf = calloc(nq ? nq : 1, sizeof *qf);
+        if (!qf)
+            st = ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
+        else
+            ia->vkGetPhysicalDeviceQueueFamilyProperties(dev->physical, &nq, qf);
+        if (st == FFNRT_OK && (app->queue_family_index >= nq ||
+                               !(qf[app->queue_family_index].queueFlags & VK_QUEUE_COMPUTE_BIT)))
+            st = ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                            "ffnrt_context_create_vulkan: queue family %u %s", app->queue_family_index,
+                            app->queue_family_index >= nq ? "does not exist" : "has no compute");
+        if (st == FFNRT_OK)
+            timestamp_bits = qf[app->queue_family_index].timestampValidBits;
+        free(qf);
+    }
+    if (st != FFNRT_OK) {
+        free(dev);
+        return st;
+    }
+    dev->queue_family = app->queue_family_index;
+    dev->device = app->device;
+    dev->queue = app->queue;
+#define FFNRT_VK_LOAD(name) dev->api.name = (PFN_##name)ia->vkGetDeviceProcAddr(dev->device, #name);
+    FFNRT_VK_DEVICE_FUNCTIONS(FFNRT_VK_LOAD)
+#undef FFNRT_VK_LOAD
+#define FFNRT_VK_CHECK(name)                                                                                   \
+    if (st == FFNRT_OK && !dev->api.name)                                                                      \
+        st = ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_create_vulkan: the device has no %s", \
+                        #name);
+    FFNRT_VK_DEVICE_FUNCTIONS(FFNRT_VK_CHECK)
+#undef FFNRT_VK_CHECK
+    if (st != FFNRT_OK) {
+        free(dev);
+        return st;
+    }
+    st = vk_external_objects(dev, info, timestamp_bits, err);
+    if (st != FFNRT_OK) {
+        vk_close(dev);
+        return st;
+    }
+    *out = dev;
+    return FFNRT_OK;
 }
