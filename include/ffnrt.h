@@ -268,6 +268,15 @@ FFNRT_API const char *ffnrt_plan_choice(const ffnrt_plan *plan, const char *what
 FFNRT_API const char *ffnrt_plan_text(const ffnrt_plan *plan);
 FFNRT_API void ffnrt_plan_destroy(ffnrt_plan *plan); /* NULL is a no-op */
 
+/* Forces a choice for the context's later ops, as the matching environment
+ * variable does (and before it): "ffn.path" ("fused", "unfused"),
+ * "ffn.kernel" ("blocked", "matvec", "tiled"), "ffn.tiles" ("bm,bn,bk,tm,tn"),
+ * "ffn.matvec" ("rows,lanes"), "ffn.block" ("tm,tn,wg_n,wg_m": a start,
+ * fitted to the device). NULL or "" lifts it. A value the device cannot
+ * run makes the op fail with the reason. Device, precision and limits are
+ * forced through ffnrt_context_options. */
+FFNRT_API ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const char *value);
+
 /* ----------------------------------------------------------- activations */
 
 typedef enum ffnrt_activation {

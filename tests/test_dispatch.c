@@ -108,6 +108,25 @@ ParameterizedTest(ffnrt_backend *b, dispatch, forced_choices)
     setenv("FFNRT_FFN_PATH", "sideways", 1);
     cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
     unsetenv("FFNRT_FFN_PATH");
+
+    /* The API forces the same choices, before the environment. */
+    setenv("FFNRT_FFN_PATH", "fused", 1);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.path", "unfused"), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "unfused");
+    ffnrt_plan_destroy(plan);
+    unsetenv("FFNRT_FFN_PATH");
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.path", NULL), FFNRT_OK);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "matvec"), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 3, &plan), FFNRT_OK);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "fused");
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.kernel"), "matvec");
+    ffnrt_plan_destroy(plan);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "tiled"), FFNRT_OK);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.tiles", "1024,1024,64,4,4"), FFNRT_OK);
+    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 64, &plan), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_expect_eq(ffnrt_context_force(ctx, "ffn.colour", "blue"), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_context_force(NULL, "ffn.path", "fused"), FFNRT_ERROR_INVALID_ARGUMENT);
     test_context_done(ctx);
 }
 

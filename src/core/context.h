@@ -62,6 +62,7 @@ struct ffnrt_context {
     size_t tuning_count, tuning_capacity;
     int tuning_dirty;                  /* results not yet written to the disk cache */
     ffnrt_calibration calibration;     /* valid once measured or loaded */
+    char forced[5][64];                /* ffnrt_context_force values, by FORCE_* index */
     ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
     /* Interop (src/core/interop_*.c). */
     int app_handles; /* made from the app's device/context: its buffers may be wrapped */
@@ -69,6 +70,11 @@ struct ffnrt_context {
     int external;    /* recording into the app's command buffer / enqueueing with its events */
     uint64_t async_ns; /* device time of async batches finished before ffnrt_context_wait */
 };
+
+/* A forced choice: the value ffnrt_context_force set for `env` (an
+ * environment variable's name, e.g. "FFNRT_FFN_PATH"), else the
+ * environment's, else NULL. */
+const char *ffnrt_context_forced(const ffnrt_context *ctx, const char *env);
 
 /* Measures the calibration once (then returns the kept one). */
 ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out);

@@ -182,3 +182,41 @@ ffnrt_status ffnrt_context_precision(const ffnrt_context *ctx, ffnrt_dtype *stor
     ffnrt_error_publish(&err);
     return err.status;
 }
+
+/* --------------------------------------------------------- forced choices */
+
+/* What ffnrt_context_force accepts, and the environment variable that
+ * forces the same choice. */
+static const char *const force_names[5][2] = {
+    {"ffn.path", "FFNRT_FFN_PATH"},     {"ffn.kernel", "FFNRT_GEMM_KERNEL"}, {"ffn.tiles", "FFNRT_GEMM_TILES"},
+    {"ffn.matvec", "FFNRT_GEMV_SHAPE"}, {"ffn.block", "FFNRT_GEMM_BLOCK"},
+};
+
+const char *ffnrt_context_forced(const ffnrt_context *ctx, const char *env)
+{
+    for (int i = 0; i < 5; i++)
+        if (strcmp(force_names[i][1], env) == 0 && ctx->forced[i][0])
+            return ctx->forced[i];
+    const char *v = getenv(env);
+    return v && *v ? v : NULL;
+}
+
+ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const char *value)
+{
+    if (!ctx)
+        return ffnrt_null_context("ffnrt_context_force");
+    ffnrt_status st = FFNRT_OK;
+    int at = -1;
+    for (int i = 0; i < 5 && what; i++)
+        if (strcmp(force_names[i][0], what) == 0)
+            at = i;
+    if (at < 0)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                        "ffnrt_context_force: \"%s\" is not a choice (ffn.path, ffn.kernel, ffn.tiles, ffn.matvec, "
+                        "ffn.block)", what ? what : "(null)");
+    else if (value && strlen(value) >= sizeof ctx->forced[at])
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_force: value too long");
+    else
+        snprintf(ctx->forced[at], sizeof ctx->forced[at], "%s", value ? value : "");
+    return ffnrt_context_finish_call(ctx, st);
+}

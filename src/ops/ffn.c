@@ -206,7 +206,7 @@ static ffnrt_status choose_tiled(ffnrt_context *ctx, tiled_shape *out, ffnrt_pla
 {
     tiled_shape t = {64, 64, 16, 4, 4};
     uint64_t shared = ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
-    const char *env = getenv("FFNRT_GEMM_TILES");
+    const char *env = ffnrt_context_forced(ctx, "FFNRT_GEMM_TILES");
     if (env && *env) {
         if (sscanf(env, "%u,%u,%u,%u,%u", &t.bm, &t.bn, &t.bk, &t.tm, &t.tn) != 5 || !t.tm || !t.tn || !t.bk ||
             t.bm % t.tm || t.bn % t.tn)
@@ -264,7 +264,7 @@ static ffnrt_status choose_matvec(ffnrt_context *ctx, uint32_t tokens, matvec_sh
     matvec_shape s = {256 / lanes, lanes};
     uint64_t shared = ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
     /* FFNRT_GEMV_SHAPE="rows,lanes" forces it (for tuning): an error if it does not fit. */
-    const char *env = getenv("FFNRT_GEMV_SHAPE");
+    const char *env = ffnrt_context_forced(ctx, "FFNRT_GEMV_SHAPE");
     if (env && *env) {
         if (sscanf(env, "%u,%u", &s.rows, &s.lanes) != 2 || !s.rows || !s.lanes || (s.lanes & (s.lanes - 1)))
             return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
@@ -297,7 +297,7 @@ static ffnrt_status choose_matvec(ffnrt_context *ctx, uint32_t tokens, matvec_sh
 static ffnrt_status choose_kernel(ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, ffn_choice *c,
                                   int tuned, const char *tuned_why, ffnrt_plan *plan)
 {
-    const char *env = getenv("FFNRT_GEMM_KERNEL");
+    const char *env = ffnrt_context_forced(ctx, "FFNRT_GEMM_KERNEL");
     c->matvec_tokens = d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
     if (env && *env) {
         int found = 0;
@@ -378,7 +378,7 @@ static blocked_shape choose_blocked_shape(const ffnrt_context *ctx, uint64_t m, 
     else
         b.tn = gated ? 3 : 6, b.wg_n = 16, b.wg_m = 4;
     /* FFNRT_GEMM_BLOCK="tm,tn,wg_n,wg_m" overrides the start (for tuning). */
-    const char *env = getenv("FFNRT_GEMM_BLOCK");
+    const char *env = ffnrt_context_forced(ctx, "FFNRT_GEMM_BLOCK");
     blocked_shape e;
     if (env && sscanf(env, "%u,%u,%u,%u", &e.tm, &e.tn, &e.wg_n, &e.wg_m) == 4 && e.tm && e.tn && e.wg_n && e.wg_m &&
         e.tm <= 16 && e.tn <= 16)
@@ -903,7 +903,7 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
 static ffnrt_status choose_path(ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, ffn_choice *c,
                                 int tuned, const char *tuned_why, ffnrt_plan *plan)
 {
-    const char *env = getenv("FFNRT_FFN_PATH");
+    const char *env = ffnrt_context_forced(ctx, "FFNRT_FFN_PATH");
     if (d->path != FFNRT_FFN_PATH_AUTO) {
         c->unfused = d->path == FFNRT_FFN_PATH_UNFUSED;
         ffnrt_plan_add(plan, "ffn.path", c->unfused ? "unfused" : "fused", "forced by desc.path");
