@@ -278,8 +278,8 @@ static int plot_throughput(FILE *gp, const char *dir, const bench_rows *rs, cons
     fclose(f);
     fprintf(gp, "set title \"%s (%s): element-wise fp32 forward, GB/s against size\" noenhanced\n",
             m->devices[d].name, m->devices[d].backend);
-    fprintf(gp, "set logscale x 2\nunset logscale y\nset xlabel \"elements\"\nset ylabel \"GB/s (tensors read + written)\"\n"
-                "set key below\nset format x \"%%.0s%%c\"\nset yrange [0:*]\nset style data linespoints\n");
+    fprintf(gp, "set logscale x 2\nset logscale y\nset xlabel \"elements\"\nset ylabel \"GB/s (tensors read + written), log scale\"\n"
+                "set key below\nset format x \"%%.0s%%c\"\nset yrange [*:*]\nset style data linespoints\n");
     fprintf(gp, "plot ");
     for (int k = 0; k < nops; k++)
         fprintf(gp, "%s'%s' index %d using 1:2 title \"%s\" noenhanced%s", k ? ", " : "", path, k, ops[k],
