@@ -2,9 +2,9 @@
  * SwiGLU 512 x 1376, 2048 x 5632 and 4096 x 14336, at tokens 1, 8, 64 and
  * 512, fp32 and fp16 storage, fused and unfused on the same weights.
  *
- * Limits, measured on the same device in the same run: a copy kernel of
- * 4M fp32 elements (16 MiB each way; the element-wise part's row when it
- * ran that size) and the GEMM rate: the best GFLOP/s of the device's rows,
+ * Limits, measured on the same device in the same run: a copy kernel whose
+ * reads and writes add up to the layer's weight bytes (so both fit in, or
+ * leave, the caches alike) and the GEMM rate: the best GFLOP/s of the device's rows,
  * of which the GEMM-rate probe (a dense ReLU layer of 1024 x 4096 at 256
  * tokens, 4.3 GFLOP, two GEMMs and a cheap epilogue) is one. Decode rows
  * (up to 8 tokens, where a layer streams its weights once) report weight
@@ -121,14 +121,13 @@ static ffnrt_status copy_call(void *arg)
     return ffnrt_copy(c->ctx, c->a, c->b);
 }
 
-#define LIMIT_COPY_ELEMENTS (4u << 20)
-
-/* The copy limit's GB/s: the element-wise part's row of this size when it
- * ran, else measured here and added as a limit row. */
-static double copy_limit(const bench_device *dev, const bench_config *cfg, bench_rows *rows)
+/* The copy limit's GB/s for n fp32 elements: the row of that size when one
+ * ran (the element-wise part's, or another workload's), else measured here
+ * and added as a limit row. */
+static double copy_limit(const bench_device *dev, const bench_config *cfg, bench_rows *rows, size_t elements)
 {
     char shape[32];
-    snprintf(shape, sizeof shape, "%u", LIMIT_COPY_ELEMENTS);
+    snprintf(shape, sizeof shape, "%zu", elements);
     for (size_t i = 0; i < rows->n; i++) {
         const bench_row *r = &rows->v[i];
         if (strcmp(r->group, "limit") == 0 && strcmp(r->op, "copy") == 0 && strcmp(r->dtype, "f32") == 0 &&
@@ -136,7 +135,7 @@ static double copy_limit(const bench_device *dev, const bench_config *cfg, bench
             strcmp(r->backend, ffnrt_backend_name(dev->info.backend)) == 0)
             return r->rate;
     }
-    int64_t n = LIMIT_COPY_ELEMENTS;
+    int64_t n = (int64_t)elements;
     copy_arg c = {dev->ctx, NULL, NULL};
     double gbps = 0;
     if (ffnrt_tensor_create(dev->ctx, FFNRT_DTYPE_F32, 1, &n, &c.a) == FFNRT_OK &&
@@ -220,8 +219,9 @@ static double gemm_limit(const bench_device *dev, const bench_config *cfg, bench
 
 /* Runs every token count of one workload and dtype. */
 static int bench_workload(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
-                          double copy_gbps, double gemm_gflops, bench_rows *rows)
+                          double gemm_gflops, bench_rows *rows)
 {
+    double copy_gbps = 0; /* measured on first need: a copy moving the weights' bytes */
     ffnrt_context *ctx = dev->ctx;
     int gated = w->kind == FFNRT_FFN_GATED;
     ffnrt_ffn_weight_tensors wt = {0};
@@ -274,6 +274,12 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
         if (cost.flops > 20e9)
             c.min_runs = c.max_runs = 2;
         int decode = tokens[i] <= 8;
+        if (decode && copy_gbps == 0 && rc == 0) {
+            /* Reads and writes of the copy add up to the weights' bytes, so
+             * both stay in (or leave) the caches alike. */
+            size_t elements = ((size_t)cost.weight_bytes / 8 + 1023) / 1024 * 1024;
+            copy_gbps = copy_limit(dev, cfg, rows, elements);
+        }
         double t[2] = {0, 0};
         size_t first = rows->n;
         for (int p = 0; p < 2 && rc == 0; p++) {
@@ -401,7 +407,6 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
     const bench_config *cfg = &quiet;
     quiet.verbose_rows = 0;
     size_t first = rows->n;
-    double copy = copy_limit(dev, cfg, rows);
     double gemm = gemm_limit(dev, cfg, rows);
     int rc = 0;
     static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
@@ -419,7 +424,7 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
             if (!wanted || (dtypes[di] == FFNRT_DTYPE_BF16 && !cfg->precision_given) ||
                 !env_keeps("FFNRT_BENCH_FFN_DTYPES", ffnrt_dtype_name(dtypes[di])))
                 continue;
-            if (bench_workload(dev, cfg, w, dtypes[di], copy, gemm, rows) != 0)
+            if (bench_workload(dev, cfg, w, dtypes[di], gemm, rows) != 0)
                 rc = -1;
         }
     }
