@@ -5,7 +5,8 @@
  * -march=native, no -ffast-math), which PEER_HOST_FLAGS names in the
  * results. Its limit is the same loop copying the bytes ("host-copy").
  * Devices that are CPUs (PoCL, lavapipe) share these cores: a row's note
- * gives each device's ffnrt speed over this loop's. */
+ * gives each device's ffnrt speed over this loop's. For the FFN rows, a
+ * blocked C SGEMM of each fp32 prefill layer's first projection. */
 #include "bench_parts.h"
 #include "bench_util.h"
 
@@ -97,6 +98,115 @@ static void note_devices(bench_row *peer, const bench_rows *rows, size_t end)
     }
 }
 
+/* y[m,n] = x[m,k] * w[n,k]^T, blocked for the caches: 4 rows of x against
+ * 4 rows of w at a time over a k-panel, the inner loop a dot product the
+ * vectoriser takes. The CPU reference for an FFN projection. */
+static void host_sgemm(const float *restrict x, const float *restrict w, float *restrict y, int64_t m, int64_t n,
+                       int64_t k)
+{
+    const int64_t kb = 256;
+    for (int64_t i = 0; i < m * n; i++)
+        y[i] = 0;
+    for (int64_t k0 = 0; k0 < k; k0 += kb) {
+        int64_t k1 = k0 + kb < k ? k0 + kb : k;
+        for (int64_t i = 0; i < m; i += 4)
+            for (int64_t j = 0; j < n; j += 4)
+                for (int64_t ii = i; ii < i + 4 && ii < m; ii++)
+                    for (int64_t jj = j; jj < j + 4 && jj < n; jj++) {
+                        const float *a = x + ii * k, *b = w + jj * k;
+                        float acc = 0;
+                        for (int64_t kk = k0; kk < k1; kk++)
+                            acc += a[kk] * b[kk];
+                        y[ii * n + jj] += acc;
+                    }
+    }
+}
+
+typedef struct gemm_arg {
+    const float *x, *w;
+    float *y;
+    int64_t m, n, k;
+} gemm_arg;
+
+static ffnrt_status gemm_call(void *p)
+{
+    gemm_arg *a = p;
+    host_sgemm(a->x, a->w, a->y, a->m, a->n, a->k);
+    return FFNRT_OK;
+}
+
+/* The first projection of each fp32 prefill FFN row the devices ran, on
+ * the host; its note gives each device's whole-block GFLOP/s over it. */
+static int host_gemm_rows(const bench_config *cfg, bench_rows *rows, size_t end)
+{
+    for (size_t i = 0; i < end; i++) {
+        bench_row ffn = rows->v[i]; /* a copy: pushing may move the array */
+        long long d = 0, h = 0;
+        if (strcmp(ffn.group, "ffn") != 0 || strcmp(ffn.dtype, "f32") != 0 || strcmp(ffn.path, "fused") != 0 ||
+            ffn.size <= 8 || sscanf(strchr(ffn.op, ' ') ? strchr(ffn.op, ' ') : "", " %lldx%lld", &d, &h) != 2)
+            continue;
+        int64_t m = (int64_t)ffn.size, n = strncmp(ffn.op, "swiglu", 6) == 0 ? 2 * h : h, k = d;
+        char op[40];
+        snprintf(op, sizeof op, "host-sgemm %lldx%lld", (long long)k, (long long)n);
+        int seen = 0;
+        for (size_t j = end; j < rows->n && !seen; j++)
+            seen = strcmp(rows->v[j].op, op) == 0 && strcmp(rows->v[j].shape, ffn.shape) == 0;
+        if (seen) /* measured for the other device already: add its note */
+            continue;
+        float *x = malloc((size_t)(m * k) * sizeof *x), *w = malloc((size_t)(n * k) * sizeof *w),
+              *y = malloc((size_t)(m * n) * sizeof *y);
+        if (!x || !w || !y) {
+            free(x), free(w), free(y);
+            return -1;
+        }
+        for (int64_t t = 0; t < m * k; t++)
+            x[t] = (float)((int)(t % 17) - 8) * 0.01f;
+        for (int64_t t = 0; t < n * k; t++)
+            w[t] = (float)((int)(t % 13) - 6) * 0.01f;
+        bench_row *r = bench_rows_push(rows);
+        int rc = 0;
+        if (!r) {
+            rc = -1;
+        } else {
+            BENCH_SET(r->group, "peer");
+            BENCH_SET(r->backend, "host");
+            BENCH_SET(r->device, "host C loop (1 thread)");
+            BENCH_SET(r->op, op);
+            BENCH_SET(r->dir, "fwd");
+            BENCH_SET(r->dtype, "f32");
+            BENCH_SET(r->shape, ffn.shape);
+            r->size = ffn.size;
+            gemm_arg a = {x, w, y, m, n, k};
+            bench_config c = *cfg;
+            c.min_runs = 2; /* one projection takes a while on one core */
+            if (bench_measure(NULL, gemm_call, &a, &c, r) != 0) {
+                rows->n--;
+                rc = -1;
+            } else {
+                r->rate = 2.0 * (double)m * (double)n * (double)k / r->median_ns;
+                BENCH_SET(r->rate_unit, "GFLOP/s");
+                size_t len = 0;
+                for (size_t j = 0; j < end; j++) {
+                    const bench_row *f = &rows->v[j];
+                    double g = 0;
+                    if (strcmp(f->group, "ffn") == 0 && strcmp(f->op, ffn.op) == 0 && strcmp(f->dtype, "f32") == 0 &&
+                        strcmp(f->path, "fused") == 0 && strcmp(f->shape, ffn.shape) == 0 &&
+                        sscanf(f->note, "%lf", &g) == 1 && len < sizeof r->note) {
+                        int wr = snprintf(r->note + len, sizeof r->note - len, "%sffnrt %s block %.2fx", len ? ", " : "",
+                                          f->backend, r->rate > 0 ? g / r->rate : 0);
+                        len += wr > 0 ? (size_t)wr : 0;
+                    }
+                }
+                bench_row_done(cfg, r);
+            }
+        }
+        free(x), free(w), free(y);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
 int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *rows)
 {
     char peer[160];
@@ -166,5 +276,7 @@ int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *
         }
         free(x), free(value), free(y);
     }
+    if (rc == 0)
+        rc = host_gemm_rows(cfg, rows, end);
     return rc;
 }
