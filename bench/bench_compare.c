@@ -18,7 +18,9 @@
 
 static void compare_usage(void)
 {
-    fprintf(stderr, "usage: ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all]\n"
+    fprintf(stderr, "usage: ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all] [--by time|ratio]\n"
+                    "  --by ratio compares each row's ratio to its same-run limit instead of its time: a machine\n"
+                    "  that is busier in one run slows the limits too, so ratios keep only what the change did\n"
                     "  exit status 0: no regression, 1: regressions (flagged REGRESSION), 2: bad input\n");
 }
 
@@ -26,7 +28,7 @@ int bench_compare_main(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL};
     double threshold = 0.05;
-    int all = 0, nfiles = 0;
+    int all = 0, nfiles = 0, by_ratio = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--threshold") == 0 && i + 1 < argc) {
             char *e;
@@ -35,6 +37,9 @@ int bench_compare_main(int argc, char **argv)
                 compare_usage();
                 return 2;
             }
+        } else if (strcmp(argv[i], "--by") == 0 && i + 1 < argc &&
+                   (strcmp(argv[i + 1], "time") == 0 || strcmp(argv[i + 1], "ratio") == 0)) {
+            by_ratio = strcmp(argv[++i], "ratio") == 0;
         } else if (strcmp(argv[i], "--all") == 0) {
             all = 1;
         } else if (argv[i][0] != '-' && nfiles < 2) {
@@ -62,7 +67,9 @@ int bench_compare_main(int argc, char **argv)
            meta[0].preset, meta[0].date);
     printf("new: %s  ffnrt %s (commit %s), preset %s, %s\n", files[1], meta[1].version, meta[1].commit,
            meta[1].preset, meta[1].date);
-    printf("new/old is the ratio of median times (> 1: slower); a row is flagged when it moves by more than\n"
+    printf("%s (> 1: slower); a row is flagged when it moves by more than\n",
+           by_ratio ? "new/old is old ratio-to-limit over new (--by ratio)" : "new/old is the ratio of median times");
+    printf(
            "max(old jitter, new jitter, %.2f), jitter = (median - min)/median of a row's runs%s\n\n", threshold, all ? "" : "; unchanged rows are hidden (--all shows them)");
     printf("%-8s %-11s %-18s %-3s %-4s %-7s %-15s %10s %10s %7s %7s  %s\n", "backend", "group", "op", "dir", "prec",
            "path", "shape", "old_ms", "new_ms", "new/old", "noise", "verdict");
@@ -95,8 +102,11 @@ int bench_compare_main(int argc, char **argv)
         }
         if (!(o->median_ns > 0) || !(n->median_ns > 0))
             continue; /* a row without a time (none yet) cannot be compared */
+        if (by_ratio && (!(o->ratio > 0) || !(n->ratio > 0) || strcmp(o->group, "limit") == 0))
+            continue; /* no limit to normalise by, or the limit itself */
         matched++;
-        double ratio = n->median_ns / o->median_ns;
+        /* > 1: slower. By ratio: the old ratio to the limit over the new. */
+        double ratio = by_ratio ? o->ratio / n->ratio : n->median_ns / o->median_ns;
         double jo = o->median_ns > o->min_ns && o->min_ns > 0 ? (o->median_ns - o->min_ns) / o->median_ns : 0;
         double jn = n->median_ns > n->min_ns && n->min_ns > 0 ? (n->median_ns - n->min_ns) / n->median_ns : 0;
         double noise = fmax(fmax(jo, jn), threshold);

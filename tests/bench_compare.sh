@@ -54,6 +54,7 @@ grep -q "3 rows compared: 1 regressions" "$dir/out" || { echo "FAIL: summary lin
 check "same file: no regression" 0 "$ffnrt" bench --compare "$dir/old.json" "$dir/old.json"
 check "a faster row is not a regression" 0 "$ffnrt" bench --compare "$dir/old.json" "$dir/fast.json"
 grep -q faster "$dir/out" || { echo "FAIL: the faster row is not reported"; fail=1; }
+check "--by ratio: the rows' ratios to their limits did not move" 0 "$ffnrt" bench --compare "$dir/old.json" "$dir/slow.json" --by ratio
 check "--threshold above the slowdown hides it" 0 "$ffnrt" bench --compare "$dir/old.json" "$dir/slow.json" --threshold 1.5
 
 # Rows noisier than the slowdown are not flagged: jitter (median - min) / median of 60%.
