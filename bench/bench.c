@@ -324,7 +324,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: ffnrt bench [--quick | --full] [selection] [method] [output]\n"
-            "       ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all]\n"
+            "       ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all] [--by time|ratio]\n"
+            "       ffnrt bench --plot RUN.json [DIR]   (the table and plots again from a saved run)\n"
             "presets: --quick (scripts/bench's default; about a minute here): element-wise ops forward and backward in f32 at 1M\n"
             "         and 4M elements and f16 at 1M; FFN 768x3072 and 512x1376 at 1 and 64 tokens, f32 and f16;\n"
             "         the host C loop at 1M. --full: 1M, 4M, 16M and 64M in f32, f16, bf16 and fp16 arithmetic,\n"
@@ -408,6 +409,36 @@ int ffnrt_bench_main(int argc, char **argv)
 {
     if (argc >= 1 && strcmp(argv[0], "--compare") == 0)
         return bench_compare_main(argc - 1, argv + 1);
+    if (argc >= 1 && strcmp(argv[0], "--plot") == 0) {
+        /* Table and plots again from a saved run, no device needed. */
+        if (argc < 2 || argc > 3) {
+            fprintf(stderr, "usage: ffnrt bench --plot RUN.json [DIR]\n");
+            return 2;
+        }
+        const char *dir = argc == 3 ? argv[2] : "bench-results";
+        bench_rows rows = {0};
+        bench_meta meta;
+        char err[512];
+        if (bench_read_json(argv[1], &rows, &meta, err, sizeof err) != 0) {
+            fprintf(stderr, "ffnrt bench --plot: %s\n", err);
+            return 2;
+        }
+        int rc = 0;
+        if (mkdir_p(dir) != 0) {
+            fprintf(stderr, "ffnrt bench --plot: cannot create %s\n", dir);
+            rc = 1;
+        } else {
+            bench_print_table(stdout, &rows, &meta);
+            if (bench_write_plots(dir, &rows, &meta, err, sizeof err) != 0) {
+                fprintf(stderr, "ffnrt bench --plot: %s\n", err);
+                rc = 1;
+            } else {
+                printf("wrote the plots of %s into %s/\n", argv[1], dir);
+            }
+        }
+        bench_rows_free(&rows);
+        return rc;
+    }
     bench_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.preset = "full"; /* scripts/bench passes --quick unless told --full */

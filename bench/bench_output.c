@@ -239,6 +239,12 @@ static int is_ew(const bench_row *r)
     return strcmp(r->group, "elementwise") == 0 || (strcmp(r->group, "limit") == 0 && strcmp(r->op, "copy") == 0);
 }
 
+static int cmp_point(const void *a, const void *b)
+{
+    double x = ((const double *)a)[0], y = ((const double *)b)[0];
+    return (x > y) - (x < y);
+}
+
 /* Writes dir/NAME.dat and appends the plot commands for one terminal
  * setting to the script. Returns the number of plots written. */
 static int plot_throughput(FILE *gp, const char *dir, const bench_rows *rs, const bench_meta *m, int d)
@@ -265,16 +271,31 @@ static int plot_throughput(FILE *gp, const char *dir, const bench_rows *rs, cons
     FILE *f = fopen(path, "w");
     if (!f)
         return 0;
-    for (int k = 0; k < nops; k++) {
-        fprintf(f, "# %s\n", ops[k]);
+    double (*pts)[2] = malloc(rs->n * sizeof *pts);
+    for (int k = 0; k < nops && pts; k++) {
+        int np = 0;
         for (size_t i = 0; i < rs->n; i++) {
             const bench_row *r = &rs->v[i];
-            if (is_ew(r) && same_device(r, &m->devices[d]) && strcmp(r->dtype, "f32") == 0 &&
-                strcmp(r->dir, "bwd") != 0 && strcmp(r->op, ops[k]) == 0)
-                fprintf(f, "%.0f %.6g\n", r->size, r->rate);
+            if (!is_ew(r) || !same_device(r, &m->devices[d]) || strcmp(r->dtype, "f32") != 0 ||
+                strcmp(r->dir, "bwd") == 0 || strcmp(r->op, ops[k]) != 0)
+                continue;
+            /* The copy only at sizes the ops ran (not the FFN part's copies). */
+            int at_op_size = strcmp(r->group, "elementwise") == 0;
+            for (size_t j = 0; j < rs->n && !at_op_size; j++)
+                at_op_size = strcmp(rs->v[j].group, "elementwise") == 0 && same_device(&rs->v[j], &m->devices[d]) &&
+                             rs->v[j].size == r->size;
+            if (at_op_size) {
+                pts[np][0] = r->size;
+                pts[np++][1] = r->rate;
+            }
         }
+        qsort(pts, (size_t)np, sizeof pts[0], cmp_point);
+        fprintf(f, "# %s\n", ops[k]);
+        for (int i = 0; i < np; i++)
+            fprintf(f, "%.0f %.6g\n", pts[i][0], pts[i][1]);
         fprintf(f, "\n\n");
     }
+    free(pts);
     fclose(f);
     fprintf(gp, "set title \"%s (%s): element-wise fp32 forward, GB/s against size\" noenhanced\n",
             m->devices[d].name, m->devices[d].backend);

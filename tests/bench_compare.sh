@@ -89,6 +89,8 @@ check "a written run with gelu doubled is flagged" 1 "$ffnrt" bench --compare "$
 if [ "$(grep -c REGRESSION "$dir/out")" != 1 ] || ! grep REGRESSION "$dir/out" | grep -q ' gelu '; then
     echo "FAIL: expected exactly the gelu row flagged"; cat "$dir/out"; fail=1
 fi
+check "--plot re-reads a saved run" 0 "$ffnrt" bench --plot "$dir/run/bench.json" "$dir/replot"
+check "--plot refuses a malformed file" 2 "$ffnrt" bench --plot "$dir/truncated.json" "$dir/replot"
 head -1 "$dir/run/bench.csv" | grep -q '^ffnrt_version,commit,preset,group,op,' || { echo "FAIL: CSV header"; fail=1; }
 
 exit $fail
