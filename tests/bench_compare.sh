@@ -89,7 +89,11 @@ check "a written run with gelu doubled is flagged" 1 "$ffnrt" bench --compare "$
 if [ "$(grep -c REGRESSION "$dir/out")" != 1 ] || ! grep REGRESSION "$dir/out" | grep -q ' gelu '; then
     echo "FAIL: expected exactly the gelu row flagged"; cat "$dir/out"; fail=1
 fi
-check "--plot re-reads a saved run" 0 "$ffnrt" bench --plot "$dir/run/bench.json" "$dir/replot"
+if command -v gnuplot >/dev/null; then # optional: without it --plot says so and fails
+    check "--plot redraws a saved run" 0 "$ffnrt" bench --plot "$dir/old.json" "$dir/replot"
+    [ -s "$dir/replot/throughput_opencl0.png" ] && [ -s "$dir/replot/roofline_elementwise.svg" ] ||
+        { echo "FAIL: --plot wrote no PNG or SVG"; ls "$dir/replot"; fail=1; }
+fi
 check "--plot refuses a malformed file" 2 "$ffnrt" bench --plot "$dir/truncated.json" "$dir/replot"
 head -1 "$dir/run/bench.csv" | grep -q '^ffnrt_version,commit,preset,group,op,' || { echo "FAIL: CSV header"; fail=1; }
 
