@@ -465,7 +465,7 @@ int ffnrt_bench_main(int argc, char **argv)
                     strcmp(a, "--out") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0;
         if (takes) {
             if (i + 1 >= argc || nlists >= 16) {
-                fprintf(stderr, "ffnrt bench: %s needs a value\n", a);
+                fprintf(stderr, "ffnrt bench: %s\n", i + 1 >= argc ? "an option needs a value" : "too many options");
                 return 2;
             }
             v = lists[nlists++] = strdup(argv[++i]);
@@ -490,7 +490,7 @@ int ffnrt_bench_main(int argc, char **argv)
         } else if (strcmp(a, "--size") == 0) {
             const char *items[BENCH_MAX_LIST];
             int n = split_list(v, items, BENCH_MAX_LIST);
-            for (int k = 0; k < n; k++)
+            for (int k = 0; k < n && cfg.nsizes < BENCH_MAX_LIST; k++)
                 if (parse_size(items[k], &cfg.sizes[cfg.nsizes++]) != 0) {
                     fprintf(stderr, "ffnrt bench: --size %s: a positive multiple of 1024 (1M, 4096, ...)\n", items[k]);
                     return 2;
@@ -500,7 +500,7 @@ int ffnrt_bench_main(int argc, char **argv)
         } else if (strcmp(a, "--tokens") == 0) {
             const char *items[BENCH_MAX_LIST];
             int n = split_list(v, items, BENCH_MAX_LIST);
-            for (int k = 0; k < n; k++)
+            for (int k = 0; k < n && cfg.ntokens < BENCH_MAX_LIST; k++)
                 if ((cfg.tokens[cfg.ntokens++] = strtoll(items[k], NULL, 10)) < 1) {
                     fprintf(stderr, "ffnrt bench: --tokens %s: a positive count\n", items[k]);
                     return 2;
