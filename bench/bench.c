@@ -26,6 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#if defined(__has_include)
+#if __has_include("bench_commit.h")
+#include "bench_commit.h" /* written at build time by bench/bench_commit.cmake */
+#endif
+#endif
 #ifndef FFNRT_BENCH_COMMIT
 #define FFNRT_BENCH_COMMIT "unknown"
 #endif
