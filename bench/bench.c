@@ -338,7 +338,7 @@ static void usage(FILE *f)
             "selection (comma-separated lists; each replaces the preset's choice):\n"
             "  --only PARTS       elementwise,ffn,peer (the host C loop; CLBlast runs with ffn)\n"
             "  --op NAMES         activations and GLU kinds (gelu,swiglu), FFN workloads (dense-gelu,swiglu)\n"
-            "  --device NAMES     backend (opencl, vulkan) or a substring of the device name\n"
+            "  --device NAMES     backend (opencl, vulkan) or a substring of the device's name, vendor or API (pocl)\n"
             "  --precision LIST   f32,f16,bf16,f16a (f16a: fp16 arithmetic on f16 storage)\n"
             "  --size LIST        element-wise sizes: 1M,4M,16M,64M or numbers (multiples of 1024)\n"
             "  --dir LIST         fwd,bwd\n"
@@ -401,11 +401,14 @@ static int device_selected(const ffnrt_device_info *info, const char **names, in
     for (int i = 0; i < n; i++) {
         if (strcmp(names[i], ffnrt_backend_name(info->backend)) == 0)
             return 1;
-        /* case-insensitive substring of the name */
+        /* case-insensitive substring of the name, vendor or API version
+         * ("pocl" is in PoCL's, "llvmpipe" in lavapipe's name) */
         size_t ln = strlen(names[i]);
-        for (const char *p = info->name; *p; p++)
-            if (strncasecmp(p, names[i], ln) == 0)
-                return 1;
+        const char *fields[3] = {info->name, info->vendor, info->api_version};
+        for (int f = 0; f < 3; f++)
+            for (const char *p = fields[f]; *p; p++)
+                if (strncasecmp(p, names[i], ln) == 0)
+                    return 1;
     }
     return 0;
 }
@@ -652,8 +655,8 @@ int ffnrt_bench_main(int argc, char **argv)
     if (device_parts && (ffnrt_device_count(&count) != FFNRT_OK || count == 0))
         fprintf(stderr, "ffnrt bench: no device found (%s)\n", ffnrt_last_error_message());
     printf("ffnrt %s (commit %s) bench, preset %s: device-time medians of repeated runs after a warm-up;\n"
-           "ratio is the row's rate over the limit it names (copy: the copy kernel of the same storage type and size;\n"
-           "gemm: the GEMM-rate probe), both measured on the same device in this run\n",
+           "ratio is the row's rate over the limit it names, measured on the same device in this run (copy: the copy\n"
+           "kernel of the same storage type and size, or of the FFN weights' bytes; gemm: the best GFLOP/s on the device)\n",
            meta.version, meta.commit, meta.preset);
     bench_rows rows = {0};
     int rc = 0, ran = 0;
