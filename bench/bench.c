@@ -535,7 +535,10 @@ int ffnrt_bench_main(int argc, char **argv)
                 if (strcmp(items[k], "peer") == 0)
                     do_parts |= 1 << NPARTS, found = 1;
                 if (!found) {
-                    fprintf(stderr, "ffnrt bench: --only %s: one of elementwise, ffn, peer\n", items[k]);
+                    fprintf(stderr, "ffnrt bench: --only %s: one of", items[k]);
+                    for (size_t p = 0; p < NPARTS; p++)
+                        fprintf(stderr, " %s,", parts[p].group);
+                    fprintf(stderr, " peer\n");
                     return 2;
                 }
             }
