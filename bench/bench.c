@@ -1,68 +1,149 @@
 /* ffnrt bench: the same work on every device found, each result reported
- * against a limit measured on the same device in the same run: element-wise
- * ops (every activation and GLU kind, forward and backward, in fp32, fp16
- * and bf16 storage and fp16 arithmetic) against the copy kernel of the same
- * storage type, FFN layers (bench_ffn.c) against the best GEMM rate. Times are device timestamps (Vulkan timestamp queries,
- * OpenCL profiling events), medians of repeated runs after a warm-up; the
- * host's end-to-end time is reported beside them. */
+ * against a limit measured on the same device in the same run.
+ *
+ * Parts (bench_parts.h): the element-wise ops (every activation and GLU
+ * kind, forward and backward, fp32, fp16 and bf16 storage and fp16
+ * arithmetic) against a copy kernel of the same storage type and size;
+ * the FFN layers (bench_ffn.c) against the copy kernel (decode) or a
+ * GEMM-rate probe (prefill), with CLBlast beside them on OpenCL; the host
+ * C loop (peer_host.c) as the CPU reference for activations. Every row
+ * goes to one list (bench_row.h) that the table, CSV, JSON and plots
+ * (bench_output.c) are written from; --compare (bench_compare.c) reads two
+ * JSON files back. */
 #include "bench.h"
+#include "bench_parts.h"
+#include "bench_report.h"
 #include "bench_util.h"
-#include "bench_ffn.h"
 #include "ffnrt.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-typedef struct bench_options {
-    int quick;
-    const char *only_op;     /* NULL: all */
-    const char *only_device; /* NULL: all; else a FFNRT_DEVICE-style substring */
-    size_t sizes[8];
-    int size_count;
-    int repeats;
-    double budget_s; /* per row, after warm-up */
-    const char *csv_path;
-    const char *json_path;
-    int ffn;           /* 0: no FFN rows (--no-ffn) */
-    int elementwise;   /* 0: FFN rows only (--ffn-only) */
-    const char *ffn_csv_path;
-} bench_options;
+#if defined(__has_include)
+#if __has_include("bench_commit.h")
+#include "bench_commit.h" /* written at build time by bench/bench_commit.cmake */
+#endif
+#endif
+#ifndef FFNRT_BENCH_COMMIT
+#define FFNRT_BENCH_COMMIT "unknown"
+#endif
 
-typedef struct bench_row {
-    char device[300];
-    const char *backend;
-    const char *op;
-    const char *direction; /* fwd or bwd */
-    const char *precision; /* f32, f16, bf16 (storage, fp32 arithmetic) or f16a (fp16 arithmetic) */
-    size_t elements;
-    int runs;
-    double device_median_s, device_min_s, device_spread; /* spread: (max-min)/median */
-    double host_median_s;
-    double gbps;
-    double copy_ratio;
-} bench_row;
+/* ------------------------------------------------------------- measuring */
 
+#define MAX_RUNS 200
 
+int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_config *cfg, bench_row *r)
+{
+    double dev[MAX_RUNS], host[MAX_RUNS];
+    int have_dev = 1;
+    bench_progress(r);
+    if (call(arg) != FFNRT_OK) { /* warm-up: builds the kernels */
+        fprintf(stderr, "\nffnrt bench: %s %s: %s\n", r->group, r->op, ffnrt_last_error_message());
+        return -1;
+    }
+    int max_runs = cfg->max_runs < MAX_RUNS ? cfg->max_runs : MAX_RUNS;
+    int n = 0;
+    double start = bench_now_s();
+    while (n < max_runs && (n < cfg->min_runs || bench_now_s() - start < cfg->budget_s)) {
+        double t0 = bench_now_s();
+        if (call(arg) != FFNRT_OK) {
+            fprintf(stderr, "\nffnrt bench: %s %s: %s\n", r->group, r->op, ffnrt_last_error_message());
+            return -1;
+        }
+        host[n] = bench_now_s() - t0;
+        uint64_t ns = 0;
+        if (ctx)
+            ffnrt_context_last_op_time(ctx, &ns);
+        if (!ns)
+            have_dev = 0;
+        dev[n] = 1e-9 * (double)ns;
+        n++;
+    }
+    bench_row_times(r, have_dev ? dev : NULL, host, n);
+    return 0;
+}
+
+void bench_row_device(bench_row *r, const bench_device *dev, const char *group)
+{
+    BENCH_SET(r->group, group);
+    BENCH_SET(r->backend, ffnrt_backend_name(dev->info.backend));
+    BENCH_SET(r->device, dev->info.name);
+}
+
+int bench_wants_op(const bench_config *cfg, const char *name)
+{
+    if (cfg->nops == 0)
+        return 1;
+    for (int i = 0; i < cfg->nops; i++)
+        if (strcmp(cfg->ops[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* -------------------------------------------------------------- progress */
+
+static struct {
+    int on;
+    double start;
+    int rows;
+    int dirty;
+} progress;
+
+void bench_progress(const bench_row *r)
+{
+    if (!progress.on)
+        return;
+    int s = (int)(bench_now_s() - progress.start);
+    fprintf(stderr, "\r\033[K[%d:%02d, %d rows] %s %s: %s %s %s %s %s", s / 60, s % 60, progress.rows, r->backend,
+            r->group, r->op, r->dir, r->dtype, r->path, r->shape);
+    fflush(stderr);
+    progress.dirty = 1;
+}
+
+static void progress_clear(void)
+{
+    if (progress.on && progress.dirty) {
+        fprintf(stderr, "\r\033[K");
+        fflush(stderr);
+        progress.dirty = 0;
+    }
+}
+
+void bench_row_done(const bench_config *cfg, const bench_row *r)
+{
+    progress.rows++;
+    if (cfg->verbose_rows) {
+        progress_clear();
+        bench_print_row(stdout, r);
+        fflush(stdout);
+    }
+}
+
+/* ---------------------------------------------------------- element-wise */
 
 /* One element-wise workload: the copy kernel, an activation or a GLU kind
  * (split layout: gate and value tensors), forward or backward. */
 typedef enum work_kind { WORK_COPY, WORK_ACTIVATION, WORK_GLU } work_kind;
+
+typedef struct ew_tensors {
+    ffnrt_tensor *x, *value, *dy, *y, *y2, *slopes;
+} ew_tensors;
 
 typedef struct ew_work {
     work_kind kind;
     int id; /* ffnrt_activation or ffnrt_glu */
     int backward;
     ffnrt_compute compute;
+    ffnrt_context *ctx;
+    const ew_tensors *t;
 } ew_work;
-
-/* The tensors a device's element-wise rows run on, all of one dtype. */
-typedef struct ew_tensors {
-    ffnrt_tensor *x, *value, *dy, *y, *y2, *slopes;
-} ew_tensors;
 
 static const char *work_name(const ew_work *w)
 {
@@ -79,118 +160,24 @@ static int work_traffic(const ew_work *w)
     return w->backward ? 3 : 2;
 }
 
-static ffnrt_status run_once(ffnrt_context *ctx, const ew_work *w, const ew_tensors *t)
+static ffnrt_status ew_call(void *arg)
 {
+    const ew_work *w = arg;
+    const ew_tensors *t = w->t;
     if (w->kind == WORK_COPY)
-        return ffnrt_copy(ctx, t->x, t->y);
+        return ffnrt_copy(w->ctx, t->x, t->y);
     if (w->kind == WORK_ACTIVATION) {
         ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)w->id);
         d.slopes = t->slopes;
         d.compute = w->compute;
-        return w->backward ? ffnrt_activation_backward(ctx, &d, t->x, t->dy, t->y)
-                           : ffnrt_activation_forward(ctx, &d, t->x, t->y);
+        return w->backward ? ffnrt_activation_backward(w->ctx, &d, t->x, t->dy, t->y)
+                           : ffnrt_activation_forward(w->ctx, &d, t->x, t->y);
     }
     ffnrt_glu_desc d = FFNRT_GLU_DESC_INIT((ffnrt_glu)w->id);
     d.compute = w->compute;
     /* gate = x; the gradients land in y (dgate) and y2 (dvalue). */
-    return w->backward ? ffnrt_glu_backward_split(ctx, &d, t->x, t->value, t->dy, t->y, t->y2)
-                       : ffnrt_glu_forward_split(ctx, &d, t->x, t->value, t->y);
-}
-
-#define MAX_RUNS 200
-
-static int measure(ffnrt_context *ctx, const ew_work *w, const ew_tensors *t, const bench_options *o,
-                   bench_row *row)
-{
-    double dev[MAX_RUNS], host[MAX_RUNS];
-    if (run_once(ctx, w, t) != FFNRT_OK) { /* warm-up: builds the kernel */
-        fprintf(stderr, "ffnrt bench: %s\n", ffnrt_context_last_error(ctx));
-        return -1;
-    }
-    int n = 0;
-    double start = bench_now_s();
-    while (n < MAX_RUNS && (n < 3 || (n < o->repeats && bench_now_s() - start < o->budget_s))) {
-        double t0 = bench_now_s();
-        if (run_once(ctx, w, t) != FFNRT_OK) {
-            fprintf(stderr, "ffnrt bench: %s\n", ffnrt_context_last_error(ctx));
-            return -1;
-        }
-        host[n] = bench_now_s() - t0;
-        uint64_t ns = 0;
-        ffnrt_context_last_op_time(ctx, &ns);
-        dev[n] = ns ? 1e-9 * (double)ns : host[n];
-        n++;
-    }
-    row->runs = n;
-    row->host_median_s = bench_median(host, n);
-    row->device_median_s = bench_median(dev, n); /* sorts dev */
-    row->device_min_s = dev[0];
-    row->device_spread = (dev[n - 1] - dev[0]) / row->device_median_s;
-    double bytes = (double)work_traffic(w) * (double)ffnrt_tensor_bytes(t->x);
-    row->gbps = bytes / row->device_median_s * 1e-9;
-    return 0;
-}
-
-static void print_row(const bench_row *r)
-{
-    printf("%-8s %-11s %-4s %-5s %10zu %5d %10.3f %10.3f %7.1f%% %10.3f %8.2f %7.2f\n", r->backend, r->op,
-           r->direction, r->precision, r->elements, r->runs, r->device_median_s * 1e3, r->device_min_s * 1e3,
-           100.0 * r->device_spread, r->host_median_s * 1e3, r->gbps, r->copy_ratio);
-}
-
-static void write_outputs(const bench_row *rows, size_t n, const bench_options *o)
-{
-    if (o->csv_path) {
-        FILE *f = fopen(o->csv_path, "w");
-        if (!f) {
-            fprintf(stderr, "ffnrt bench: cannot write %s\n", o->csv_path);
-        } else {
-            fprintf(f, "ffnrt_version,device,backend,op,direction,precision,elements,runs,device_median_s,"
-                       "device_min_s,spread,host_median_s,gbps,copy_ratio\n");
-            for (size_t i = 0; i < n; i++)
-                fprintf(f, "%s,\"%s\",%s,%s,%s,%s,%zu,%d,%.9g,%.9g,%.4f,%.9g,%.4f,%.4f\n", FFNRT_VERSION_STRING,
-                        rows[i].device, rows[i].backend, rows[i].op, rows[i].direction, rows[i].precision,
-                        rows[i].elements, rows[i].runs,
-                        rows[i].device_median_s, rows[i].device_min_s, rows[i].device_spread,
-                        rows[i].host_median_s, rows[i].gbps, rows[i].copy_ratio);
-            fclose(f);
-        }
-    }
-    if (o->json_path) {
-        FILE *f = fopen(o->json_path, "w");
-        if (!f) {
-            fprintf(stderr, "ffnrt bench: cannot write %s\n", o->json_path);
-        } else {
-            fprintf(f, "{\n  \"ffnrt_version\": \"%s\",\n  \"rows\": [\n", FFNRT_VERSION_STRING);
-            for (size_t i = 0; i < n; i++)
-                fprintf(f,
-                        "    {\"device\": \"%s\", \"backend\": \"%s\", \"op\": \"%s\", \"direction\": \"%s\", "
-                        "\"precision\": \"%s\", \"elements\": %zu, "
-                        "\"runs\": %d, \"device_median_s\": %.9g, \"device_min_s\": %.9g, \"spread\": %.4f, "
-                        "\"host_median_s\": %.9g, \"gbps\": %.4f, \"copy_ratio\": %.4f}%s\n",
-                        rows[i].device, rows[i].backend, rows[i].op, rows[i].direction, rows[i].precision,
-                        rows[i].elements, rows[i].runs, rows[i].device_median_s, rows[i].device_min_s,
-                        rows[i].device_spread, rows[i].host_median_s, rows[i].gbps, rows[i].copy_ratio,
-                        i + 1 < n ? "," : "");
-            fprintf(f, "  ]\n}\n");
-            fclose(f);
-        }
-    }
-}
-
-static bench_row *next_row(bench_row **rows, size_t *nrows, size_t *cap)
-{
-    if (*nrows == *cap) {
-        size_t grown_cap = *cap ? 2 * *cap : 64;
-        bench_row *grown = realloc(*rows, grown_cap * sizeof *grown);
-        if (!grown)
-            return NULL;
-        *rows = grown;
-        *cap = grown_cap;
-    }
-    bench_row *r = &(*rows)[*nrows];
-    memset(r, 0, sizeof *r);
-    return r;
+    return w->backward ? ffnrt_glu_backward_split(w->ctx, &d, t->x, t->value, t->dy, t->y, t->y2)
+                       : ffnrt_glu_forward_split(w->ctx, &d, t->x, t->value, t->y);
 }
 
 /* Fills t with n values of U[-10, 10) from a fixed seed (the same inputs
@@ -220,59 +207,72 @@ static ffnrt_status fill(ffnrt_tensor *t, uint32_t seed)
     return st;
 }
 
-/* The element-wise rows of one size and storage type: the copy kernel
- * first (the limit), then every activation and GLU kind forward and
- * backward, and for fp16 the same again in fp16 arithmetic where the
- * device has it. */
-static int bench_elementwise(ffnrt_context *ctx, const ffnrt_device_info *info, ffnrt_dtype dtype, size_t n,
-                             const bench_options *o, bench_row **rows, size_t *nrows, size_t *cap)
+static void size_label(char *out, size_t len, size_t n)
 {
+    snprintf(out, len, "%zu", n);
+}
+
+/* The rows of one size and storage type: the copy kernel first (the
+ * limit), then every selected activation and GLU kind forward and
+ * backward, and for fp16 the same in fp16 arithmetic where the device has
+ * it (against the same copy). */
+static int ew_size_dtype(const bench_device *dev, const bench_config *cfg, ffnrt_dtype dtype, size_t n,
+                         bench_rows *rows)
+{
+    ffnrt_context *ctx = dev->ctx;
     int64_t shape[2] = {(int64_t)(n / 1024), 1024}, channels = 1024;
     ew_tensors t = {0};
     ffnrt_tensor **all[5] = {&t.x, &t.value, &t.dy, &t.y, &t.y2};
     int failed = 0;
     for (int i = 0; i < 5 && !failed; i++)
-        failed = ffnrt_tensor_create(ctx, dtype, 2, shape, all[i]) != FFNRT_OK || fill(*all[i], 12345u + 7u * (uint32_t)i) != FFNRT_OK;
+        failed = ffnrt_tensor_create(ctx, dtype, 2, shape, all[i]) != FFNRT_OK ||
+                 fill(*all[i], 12345u + 7u * (uint32_t)i) != FFNRT_OK;
     if (!failed)
         failed = ffnrt_tensor_create(ctx, dtype, 1, &channels, &t.slopes) != FFNRT_OK || fill(t.slopes, 99u) != FFNRT_OK;
     if (failed)
-        fprintf(stderr, "ffnrt bench: %s\n", ffnrt_context_last_error(ctx));
+        fprintf(stderr, "ffnrt bench: %s: %s\n", dev->info.name, ffnrt_last_error_message());
     double copy_gbps = 0;
-    int computes = dtype == FFNRT_DTYPE_F16 ? 2 : 1;
+    int computes = dtype == FFNRT_DTYPE_F16 && cfg->f16_arithmetic ? 2 : 1;
+    int plain = 0;
+    for (int k = 0; k < cfg->ndtypes; k++)
+        plain |= cfg->dtypes[k] == dtype;
     for (int c = 0; c < computes && !failed; c++) {
         ffnrt_compute compute = c ? FFNRT_COMPUTE_F16 : FFNRT_COMPUTE_F32;
-        if (compute == FFNRT_COMPUTE_F16 && !info->fp16_arithmetic) {
-            printf("%-8s (fp16 arithmetic: the device has none)\n", ffnrt_backend_name(info->backend));
-            break;
-        }
+        if (compute == FFNRT_COMPUTE_F16 && !dev->info.fp16_arithmetic)
+            break; /* reported once per device by the caller */
         for (int kind = c ? WORK_ACTIVATION : WORK_COPY; kind <= WORK_GLU && !failed; kind++) {
+            if (kind != WORK_COPY && c == 0 && !plain)
+                break; /* only the copy, as the limit of the f16a rows */
             int ids = kind == WORK_COPY ? 1 : kind == WORK_ACTIVATION ? FFNRT_ACT_COUNT : FFNRT_GLU_COUNT;
             for (int id = 0; id < ids && !failed; id++)
                 for (int backward = 0; backward < (kind == WORK_COPY ? 1 : 2) && !failed; backward++) {
-                    ew_work w = {(work_kind)kind, id, backward, compute};
-                    if (o->only_op && kind != WORK_COPY && strcmp(o->only_op, work_name(&w)) != 0)
+                    ew_work w = {(work_kind)kind, id, backward, compute, ctx, &t};
+                    if (kind != WORK_COPY && (!bench_wants_op(cfg, work_name(&w)) || !(cfg->directions & (1 << backward))))
                         continue;
-                    bench_row *r = next_row(rows, nrows, cap);
+                    bench_row *r = bench_rows_push(rows);
                     if (!r) {
                         failed = 1;
                         break;
                     }
-                    snprintf(r->device, sizeof r->device, "%s", info->name);
-                    r->backend = ffnrt_backend_name(info->backend);
-                    r->op = work_name(&w);
-                    r->direction = backward ? "bwd" : "fwd";
-                    r->precision = compute == FFNRT_COMPUTE_F16 ? "f16a" : ffnrt_dtype_name(dtype);
-                    r->elements = n;
-                    if (measure(ctx, &w, &t, o, r) != 0) {
+                    bench_row_device(r, dev, kind == WORK_COPY ? "limit" : "elementwise");
+                    BENCH_SET(r->op, work_name(&w));
+                    BENCH_SET(r->dir, backward ? "bwd" : "fwd");
+                    BENCH_SET(r->dtype, compute == FFNRT_COMPUTE_F16 ? "f16a" : ffnrt_dtype_name(dtype));
+                    size_label(r->shape, sizeof r->shape, n);
+                    r->size = (double)n;
+                    if (bench_measure(ctx, ew_call, &w, cfg, r) != 0) {
+                        rows->n--;
                         failed = 1;
                         break;
                     }
+                    double bytes = (double)work_traffic(&w) * (double)ffnrt_tensor_bytes(t.x);
+                    r->rate = bytes / (r->median_ns * 1e-9) * 1e-9;
+                    BENCH_SET(r->rate_unit, "GB/s");
                     if (kind == WORK_COPY)
-                        copy_gbps = r->gbps;
-                    r->copy_ratio = copy_gbps > 0 ? r->gbps / copy_gbps : 0;
-                    print_row(r);
-                    fflush(stdout);
-                    (*nrows)++;
+                        copy_gbps = r->rate;
+                    r->ratio = copy_gbps > 0 ? r->rate / copy_gbps : 0;
+                    BENCH_SET(r->ratio_to, "copy");
+                    bench_row_done(cfg, r);
                 }
         }
     }
@@ -282,126 +282,474 @@ static int bench_elementwise(ffnrt_context *ctx, const ffnrt_device_info *info, 
     return failed ? -1 : 0;
 }
 
-static int bench_device(size_t index, const ffnrt_device_info *info, const bench_options *o, bench_row **rows,
-                        size_t *nrows, size_t *cap)
+int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, bench_rows *rows)
 {
-    ffnrt_context_options co = FFNRT_CONTEXT_OPTIONS_INIT;
-    co.backend = info->backend;
-    co.device_index = (int)info->index;
-    ffnrt_context *ctx;
-    (void)index;
-    if (ffnrt_context_create(&co, &ctx) != FFNRT_OK) {
-        fprintf(stderr, "ffnrt bench: %s: %s\n", info->name, ffnrt_last_error_message());
-        return -1;
+    int want_f16 = 0;
+    for (int k = 0; k < cfg->ndtypes; k++)
+        want_f16 |= cfg->dtypes[k] == FFNRT_DTYPE_F16;
+    if (cfg->f16_arithmetic && !dev->info.fp16_arithmetic) {
+        char peer[160];
+        snprintf(peer, sizeof peer, "f16a on %.100s: the device has no fp16 arithmetic", dev->info.name);
+        bench_meta_add_peer(dev->meta, peer);
     }
-    printf("\n== %s (%s, %s, driver %s)\n", info->name, ffnrt_backend_name(info->backend), info->api_version,
-           info->driver_version);
-    printf("%-8s %-11s %-4s %-5s %10s %5s %10s %10s %8s %10s %8s %7s\n", "backend", "op", "dir", "prec",
-           "elements", "runs", "dev_ms", "min_ms", "spread", "host_ms", "GB/s", "x_copy");
+    static const ffnrt_dtype order[3] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
     int failed = 0;
-    static const ffnrt_dtype dtypes[3] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
-    for (int s = 0; s < o->size_count && !failed && o->elementwise; s++)
-        for (int t = 0; t < 3 && !failed; t++)
-            failed = bench_elementwise(ctx, info, dtypes[t], o->sizes[s], o, rows, nrows, cap) != 0;
-    if (o->ffn && !failed) {
-        bench_ffn_options fo = {o->quick, o->quick ? 3 : 7, o->quick ? 0.3 : 2.0};
-        FILE *csv = o->ffn_csv_path ? fopen(o->ffn_csv_path, "a") : NULL;
-        failed = ffnrt_bench_ffn(ctx, &fo, csv) != 0;
-        if (csv)
-            fclose(csv);
-    }
-    ffnrt_context_destroy(ctx);
+    for (int s = 0; s < cfg->nsizes; s++)
+        for (int k = 0; k < 3; k++) {
+            int wanted = 0;
+            for (int j = 0; j < cfg->ndtypes; j++)
+                wanted |= cfg->dtypes[j] == order[k];
+            if (order[k] != FFNRT_DTYPE_F32 && cfg->f32_only_above && cfg->sizes[s] > (size_t)cfg->f32_only_above)
+                continue;
+            /* f16 storage also runs for the f16a rows' copy limit. */
+            if (!wanted && !(order[k] == FFNRT_DTYPE_F16 && cfg->f16_arithmetic && dev->info.fp16_arithmetic))
+                continue;
+            failed |= ew_size_dtype(dev, cfg, order[k], cfg->sizes[s], rows) != 0;
+        }
+    (void)want_f16;
     return failed ? -1 : 0;
 }
 
-static void usage(void)
+/* ------------------------------------------------------------ the run */
+
+typedef struct bench_part {
+    const char *group;
+    int (*run)(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
+} bench_part;
+
+/* Every device part, in the order they run on each device. Others add
+ * theirs here (cold/warm start, dispatcher regret). */
+static const bench_part parts[] = {
+    {"elementwise", bench_part_elementwise},
+    {"ffn", bench_part_ffn},
+};
+#define NPARTS (sizeof parts / sizeof parts[0])
+
+static void usage(FILE *f)
 {
-    fprintf(stderr,
-            "usage: ffnrt bench [--quick] [--op NAME] [--device SUBSTRING] [--size N]... [--repeats N]\n"
-            "                   [--csv FILE] [--json FILE] [--no-ffn | --ffn-only] [--ffn-csv FILE]\n");
+    fprintf(f,
+            "usage: ffnrt bench [--quick | --full] [selection] [method] [output]\n"
+            "       ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all] [--by time|ratio]\n"
+            "       ffnrt bench --plot RUN.json [DIR]   (the table and plots again from a saved run)\n"
+            "presets: --quick (scripts/bench's default; about a minute here): element-wise ops forward and backward in f32 at 1M\n"
+            "         and 4M elements and f16 at 1M; FFN 768x3072 and 512x1376 at 1 and 64 tokens, f32 and f16;\n"
+            "         the host C loop at 1M. --full: 1M, 4M, 16M and 64M in f32, f16, bf16 and fp16 arithmetic,\n"
+            "         every FFN shape at 1, 8, 64 and 512 tokens, f32 and f16, the host C loop at every size (the default)\n"
+            "selection (comma-separated lists; each replaces the preset's choice):\n"
+            "  --only PARTS       elementwise,ffn,peer (the host C loop; CLBlast runs with ffn)\n"
+            "  --op NAMES         activations and GLU kinds (gelu,swiglu), FFN workloads (dense-gelu,swiglu)\n"
+            "  --device NAMES     backend (opencl, vulkan) or a substring of the device's name, vendor or API (pocl)\n"
+            "  --precision LIST   f32,f16,bf16,f16a (f16a: fp16 arithmetic on f16 storage)\n"
+            "  --size LIST        element-wise sizes: 1M,4M,16M,64M or numbers (multiples of 1024)\n"
+            "  --dir LIST         fwd,bwd\n"
+            "  --shape LIST       FFN d_model x hidden: 768x3072,512x1376,2048x5632,4096x14336\n"
+            "  --tokens LIST      FFN token counts: 1,8,64,512\n"
+            "  --path LIST        FFN paths: fused,unfused\n"
+            "method: --repeats N (most runs per row), --min-runs N, --budget SECONDS (per row)\n"
+            "output: --out DIR (default bench-results: bench.json, bench.csv, table.txt, plots), --no-plots,\n"
+            "        --json FILE, --csv FILE (extra copies), --progress / --no-progress (default: on a terminal),\n"
+            "        --quiet (no rows while running, only the final table)\n");
+}
+
+/* Splits a comma-separated list in place into out[]. */
+static int split_list(char *s, const char **out, int max)
+{
+    int n = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ","))
+        if (*tok && n < max)
+            out[n++] = tok;
+    return n;
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *e;
+    errno = 0;
+    unsigned long long v = strtoull(s, &e, 0);
+    if (e == s || errno)
+        return -1;
+    if (*e == 'K' || *e == 'k')
+        v <<= 10, e++;
+    else if (*e == 'M' || *e == 'm')
+        v <<= 20, e++;
+    if (*e || v < 1024 || v % 1024)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int mkdir_p(const char *dir)
+{
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", dir);
+    for (char *p = tmp + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            mkdir(tmp, 0777);
+            *p = '/';
+        }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+        return -1;
+    struct stat st;
+    return stat(tmp, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
+}
+
+static int device_selected(const ffnrt_device_info *info, const char **names, int n)
+{
+    if (n == 0)
+        return 1;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(names[i], ffnrt_backend_name(info->backend)) == 0)
+            return 1;
+        /* case-insensitive substring of the name, vendor or API version
+         * ("pocl" is in PoCL's, "llvmpipe" in lavapipe's name) */
+        size_t ln = strlen(names[i]);
+        const char *fields[3] = {info->name, info->vendor, info->api_version};
+        for (int f = 0; f < 3; f++)
+            for (const char *p = fields[f]; *p; p++)
+                if (strncasecmp(p, names[i], ln) == 0)
+                    return 1;
+    }
+    return 0;
 }
 
 int ffnrt_bench_main(int argc, char **argv)
 {
-    bench_options o = {0};
-    o.repeats = 25;
-    o.budget_s = 2.0;
-    o.ffn = o.elementwise = 1;
+    if (argc >= 1 && strcmp(argv[0], "--compare") == 0)
+        return bench_compare_main(argc - 1, argv + 1);
+    if (argc >= 1 && strcmp(argv[0], "--plot") == 0) {
+        /* Table and plots again from a saved run, no device needed. */
+        if (argc < 2 || argc > 3) {
+            fprintf(stderr, "usage: ffnrt bench --plot RUN.json [DIR]\n");
+            return 2;
+        }
+        const char *dir = argc == 3 ? argv[2] : "bench-results";
+        bench_rows rows = {0};
+        bench_meta meta;
+        char err[512];
+        if (bench_read_json(argv[1], &rows, &meta, err, sizeof err) != 0) {
+            fprintf(stderr, "ffnrt bench --plot: %s\n", err);
+            return 2;
+        }
+        int rc = 0;
+        if (mkdir_p(dir) != 0) {
+            fprintf(stderr, "ffnrt bench --plot: cannot create %s\n", dir);
+            rc = 1;
+        } else {
+            bench_print_table(stdout, &rows, &meta);
+            if (bench_write_plots(dir, &rows, &meta, err, sizeof err) != 0) {
+                fprintf(stderr, "ffnrt bench --plot: %s\n", err);
+                rc = 1;
+            } else {
+                printf("wrote the plots of %s into %s/\n", argv[1], dir);
+            }
+        }
+        bench_rows_free(&rows);
+        return rc;
+    }
+    bench_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.preset = "full"; /* scripts/bench passes --quick unless told --full */
+    cfg.quick = 0;
+    cfg.verbose_rows = 1;
+    int explicit_preset = 0, plots = 1, progress_mode = -1; /* -1: on a terminal */
+    int do_parts = 0;                                    /* bit i: parts[i]; bit NPARTS: host peer; 0: all */
+    const char *out_dir = "bench-results", *json_extra = NULL, *csv_extra = NULL;
+    const char *devices[BENCH_MAX_LIST];
+    int ndevices = 0, repeats = 0, min_runs = 0;
+    double budget = -1;
+    char *lists[16];
+    int nlists = 0;
+    const char *precisions[8];
+    int nprec = -1, ndir = -1;
+    const char *dirs[4];
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *v = NULL;
+        int takes = strcmp(a, "--op") == 0 || strcmp(a, "--device") == 0 || strcmp(a, "--precision") == 0 ||
+                    strcmp(a, "--size") == 0 || strcmp(a, "--dir") == 0 || strcmp(a, "--shape") == 0 ||
+                    strcmp(a, "--tokens") == 0 || strcmp(a, "--path") == 0 || strcmp(a, "--only") == 0 ||
+                    strcmp(a, "--repeats") == 0 || strcmp(a, "--min-runs") == 0 || strcmp(a, "--budget") == 0 ||
+                    strcmp(a, "--out") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0;
+        if (takes) {
+            if (i + 1 >= argc || nlists >= 16) {
+                fprintf(stderr, "ffnrt bench: %s\n", i + 1 >= argc ? "an option needs a value" : "too many options");
+                return 2;
+            }
+            v = lists[nlists++] = strdup(argv[++i]);
+            if (!v)
+                return 1;
+        }
         if (strcmp(a, "--quick") == 0) {
-            o.quick = 1;
-        } else if (strcmp(a, "--op") == 0 && v) {
-            o.only_op = v, i++;
-        } else if (strcmp(a, "--device") == 0 && v) {
-            o.only_device = v, i++;
-        } else if (strcmp(a, "--size") == 0 && v && o.size_count < 8) {
-            o.sizes[o.size_count++] = strtoull(v, NULL, 0), i++;
-        } else if (strcmp(a, "--repeats") == 0 && v) {
-            o.repeats = atoi(v), i++;
-        } else if (strcmp(a, "--csv") == 0 && v) {
-            o.csv_path = v, i++;
-        } else if (strcmp(a, "--json") == 0 && v) {
-            o.json_path = v, i++;
-        } else if (strcmp(a, "--no-ffn") == 0) {
-            o.ffn = 0;
+            cfg.preset = "quick", cfg.quick = 1, explicit_preset = 1;
+        } else if (strcmp(a, "--full") == 0) {
+            cfg.preset = "full", cfg.quick = 0, explicit_preset = 1;
+        } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--op") == 0) {
+            cfg.nops = split_list(v, cfg.ops, BENCH_MAX_LIST);
+        } else if (strcmp(a, "--device") == 0) {
+            ndevices = split_list(v, devices, BENCH_MAX_LIST);
+        } else if (strcmp(a, "--precision") == 0) {
+            nprec = split_list(v, precisions, 8);
+        } else if (strcmp(a, "--dir") == 0) {
+            ndir = split_list(v, dirs, 4);
+        } else if (strcmp(a, "--size") == 0) {
+            const char *items[BENCH_MAX_LIST];
+            int n = split_list(v, items, BENCH_MAX_LIST);
+            for (int k = 0; k < n && cfg.nsizes < BENCH_MAX_LIST; k++)
+                if (parse_size(items[k], &cfg.sizes[cfg.nsizes++]) != 0) {
+                    fprintf(stderr, "ffnrt bench: --size %s: a positive multiple of 1024 (1M, 4096, ...)\n", items[k]);
+                    return 2;
+                }
+        } else if (strcmp(a, "--shape") == 0) {
+            cfg.nshapes = split_list(v, cfg.shapes, BENCH_MAX_LIST);
+        } else if (strcmp(a, "--tokens") == 0) {
+            const char *items[BENCH_MAX_LIST];
+            int n = split_list(v, items, BENCH_MAX_LIST);
+            for (int k = 0; k < n && cfg.ntokens < BENCH_MAX_LIST; k++)
+                if ((cfg.tokens[cfg.ntokens++] = strtoll(items[k], NULL, 10)) < 1) {
+                    fprintf(stderr, "ffnrt bench: --tokens %s: a positive count\n", items[k]);
+                    return 2;
+                }
+        } else if (strcmp(a, "--path") == 0) {
+            const char *items[4];
+            int n = split_list(v, items, 4);
+            for (int k = 0; k < n; k++) {
+                int bit = strcmp(items[k], "fused") == 0 ? 1 : strcmp(items[k], "unfused") == 0 ? 2 : 0;
+                if (!bit) {
+                    fprintf(stderr, "ffnrt bench: --path %s: fused or unfused\n", items[k]);
+                    return 2;
+                }
+                cfg.paths |= bit;
+            }
+        } else if (strcmp(a, "--only") == 0) {
+            const char *items[8];
+            int n = split_list(v, items, 8);
+            for (int k = 0; k < n; k++) {
+                int found = 0;
+                for (size_t p = 0; p < NPARTS; p++)
+                    if (strcmp(items[k], parts[p].group) == 0)
+                        do_parts |= 1 << p, found = 1;
+                if (strcmp(items[k], "peer") == 0)
+                    do_parts |= 1 << NPARTS, found = 1;
+                if (!found) {
+                    fprintf(stderr, "ffnrt bench: --only %s: one of", items[k]);
+                    for (size_t p = 0; p < NPARTS; p++)
+                        fprintf(stderr, " %s,", parts[p].group);
+                    fprintf(stderr, " peer\n");
+                    return 2;
+                }
+            }
+        } else if (strcmp(a, "--repeats") == 0) {
+            repeats = atoi(v);
+        } else if (strcmp(a, "--min-runs") == 0) {
+            min_runs = atoi(v);
+        } else if (strcmp(a, "--budget") == 0) {
+            budget = atof(v);
+        } else if (strcmp(a, "--out") == 0) {
+            out_dir = v;
+        } else if (strcmp(a, "--json") == 0) {
+            json_extra = v;
+        } else if (strcmp(a, "--csv") == 0) {
+            csv_extra = v;
+        } else if (strcmp(a, "--no-plots") == 0) {
+            plots = 0;
+        } else if (strcmp(a, "--progress") == 0) {
+            progress_mode = 1;
+        } else if (strcmp(a, "--no-progress") == 0) {
+            progress_mode = 0;
+        } else if (strcmp(a, "--quiet") == 0) {
+            cfg.verbose_rows = 0;
+        } else if (strcmp(a, "--no-ffn") == 0) { /* older spellings */
+            do_parts |= 1 << 0 | 1 << NPARTS;
         } else if (strcmp(a, "--ffn-only") == 0) {
-            o.elementwise = 0;
-        } else if (strcmp(a, "--ffn-csv") == 0 && v) {
-            o.ffn_csv_path = v, i++;
+            do_parts |= 1 << 1;
         } else {
-            usage();
+            fprintf(stderr, "ffnrt bench: unknown option %s\n", a);
+            usage(stderr);
             return 2;
         }
     }
-    if (o.only_op) {
+    (void)explicit_preset;
+    /* Names must be known ones, so a typo selects nothing silently never. */
+    for (int i = 0; i < cfg.nops; i++) {
         ffnrt_activation act;
         ffnrt_glu glu;
-        if (strcmp(o.only_op, "copy") != 0 && ffnrt_activation_from_name(o.only_op, &act) != FFNRT_OK &&
-            ffnrt_glu_from_name(o.only_op, &glu) != FFNRT_OK) {
-            fprintf(stderr, "ffnrt bench: %s\n", ffnrt_last_error_message());
+        if (strcmp(cfg.ops[i], "copy") != 0 && strcmp(cfg.ops[i], "dense-gelu") != 0 &&
+            ffnrt_activation_from_name(cfg.ops[i], &act) != FFNRT_OK && ffnrt_glu_from_name(cfg.ops[i], &glu) != FFNRT_OK) {
+            fprintf(stderr, "ffnrt bench: --op %s: not an activation, GLU kind or FFN workload\n", cfg.ops[i]);
             return 2;
         }
     }
-    if (o.size_count == 0) {
-        if (!o.quick)
-            o.sizes[o.size_count++] = 1u << 20;
-        o.sizes[o.size_count++] = 16u << 20; /* the size the speed targets are stated at */
-        if (!o.quick)
-            o.sizes[o.size_count++] = 64u << 20;
+    /* Preset defaults for what was not chosen. */
+    if (cfg.nsizes == 0) {
+        static const size_t quick[] = {1u << 20, 4u << 20}, full[] = {1u << 20, 4u << 20, 16u << 20, 64u << 20};
+        const size_t *s = cfg.quick ? quick : full;
+        cfg.nsizes = cfg.quick ? 2 : 4;
+        memcpy(cfg.sizes, s, (size_t)cfg.nsizes * sizeof *s);
+        /* quick: 16-bit storage at 1M only (4M adds a second point to the fp32 curves) */
+        if (cfg.quick && nprec < 0)
+            cfg.f32_only_above = 1 << 20;
     }
-    for (int s = 0; s < o.size_count; s++)
-        if (o.sizes[s] < 1024 || o.sizes[s] % 1024) {
-            fprintf(stderr, "ffnrt bench: --size must be a positive multiple of 1024\n");
+    if (nprec < 0) {
+        cfg.dtypes[cfg.ndtypes++] = FFNRT_DTYPE_F32;
+        cfg.dtypes[cfg.ndtypes++] = FFNRT_DTYPE_F16;
+        if (!cfg.quick) {
+            cfg.dtypes[cfg.ndtypes++] = FFNRT_DTYPE_BF16;
+            cfg.f16_arithmetic = 1;
+        }
+    } else {
+        cfg.precision_given = 1;
+        for (int k = 0; k < nprec; k++) {
+            if (strcmp(precisions[k], "f32") == 0)
+                cfg.dtypes[cfg.ndtypes++] = FFNRT_DTYPE_F32;
+            else if (strcmp(precisions[k], "f16") == 0)
+                cfg.dtypes[cfg.ndtypes++] = FFNRT_DTYPE_F16;
+            else if (strcmp(precisions[k], "bf16") == 0)
+                cfg.dtypes[cfg.ndtypes++] = FFNRT_DTYPE_BF16;
+            else if (strcmp(precisions[k], "f16a") == 0)
+                cfg.f16_arithmetic = 1;
+            else {
+                fprintf(stderr, "ffnrt bench: --precision %s: f32, f16, bf16 or f16a\n", precisions[k]);
+                return 2;
+            }
+            if (cfg.ndtypes > 3)
+                cfg.ndtypes = 3;
+        }
+    }
+    cfg.directions = ndir < 0 ? 3 : 0;
+    for (int k = 0; k < ndir; k++) {
+        int bit = strcmp(dirs[k], "fwd") == 0 ? 1 : strcmp(dirs[k], "bwd") == 0 ? 2 : 0;
+        if (!bit) {
+            fprintf(stderr, "ffnrt bench: --dir %s: fwd or bwd\n", dirs[k]);
             return 2;
         }
-    if (o.quick) {
-        o.repeats = 5;
-        o.budget_s = 0.25;
+        cfg.directions |= bit;
     }
+    if (!cfg.paths)
+        cfg.paths = 3;
+    cfg.min_runs = min_runs > 0 ? min_runs : 3;
+    cfg.max_runs = repeats > 0 ? repeats : cfg.quick ? 5 : 25;
+    if (cfg.max_runs < cfg.min_runs)
+        cfg.min_runs = cfg.max_runs;
+    cfg.budget_s = budget >= 0 ? budget : cfg.quick ? 0.15 : 1.0;
+    if (!do_parts)
+        do_parts = ~0;
+    progress.on = progress_mode < 0 ? isatty(2) : progress_mode;
+    progress.start = bench_now_s();
+
+    bench_meta meta;
+    memset(&meta, 0, sizeof meta);
+    snprintf(meta.format, sizeof meta.format, "ffnrt-bench-1");
+    snprintf(meta.version, sizeof meta.version, "%s", FFNRT_VERSION_STRING);
+    snprintf(meta.commit, sizeof meta.commit, "%s", FFNRT_BENCH_COMMIT);
+    snprintf(meta.preset, sizeof meta.preset, "%s", cfg.preset);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(meta.date, sizeof meta.date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (gethostname(meta.host, sizeof meta.host - 1) != 0)
+        snprintf(meta.host, sizeof meta.host, "unknown");
+
     size_t count = 0;
-    if (ffnrt_device_count(&count) != FFNRT_OK || count == 0) {
+    int device_parts = do_parts & ((1 << NPARTS) - 1);
+    if (device_parts && (ffnrt_device_count(&count) != FFNRT_OK || count == 0))
         fprintf(stderr, "ffnrt bench: no device found (%s)\n", ffnrt_last_error_message());
-        return 1;
-    }
-    printf("ffnrt %s bench: times are device medians; x_copy is an element-wise op's GB/s over the copy kernel's\n"
-           "(same device, same storage type, same run); prec f16a is fp16 arithmetic on f16 storage\n",
-           FFNRT_VERSION_STRING);
-    bench_row *rows = NULL;
-    size_t nrows = 0, cap = 0;
-    int rc = 0;
+    printf("ffnrt %s (commit %s) bench, preset %s: device-time medians of repeated runs after a warm-up;\n"
+           "ratio is the row's rate over the limit it names, measured on the same device in this run (copy: the copy\n"
+           "kernel of the same storage type and size, or of the FFN weights' bytes; gemm: the best GFLOP/s on the device)\n",
+           meta.version, meta.commit, meta.preset);
+    bench_rows rows = {0};
+    int rc = 0, ran = 0;
     for (size_t i = 0; i < count; i++) {
-        ffnrt_device_info info;
-        if (ffnrt_device_get_info(i, &info) != FFNRT_OK)
+        bench_device dev = {NULL, {0}, &meta};
+        if (ffnrt_device_get_info(i, &dev.info) != FFNRT_OK || !device_selected(&dev.info, devices, ndevices))
             continue;
-        if (o.only_device && !strstr(info.name, o.only_device) &&
-            strcmp(o.only_device, ffnrt_backend_name(info.backend)) != 0)
+        ffnrt_context_options co = FFNRT_CONTEXT_OPTIONS_INIT;
+        co.backend = dev.info.backend;
+        co.device_index = (int)dev.info.index;
+        if (ffnrt_context_create(&co, &dev.ctx) != FFNRT_OK) {
+            fprintf(stderr, "ffnrt bench: %s: %s\n", dev.info.name, ffnrt_last_error_message());
+            rc = 1;
             continue;
-        if (bench_device(i, &info, &o, &rows, &nrows, &cap) != 0)
+        }
+        ran++;
+        if (meta.ndevices < BENCH_MAX_DEVICES) {
+            bench_device_meta *d = &meta.devices[meta.ndevices++];
+            snprintf(d->backend, sizeof d->backend, "%s", ffnrt_backend_name(dev.info.backend));
+            bench_row_set(d->name, sizeof d->name, dev.info.name);
+            snprintf(d->driver, sizeof d->driver, "%s", dev.info.driver_version);
+            snprintf(d->api, sizeof d->api, "%s", dev.info.api_version);
+            bench_row_set(dev.info.name, sizeof dev.info.name, dev.info.name); /* rows hold the cleaned name */
+            if (cfg.verbose_rows) {
+                progress_clear();
+                printf("\n== %s (%s, %s, driver %s)\n", d->name, d->backend, d->api, d->driver);
+                bench_print_header(stdout);
+            }
+        }
+        for (size_t p = 0; p < NPARTS; p++)
+            if (do_parts & (1 << p))
+                if (parts[p].run(&dev, &cfg, &rows) != 0)
+                    rc = 1;
+        ffnrt_context_destroy(dev.ctx);
+    }
+    if (ndevices && !ran)
+        fprintf(stderr, "ffnrt bench: no device matches --device\n");
+    if (do_parts & (1 << NPARTS)) {
+        if (cfg.verbose_rows) {
+            progress_clear();
+            printf("\n== host C loop (the CPU reference for activations)\n");
+            bench_print_header(stdout);
+        }
+        if (bench_part_host_peer(&cfg, &meta, &rows) != 0)
             rc = 1;
     }
-    write_outputs(rows, nrows, &o);
-    free(rows);
+    progress_clear();
+    meta.wall_s = bench_now_s() - progress.start;
+
+    /* Outputs: the table (stdout and table.txt), JSON, CSV, plots. */
+    if (!cfg.verbose_rows)
+        bench_print_table(stdout, &rows, &meta);
+    else {
+        printf("\n");
+        for (int p = 0; p < meta.npeers; p++)
+            printf("peer %s\n", meta.peers[p]);
+    }
+    if (out_dir && *out_dir) {
+        char path[1200];
+        if (mkdir_p(out_dir) != 0) {
+            fprintf(stderr, "ffnrt bench: cannot create %s\n", out_dir);
+            rc = 1;
+        } else {
+            snprintf(path, sizeof path, "%s/table.txt", out_dir);
+            FILE *f = fopen(path, "w");
+            if (f) {
+                bench_print_table(f, &rows, &meta);
+                fclose(f);
+            }
+            snprintf(path, sizeof path, "%s/bench.json", out_dir);
+            if (bench_write_json(path, &rows, &meta) != 0)
+                fprintf(stderr, "ffnrt bench: cannot write %s\n", path), rc = 1;
+            snprintf(path, sizeof path, "%s/bench.csv", out_dir);
+            if (bench_write_csv(path, &rows, &meta) != 0)
+                fprintf(stderr, "ffnrt bench: cannot write %s\n", path), rc = 1;
+            char why[200] = "";
+            if (plots && bench_write_plots(out_dir, &rows, &meta, why, sizeof why) != 0)
+                printf("plots: %s\n", why);
+            printf("wrote %s/: table.txt, bench.json, bench.csv%s (%zu rows, %.0f s)\n", out_dir,
+                   plots && !why[0] ? ", plots (PNG and SVG)" : "", rows.n, meta.wall_s);
+        }
+    }
+    if (json_extra && bench_write_json(json_extra, &rows, &meta) != 0)
+        fprintf(stderr, "ffnrt bench: cannot write %s\n", json_extra), rc = 1;
+    if (csv_extra && bench_write_csv(csv_extra, &rows, &meta) != 0)
+        fprintf(stderr, "ffnrt bench: cannot write %s\n", csv_extra), rc = 1;
+    bench_rows_free(&rows);
+    for (int i = 0; i < nlists; i++)
+        free(lists[i]);
+    if (device_parts && count == 0)
+        return 1;
     return rc;
 }

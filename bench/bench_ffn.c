@@ -2,12 +2,17 @@
  * SwiGLU 512 x 1376, 2048 x 5632 and 4096 x 14336, at tokens 1, 8, 64 and
  * 512, fp32 and fp16 storage, fused and unfused on the same weights.
  *
- * Each row reports device-time medians, GFLOP/s (ffnrt_ffn_cost_of's
- * count), the weights' bandwidth (weight bytes over time: the decode
- * limit), its ratio to a copy kernel of 64 MiB measured on the same device
- * in the same run, the fused/unfused speed ratio, and the GFLOP/s ratio to
- * the best rate any row reached on the device in this run. */
+ * Limits, measured on the same device in the same run: a copy kernel whose
+ * reads and writes add up to the layer's weight bytes (so both fit in, or
+ * leave, the caches alike) and the GEMM rate: the best GFLOP/s of the device's rows,
+ * of which the GEMM-rate probe (a dense ReLU layer of 1024 x 4096 at 256
+ * tokens, 4.3 GFLOP, two GEMMs and a cheap epilogue) is one. Decode rows
+ * (up to 8 tokens, where a layer streams its weights once) report weight
+ * bytes over time against the copy kernel; prefill rows report GFLOP/s
+ * (ffnrt_ffn_cost_of's count) against the GEMM rate. CLBlast's SGEMM of each fp32 prefill row's first projection runs
+ * beside it on OpenCL devices. */
 #include "bench_ffn.h"
+#include "bench_parts.h"
 #include "bench_util.h"
 #include "peer_clblast.h"
 
@@ -15,7 +20,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct ffn_workload {
     const char *name;
@@ -30,12 +34,12 @@ static const ffn_workload workloads[] = {
     {"swiglu", FFNRT_FFN_GATED, 2048, 5632, 0},
     {"swiglu", FFNRT_FFN_GATED, 4096, 14336, 0},
 };
-static const int64_t token_counts[] = {1, 8, 64, 512};
+static const int64_t full_tokens[] = {1, 8, 64, 512};
 static const int64_t quick_tokens[] = {1, 64};
 
-/* Tuning filters (environment): FFNRT_BENCH_FFN_SHAPES="768x3072,512x1376"
- * keeps those d_model x hidden workloads, FFNRT_BENCH_FFN_TOKENS="1,512"
- * those token counts, FFNRT_BENCH_FFN_DTYPES="f32" those dtypes. */
+/* Older tuning filters (environment), used when the options do not say:
+ * FFNRT_BENCH_FFN_SHAPES="768x3072,512x1376", FFNRT_BENCH_FFN_TOKENS="1,512",
+ * FFNRT_BENCH_FFN_DTYPES="f32". */
 static int env_keeps(const char *var, const char *item)
 {
     const char *list = getenv(var);
@@ -48,65 +52,17 @@ static int env_keeps(const char *var, const char *item)
     return 0;
 }
 
-typedef struct ffn_row {
-    char label[64];
-    size_t workload; /* index in workloads[] */
-    int64_t tokens;
-    ffnrt_dtype dtype;
-    double fused_s, unfused_s;
-    double gflops, weight_gbps;
-} ffn_row;
-
-
-#define MAX_RUNS 25
-
-/* Median device time of forward(x) after a warm-up (which builds kernels);
- * runs until `repeats` or the time budget, at least 2. */
-static double time_forward(ffnrt_context *ctx, ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, int repeats,
-                           double budget_s)
+static int keeps_shape(const bench_config *cfg, const char *shape)
 {
-    double t[MAX_RUNS];
-    if (ffnrt_ffn_forward(layer, x, y) != FFNRT_OK)
-        return -1;
-    int n = 0;
-    double start = bench_now_s();
-    while (n < MAX_RUNS && (n < 2 || (n < repeats && bench_now_s() - start < budget_s))) {
-        double h0 = bench_now_s();
-        if (ffnrt_ffn_forward(layer, x, y) != FFNRT_OK)
-            return -1;
-        uint64_t ns = 0;
-        ffnrt_context_last_op_time(ctx, &ns);
-        t[n++] = ns ? 1e-9 * (double)ns : bench_now_s() - h0;
-    }
-    qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    if (cfg->nshapes == 0)
+        return env_keeps("FFNRT_BENCH_FFN_SHAPES", shape);
+    for (int i = 0; i < cfg->nshapes; i++)
+        if (strcmp(cfg->shapes[i], shape) == 0)
+            return 1;
+    return 0;
 }
 
-static double copy_gbps(ffnrt_context *ctx, size_t elements, int repeats)
-{
-    int64_t shape = (int64_t)elements;
-    ffnrt_tensor *a = NULL, *b = NULL;
-    double best = 0, t[MAX_RUNS];
-    int n = 0;
-    if (ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &shape, &a) == FFNRT_OK &&
-        ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &shape, &b) == FFNRT_OK && ffnrt_copy(ctx, a, b) == FFNRT_OK) {
-        for (; n < repeats && n < MAX_RUNS; n++) {
-            uint64_t ns = 0;
-            if (ffnrt_copy(ctx, a, b) != FFNRT_OK || ffnrt_context_last_op_time(ctx, &ns) != FFNRT_OK || !ns)
-                break;
-            t[n] = 1e-9 * (double)ns;
-        }
-        if (n) {
-            qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
-            best = 2.0 * 4.0 * (double)elements / t[n / 2] * 1e-9;
-        }
-    }
-    ffnrt_tensor_destroy(a);
-    ffnrt_tensor_destroy(b);
-    return best;
-}
-
-/* Random weights in [-s, s], s = 1/sqrt(fan-in), in the dtype. */
+/* Random values in [-s, s], s = 1/sqrt(fan-in), in the dtype. */
 static ffnrt_tensor *random_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, int64_t rows, int64_t cols, uint32_t seed)
 {
     int64_t shape[2] = {rows, cols};
@@ -126,6 +82,9 @@ static ffnrt_tensor *random_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, int64_
         if (dtype == FFNRT_DTYPE_F16) {
             ffnrt_f32_to_f16_array(v, bits, n);
             st = ffnrt_tensor_write(t, bits, n * 2);
+        } else if (dtype == FFNRT_DTYPE_BF16) {
+            ffnrt_f32_to_bf16_array(v, bits, n);
+            st = ffnrt_tensor_write(t, bits, n * 2);
         } else {
             st = ffnrt_tensor_write(t, v, n * 4);
         }
@@ -139,10 +98,131 @@ static ffnrt_tensor *random_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, int64_
     return t;
 }
 
-/* Runs every token count of one workload and dtype; appends rows. */
-static int bench_workload(ffnrt_context *ctx, const ffn_workload *w, ffnrt_dtype dtype, const bench_ffn_options *o,
-                          ffn_row *rows, size_t *nrows)
+typedef struct ffn_call_arg {
+    ffnrt_ffn *layer;
+    const ffnrt_tensor *x;
+    ffnrt_tensor *y;
+} ffn_call_arg;
+
+static ffnrt_status ffn_call(void *arg)
 {
+    ffn_call_arg *a = arg;
+    return ffnrt_ffn_forward(a->layer, a->x, a->y);
+}
+
+typedef struct copy_arg {
+    ffnrt_context *ctx;
+    ffnrt_tensor *a, *b;
+} copy_arg;
+
+static ffnrt_status copy_call(void *arg)
+{
+    copy_arg *c = arg;
+    return ffnrt_copy(c->ctx, c->a, c->b);
+}
+
+/* The copy limit's GB/s for n fp32 elements: the row of that size when one
+ * ran (the element-wise part's, or another workload's), else measured here
+ * and added as a limit row. */
+static double copy_limit(const bench_device *dev, const bench_config *cfg, bench_rows *rows, size_t elements)
+{
+    char shape[32];
+    snprintf(shape, sizeof shape, "%zu", elements);
+    for (size_t i = 0; i < rows->n; i++) {
+        const bench_row *r = &rows->v[i];
+        if (strcmp(r->group, "limit") == 0 && strcmp(r->op, "copy") == 0 && strcmp(r->dtype, "f32") == 0 &&
+            strcmp(r->shape, shape) == 0 && strcmp(r->device, dev->info.name) == 0 &&
+            strcmp(r->backend, ffnrt_backend_name(dev->info.backend)) == 0)
+            return r->rate;
+    }
+    int64_t n = (int64_t)elements;
+    copy_arg c = {dev->ctx, NULL, NULL};
+    double gbps = 0;
+    if (ffnrt_tensor_create(dev->ctx, FFNRT_DTYPE_F32, 1, &n, &c.a) == FFNRT_OK &&
+        ffnrt_tensor_create(dev->ctx, FFNRT_DTYPE_F32, 1, &n, &c.b) == FFNRT_OK) {
+        bench_row *r = bench_rows_push(rows);
+        if (r) {
+            bench_row_device(r, dev, "limit");
+            BENCH_SET(r->op, "copy");
+            BENCH_SET(r->dir, "fwd");
+            BENCH_SET(r->dtype, "f32");
+            BENCH_SET(r->shape, shape);
+            r->size = (double)n;
+            if (bench_measure(dev->ctx, copy_call, &c, cfg, r) == 0) {
+                r->rate = gbps = 2.0 * 4.0 * (double)n / r->median_ns;
+                BENCH_SET(r->rate_unit, "GB/s");
+                r->ratio = 1;
+                BENCH_SET(r->ratio_to, "copy");
+                bench_row_done(cfg, r);
+            } else {
+                rows->n--;
+            }
+        }
+    }
+    ffnrt_tensor_destroy(c.a);
+    ffnrt_tensor_destroy(c.b);
+    return gbps;
+}
+
+/* The GEMM-rate probe: GFLOP/s of a dense ReLU layer 1024 x 4096 at 256
+ * tokens, fused, on the product kernel ffnrt picks; added as a limit row. */
+static double gemm_limit(const bench_device *dev, const bench_config *cfg, bench_rows *rows)
+{
+    const int64_t d = 1024, h = 4096, tokens = 256;
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, d, h);
+    desc.activation = (ffnrt_activation_desc)FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_RELU);
+    desc.path = FFNRT_FFN_PATH_FUSED;
+    ffnrt_ffn_weight_tensors wt = {0};
+    ffnrt_tensor *w1 = random_tensor(dev->ctx, FFNRT_DTYPE_F32, h, d, 11);
+    ffnrt_tensor *w2 = random_tensor(dev->ctx, FFNRT_DTYPE_F32, d, h, 12);
+    ffnrt_tensor *x = random_tensor(dev->ctx, FFNRT_DTYPE_F32, tokens, d, 13), *y = NULL;
+    int64_t shape[2] = {tokens, d};
+    ffn_call_arg a = {NULL, x, NULL};
+    double gflops = 0;
+    wt.w_in = w1;
+    wt.w_out = w2;
+    if (w1 && w2 && x && ffnrt_tensor_create(dev->ctx, FFNRT_DTYPE_F32, 2, shape, &y) == FFNRT_OK &&
+        ffnrt_ffn_create_from_tensors(dev->ctx, &desc, &wt, &a.layer) == FFNRT_OK) {
+        a.y = y;
+        ffnrt_ffn_cost cost;
+        ffnrt_ffn_cost_of(&desc, tokens, FFNRT_FFN_PATH_FUSED, &cost);
+        bench_row *r = bench_rows_push(rows);
+        if (r) {
+            bench_row_device(r, dev, "limit");
+            BENCH_SET(r->op, "gemm");
+            BENCH_SET(r->dir, "fwd");
+            BENCH_SET(r->dtype, "f32");
+            BENCH_SET(r->path, "fused");
+            BENCH_SET(r->shape, "1024x4096 t256");
+            r->size = (double)tokens;
+            if (bench_measure(dev->ctx, ffn_call, &a, cfg, r) == 0) {
+                r->rate = gflops = (double)cost.flops / r->median_ns;
+                BENCH_SET(r->rate_unit, "GFLOP/s");
+                r->ratio = 1;
+                BENCH_SET(r->ratio_to, "gemm");
+                BENCH_SET(r->note, "the probe: a dense relu layer");
+                bench_row_done(cfg, r);
+            } else {
+                rows->n--;
+            }
+        }
+    } else {
+        fprintf(stderr, "ffnrt bench: GEMM probe on %s: %s\n", dev->info.name, ffnrt_last_error_message());
+    }
+    ffnrt_ffn_destroy(a.layer);
+    ffnrt_tensor_destroy(w1);
+    ffnrt_tensor_destroy(w2);
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(y);
+    return gflops;
+}
+
+/* Runs every token count of one workload and dtype. */
+static int bench_workload(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
+                          double gemm_gflops, bench_rows *rows)
+{
+    double copy_gbps = 0; /* measured on first need: a copy moving the weights' bytes */
+    ffnrt_context *ctx = dev->ctx;
     int gated = w->kind == FFNRT_FFN_GATED;
     ffnrt_ffn_weight_tensors wt = {0};
     ffnrt_tensor *up = random_tensor(ctx, dtype, gated ? 2 * w->hidden : w->hidden, w->d_model, 1);
@@ -161,6 +241,8 @@ static int bench_workload(ffnrt_context *ctx, const ffn_workload *w, ffnrt_dtype
         wt.w_in = up;
     wt.w_out = down;
     for (int p = 0; p < 2; p++) {
+        if (!(cfg->paths & (1 << p)))
+            continue;
         ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
         desc.dtype = dtype;
         desc.path = p ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
@@ -170,12 +252,12 @@ static int bench_workload(ffnrt_context *ctx, const ffn_workload *w, ffnrt_dtype
             goto done;
         }
     }
-    const int64_t *tokens = o->quick ? quick_tokens : token_counts;
-    size_t count = o->quick ? sizeof quick_tokens / sizeof quick_tokens[0] : sizeof token_counts / sizeof token_counts[0];
+    const int64_t *tokens = cfg->ntokens ? cfg->tokens : cfg->quick ? quick_tokens : full_tokens;
+    size_t count = cfg->ntokens ? (size_t)cfg->ntokens : cfg->quick ? 2 : 4;
     for (size_t i = 0; i < count && rc == 0; i++) {
         char tok[24];
         snprintf(tok, sizeof tok, "%lld", (long long)tokens[i]);
-        if (!env_keeps("FFNRT_BENCH_FFN_TOKENS", tok))
+        if (!cfg->ntokens && !env_keeps("FFNRT_BENCH_FFN_TOKENS", tok))
             continue;
         ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
         desc.dtype = dtype;
@@ -184,25 +266,64 @@ static int bench_workload(ffnrt_context *ctx, const ffn_workload *w, ffnrt_dtype
         ffnrt_tensor *x = random_tensor(ctx, dtype, tokens[i], w->d_model, 3), *y = NULL;
         int64_t shape[2] = {tokens[i], w->d_model};
         if (!x || ffnrt_tensor_create(ctx, dtype, 2, shape, &y) != FFNRT_OK) {
+            fprintf(stderr, "ffnrt bench: %s\n", ffnrt_last_error_message());
             rc = -1;
-        } else {
-            ffn_row *r = &rows[(*nrows)++];
-            snprintf(r->label, sizeof r->label, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
-            r->workload = (size_t)(w - workloads);
-            r->tokens = tokens[i];
-            r->dtype = dtype;
-            /* Long rows (the 8B layer's prefill on lavapipe) get fewer runs. */
-            int repeats = cost.flops > 20e9 ? 2 : o->repeats;
-            r->fused_s = time_forward(ctx, layer[0], x, y, repeats, o->budget_s);
-            r->unfused_s = r->fused_s > 0 ? time_forward(ctx, layer[1], x, y, repeats, o->budget_s) : -1;
-            if (r->fused_s <= 0 || r->unfused_s <= 0) {
-                fprintf(stderr, "ffnrt bench: %s: %s\n", r->label, ffnrt_last_error_message());
-                rc = -1;
-            } else {
-                r->gflops = (double)cost.flops / r->fused_s * 1e-9;
-                r->weight_gbps = (double)cost.weight_bytes / r->fused_s * 1e-9;
-            }
         }
+        /* Long rows (the 8B layer's prefill on lavapipe) get fewer runs. */
+        bench_config c = *cfg;
+        if (cost.flops > 20e9)
+            c.min_runs = c.max_runs = 2;
+        int decode = tokens[i] <= 8;
+        if (decode && copy_gbps == 0 && rc == 0) {
+            /* Reads and writes of the copy add up to the weights' bytes, so
+             * both stay in (or leave) the caches alike. */
+            size_t elements = ((size_t)cost.weight_bytes / 8 + 1023) / 1024 * 1024;
+            copy_gbps = copy_limit(dev, cfg, rows, elements);
+        }
+        double t[2] = {0, 0};
+        size_t first = rows->n;
+        for (int p = 0; p < 2 && rc == 0; p++) {
+            if (!layer[p])
+                continue;
+            bench_row *r = bench_rows_push(rows);
+            if (!r) {
+                rc = -1;
+                break;
+            }
+            bench_row_device(r, dev, "ffn");
+            snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
+            BENCH_SET(r->dir, "fwd");
+            BENCH_SET(r->dtype, ffnrt_dtype_name(dtype));
+            BENCH_SET(r->path, p ? "unfused" : "fused");
+            snprintf(r->shape, sizeof r->shape, "t%lld", (long long)tokens[i]);
+            r->size = (double)tokens[i];
+            ffn_call_arg a = {layer[p], x, y};
+            if (bench_measure(ctx, ffn_call, &a, &c, r) != 0) {
+                rows->n--;
+                rc = -1;
+                break;
+            }
+            double gflops = (double)cost.flops / r->median_ns;
+            if (decode) {
+                r->rate = (double)cost.weight_bytes / r->median_ns;
+                BENCH_SET(r->rate_unit, "GB/s");
+                r->ratio = copy_gbps > 0 ? r->rate / copy_gbps : 0;
+                BENCH_SET(r->ratio_to, "copy");
+            } else {
+                r->rate = gflops;
+                BENCH_SET(r->rate_unit, "GFLOP/s");
+                r->ratio = gemm_gflops > 0 ? r->rate / gemm_gflops : 0;
+                BENCH_SET(r->ratio_to, "gemm");
+            }
+            snprintf(r->note, sizeof r->note, "%.2f GFLOP/s", gflops);
+            t[p] = r->median_ns;
+        }
+        /* Fused against unfused, on the fused row. */
+        if (rc == 0 && t[0] > 0 && t[1] > 0)
+            snprintf(rows->v[first].note, sizeof rows->v[first].note, "%.2f GFLOP/s, fused/unfused speed %.2f",
+                     (double)cost.flops / t[0], t[1] / t[0]);
+        for (size_t k = first; k < rows->n; k++)
+            bench_row_done(cfg, &rows->v[k]);
         ffnrt_tensor_destroy(x);
         ffnrt_tensor_destroy(y);
     }
@@ -214,71 +335,113 @@ done:
     return rc;
 }
 
-int ffnrt_bench_ffn(ffnrt_context *ctx, const bench_ffn_options *o, FILE *csv)
+/* CLBlast's SGEMM of the first projection of each fp32 prefill workload,
+ * on the same OpenCL device; one peer row per FFN row it stands beside. */
+static void clblast_rows(const bench_device *dev, const bench_config *cfg, size_t first, bench_rows *rows,
+                         double gemm_gflops)
 {
-    ffnrt_device_info info;
-    ffnrt_context_get_device_info(ctx, &info);
-    size_t copy_elems = o->quick ? (4u << 20) : (16u << 20);
-    double copy = copy_gbps(ctx, copy_elems, o->quick ? 5 : 11);
-    ffn_row rows[64];
-    size_t nrows = 0;
+    size_t end = rows->n;
+    for (size_t i = first; i < end; i++) {
+        bench_row ffn = rows->v[i]; /* a copy: pushing may move the array */
+        if (strcmp(ffn.group, "ffn") != 0 || strcmp(ffn.dtype, "f32") != 0 || strcmp(ffn.path, "fused") != 0 ||
+            ffn.size <= 8)
+            continue;
+        const ffn_workload *w = NULL;
+        for (size_t k = 0; k < sizeof workloads / sizeof workloads[0] && !w; k++) {
+            char name[40];
+            snprintf(name, sizeof name, "%s %lldx%lld", workloads[k].name, (long long)workloads[k].d_model,
+                     (long long)workloads[k].hidden);
+            if (strcmp(name, ffn.op) == 0)
+                w = &workloads[k];
+        }
+        if (!w)
+            continue;
+        int64_t m = (int64_t)ffn.size, n_out = w->kind == FFNRT_FFN_GATED ? 2 * w->hidden : w->hidden;
+        double t[64];
+        int runs = 0;
+        char why[160];
+        bench_row probe = {0};
+        bench_row_device(&probe, dev, "peer");
+        BENCH_SET(probe.op, "clblast-sgemm");
+        bench_progress(&probe);
+        if (peer_clblast_sgemm(dev->info.name, m, n_out, w->d_model, cfg->max_runs, t, &runs, why, sizeof why) != 0) {
+            char peer[160];
+            snprintf(peer, sizeof peer, "clblast: %.140s", why);
+            bench_meta_add_peer(dev->meta, peer);
+            return;
+        }
+        bench_meta_add_peer(dev->meta, "clblast: ok (SGEMM of each fp32 prefill row's first projection, OpenCL)");
+        bench_row *r = bench_rows_push(rows);
+        if (!r)
+            return;
+        *r = probe;
+        snprintf(r->op, sizeof r->op, "clblast-sgemm %lldx%lld", (long long)w->d_model, (long long)n_out);
+        BENCH_SET(r->dir, "fwd");
+        BENCH_SET(r->dtype, "f32");
+        BENCH_SET(r->shape, ffn.shape);
+        r->size = ffn.size;
+        double host[64];
+        memcpy(host, t, sizeof(double) * (size_t)runs);
+        bench_row_times(r, t, host, runs);
+        r->host_ns = 0; /* CLBlast's own call; only its device time is known */
+        r->rate = 2.0 * (double)m * (double)n_out * (double)w->d_model / r->median_ns;
+        BENCH_SET(r->rate_unit, "GFLOP/s");
+        r->ratio = gemm_gflops > 0 ? r->rate / gemm_gflops : 0;
+        BENCH_SET(r->ratio_to, "gemm");
+        double ffn_gflops = 0;
+        sscanf(ffn.note, "%lf", &ffn_gflops);
+        snprintf(r->note, sizeof r->note, "ffnrt's whole block %.2fx its GFLOP/s", r->rate > 0 ? ffn_gflops / r->rate : 0);
+        bench_row_done(cfg, r);
+    }
+}
+
+int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_rows *rows)
+{
+    int any = 0;
+    for (size_t wi = 0; wi < sizeof workloads / sizeof workloads[0]; wi++)
+        any |= bench_wants_op(cfg_in, workloads[wi].name);
+    if (!any)
+        return 0;
+    /* Rows are printed at the end, once the device's best GEMM rate is known. */
+    bench_config quiet = *cfg_in;
+    const bench_config *cfg = &quiet;
+    quiet.verbose_rows = 0;
+    size_t first = rows->n;
+    double gemm = gemm_limit(dev, cfg, rows);
     int rc = 0;
-    static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16};
+    static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
     for (size_t wi = 0; wi < sizeof workloads / sizeof workloads[0]; wi++) {
-        if (o->quick && !workloads[wi].quick)
-            continue;
+        const ffn_workload *w = &workloads[wi];
         char shape[48];
-        snprintf(shape, sizeof shape, "%lldx%lld", (long long)workloads[wi].d_model, (long long)workloads[wi].hidden);
-        if (!env_keeps("FFNRT_BENCH_FFN_SHAPES", shape))
+        snprintf(shape, sizeof shape, "%lldx%lld", (long long)w->d_model, (long long)w->hidden);
+        if ((cfg->quick && !w->quick && cfg->nshapes == 0) || !keeps_shape(cfg, shape) || !bench_wants_op(cfg, w->name))
             continue;
-        for (size_t di = 0; di < 2 && rc == 0; di++) {
-            if (o->quick && dtypes[di] != FFNRT_DTYPE_F32 && wi > 0)
-                continue; /* quick: fp16 on the first workload only */
-            if (!env_keeps("FFNRT_BENCH_FFN_DTYPES", ffnrt_dtype_name(dtypes[di])))
+        for (size_t di = 0; di < 3; di++) {
+            int wanted = 0;
+            for (int k = 0; k < cfg->ndtypes; k++)
+                wanted |= cfg->dtypes[k] == dtypes[di];
+            /* bf16 FFN rows only when --precision names it (the presets run f32 and f16). */
+            if (!wanted || (dtypes[di] == FFNRT_DTYPE_BF16 && !cfg->precision_given) ||
+                !env_keeps("FFNRT_BENCH_FFN_DTYPES", ffnrt_dtype_name(dtypes[di])))
                 continue;
-            rc = bench_workload(ctx, &workloads[wi], dtypes[di], o, rows, &nrows);
+            if (bench_workload(dev, cfg, w, dtypes[di], gemm, rows) != 0)
+                rc = -1;
         }
     }
+    if (dev->info.backend == FFNRT_BACKEND_OPENCL)
+        clblast_rows(dev, cfg, first, rows, gemm);
+    /* The GEMM limit is the best rate measured on the device in this run:
+     * the probe, or any layer or peer that beat it. */
     double best = 0;
-    for (size_t i = 0; i < nrows; i++)
-        if (rows[i].gflops > best)
-            best = rows[i].gflops;
-    printf("\nFFN, %s (%s): copy kernel %.2f GB/s (%zu MiB); times are device medians of the whole block;\n"
-           "w_GB/s is weight bytes over the fused time, x_copy its ratio to the copy kernel, f/u the fused speed over "
-           "the unfused, x_best the GFLOP/s over the best of this device's rows\n",
-           info.name, ffnrt_backend_name(info.backend), copy, copy_elems * 4 >> 20);
-    printf("%-22s %-5s %6s %11s %11s %9s %8s %7s %6s %7s\n", "workload", "dtype", "tokens", "fused_ms", "unfused_ms",
-           "GFLOP/s", "w_GB/s", "x_copy", "f/u", "x_best");
-    for (size_t i = 0; i < nrows; i++) {
-        const ffn_row *r = &rows[i];
-        double fu = r->unfused_s / r->fused_s, xb = best > 0 ? r->gflops / best : 0, xc = copy > 0 ? r->weight_gbps / copy : 0;
-        printf("%-22s %-5s %6lld %11.3f %11.3f %9.2f %8.2f %7.2f %6.2f %7.2f\n", r->label, ffnrt_dtype_name(r->dtype),
-               (long long)r->tokens, r->fused_s * 1e3, r->unfused_s * 1e3, r->gflops, r->weight_gbps, xc, fu, xb);
-        if (csv)
-            fprintf(csv, "\"%s\",%s,\"%s\",%s,%lld,%.9g,%.9g,%.4f,%.4f,%.4f,%.4f,%.4f\n", info.name,
-                    ffnrt_backend_name(info.backend), r->label, ffnrt_dtype_name(r->dtype), (long long)r->tokens,
-                    r->fused_s, r->unfused_s, r->gflops, r->weight_gbps, xc, fu, xb);
-    }
-    /* The peer: CLBlast's SGEMM on the same OpenCL device for the first
-     * projection of each fp32 prefill row, against ffnrt's whole block. */
-    if (info.backend == FFNRT_BACKEND_OPENCL && rc == 0) {
-        printf("\npeer: CLBlast SGEMM of the first projection (tokens x d_model times W^T) on %s\n", info.name);
-        for (size_t i = 0; i < nrows; i++) {
-            const ffn_row *r = &rows[i];
-            if (r->dtype != FFNRT_DTYPE_F32 || r->tokens < 64)
-                continue;
-            const ffn_workload *w = &workloads[r->workload];
-            double peer = 0;
-            char why[160];
-            int64_t n_out = w->kind == FFNRT_FFN_GATED ? 2 * w->hidden : w->hidden;
-            if (peer_clblast_sgemm(info.name, r->tokens, n_out, w->d_model, o->quick ? 3 : 5, &peer, why,
-                                   sizeof why) != 0) {
-                printf("  CLBlast: %s\n", why);
-                break;
-            }
-            printf("  %-22s tokens %4lld: CLBlast %7.2f GFLOP/s, ffnrt block %7.2f GFLOP/s, ffnrt/CLBlast %.2f\n",
-                   r->label, (long long)r->tokens, peer, r->gflops, r->gflops / peer);
-        }
+    for (size_t i = first; i < rows->n; i++)
+        if (strcmp(rows->v[i].rate_unit, "GFLOP/s") == 0 && rows->v[i].rate > best)
+            best = rows->v[i].rate;
+    for (size_t i = first; i < rows->n; i++) {
+        bench_row *r = &rows->v[i];
+        if (strcmp(r->ratio_to, "gemm") == 0)
+            r->ratio = best > 0 ? r->rate / best : 0;
+        if (cfg_in->verbose_rows)
+            bench_print_row(stdout, r);
     }
     fflush(stdout);
     return rc;

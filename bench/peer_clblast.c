@@ -6,10 +6,10 @@
 
 #ifndef FFNRT_HAVE_CLBLAST
 
-int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k, int repeats, double *gflops,
+int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k, int repeats, double *times, int *runs,
                        char *why, size_t why_len)
 {
-    (void)device_name, (void)m, (void)n, (void)k, (void)repeats, (void)gflops;
+    (void)device_name, (void)m, (void)n, (void)k, (void)repeats, (void)times, (void)runs;
     snprintf(why, why_len, "CLBlast was not found at build time (Debian: libclblast-dev)");
     return -1;
 }
@@ -19,7 +19,6 @@ int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k,
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #include <clblast_c.h>
 
-#include "bench_util.h"
 
 static cl_device_id find_device(const char *name)
 {
@@ -42,7 +41,7 @@ static cl_device_id find_device(const char *name)
     return NULL;
 }
 
-int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k, int repeats, double *gflops,
+int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k, int repeats, double *times, int *runs,
                        char *why, size_t why_len)
 {
     cl_device_id dev = find_device(device_name);
@@ -72,9 +71,8 @@ int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k,
             goto done;
         }
     }
-    double t[64];
-    int runs = repeats < 1 ? 1 : repeats > 64 ? 64 : repeats;
-    for (int r = -1; r < runs; r++) { /* r = -1: warm-up, CLBlast compiles its kernels */
+    int count = repeats < 1 ? 1 : repeats > 64 ? 64 : repeats;
+    for (int r = -1; r < count; r++) { /* r = -1: warm-up, CLBlast compiles its kernels */
         cl_event ev = NULL;
         CLBlastStatusCode st = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo, CLBlastTransposeYes, (size_t)m,
                                             (size_t)n, (size_t)k, 1.0f, buf[0], 0, (size_t)k, buf[1], 0, (size_t)k,
@@ -89,9 +87,9 @@ int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k,
         clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
         clReleaseEvent(ev);
         if (r >= 0)
-            t[r] = (double)(end - start) * 1e-9;
+            times[r] = (double)(end - start) * 1e-9;
     }
-    *gflops = 2.0 * (double)m * (double)n * (double)k / bench_median(t, runs) * 1e-9;
+    *runs = count;
     result = 0;
 done:
     for (int b = 0; b < 3; b++)

@@ -6,10 +6,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Median GFLOP/s of CLBlast's SGEMM for y[m,n] = x[m,k] * W[n,k]^T (the
- * layout of an FFN projection) on the OpenCL device named device_name.
- * Returns 0 and sets *gflops, or -1 with the reason in why. */
-int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k, int repeats, double *gflops,
+/* Device times (profiling events, seconds) of CLBlast's SGEMM for
+ * y[m,n] = x[m,k] * W[n,k]^T (the layout of an FFN projection) on the
+ * OpenCL device named device_name, after one warm-up call: min(repeats,
+ * 64) runs into times[64]. Returns 0 and sets *runs, or -1 with the reason
+ * in why. */
+int peer_clblast_sgemm(const char *device_name, int64_t m, int64_t n, int64_t k, int repeats, double *times, int *runs,
                        char *why, size_t why_len);
 
 #endif

@@ -109,6 +109,7 @@ static void usage(void)
                     "  run OP X [X...]      apply an activation to numbers, on the chosen device\n"
                     "  check OP [options]   accuracy of OP on a device, in ULP (ffnrt check --help)\n"
                     "  bench [options]      the device bench harness (ffnrt bench --help)\n"
+                    "  bench --compare OLD.json NEW.json   per-row ratios of two runs, regressions flagged\n"
                     "environment: FFNRT_DEVICE (\"opencl\", \"vulkan:0\", \"pocl\", ...), FFNRT_VALIDATION=1,\n"
                     "             FFNRT_LIMITS (\"max_buffer_range=65536,max_workgroup_count=64\")\n");
 }

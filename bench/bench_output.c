@@ -1,0 +1,513 @@
+/* The outputs of `ffnrt bench`: the table, CSV, JSON and gnuplot plots,
+ * all from the same rows (bench_row.h). */
+#include "bench_report.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+/* ------------------------------------------------------------------ table */
+
+void bench_print_header(FILE *f)
+{
+    fprintf(f, "%-11s %-22s %-3s %-4s %-7s %-14s %4s %10s %10s %7s %10s %10s %-7s %6s %s\n", "group", "op", "dir",
+            "prec", "path", "shape", "runs", "median_ms", "min_ms", "spread", "host_ms", "rate", "unit", "ratio",
+            "(to)");
+}
+
+void bench_print_row(FILE *f, const bench_row *r)
+{
+    fprintf(f, "%-11s %-22s %-3s %-4s %-7s %-14s %4d %10.3f %10.3f %6.1f%% %10.3f %10.2f %-7s %6.2f %s%s%s%s\n",
+            r->group, r->op, r->dir[0] ? r->dir : "-", r->dtype[0] ? r->dtype : "-", r->path[0] ? r->path : "-",
+            r->shape, r->runs, r->median_ns * 1e-6, r->min_ns * 1e-6, 100.0 * r->spread, r->host_ns * 1e-6, r->rate,
+            r->rate_unit, r->ratio, r->ratio_to[0] ? r->ratio_to : "-", strcmp(r->timing, "host") == 0 ? " [host timing]" : "",
+            r->note[0] ? "  " : "", r->note);
+}
+
+static int same_device(const bench_row *r, const bench_device_meta *d)
+{
+    return strcmp(r->backend, d->backend) == 0 && strcmp(r->device, d->name) == 0;
+}
+
+void bench_print_table(FILE *f, const bench_rows *rs, const bench_meta *m)
+{
+    fprintf(f, "\nffnrt %s (commit %s), preset %s, %s on %s, %.1f s\n", m->version, m->commit, m->preset, m->date,
+            m->host, m->wall_s);
+    for (int p = 0; p < m->npeers; p++)
+        fprintf(f, "peer %s\n", m->peers[p]);
+    /* Devices first, then rows of no listed device (the host peer). */
+    for (int d = 0; d <= m->ndevices; d++) {
+        int header = 0;
+        for (size_t i = 0; i < rs->n; i++) {
+            const bench_row *r = &rs->v[i];
+            int mine = d < m->ndevices ? same_device(r, &m->devices[d]) : 1;
+            if (d == m->ndevices)
+                for (int e = 0; e < m->ndevices && mine; e++)
+                    mine = !same_device(r, &m->devices[e]);
+            if (!mine)
+                continue;
+            if (!header) {
+                if (d < m->ndevices)
+                    fprintf(f, "\n== %s (%s, %s, driver %s)\n", m->devices[d].name, m->devices[d].backend,
+                            m->devices[d].api, m->devices[d].driver);
+                else
+                    fprintf(f, "\n== %s (%s)\n", r->device, r->backend);
+                bench_print_header(f);
+                header = 1;
+            }
+            bench_print_row(f, r);
+        }
+    }
+}
+
+/* -------------------------------------------------------------------- CSV */
+
+#define CSV_COLUMNS                                                                                                 \
+    "ffnrt_version,commit,preset,group,op,dir,backend,device,driver,api,dtype,path,shape,size,runs,median_ns,min_ns," \
+    "max_ns,spread,host_ns,timing,rate,rate_unit,ratio,ratio_to,note"
+
+static const bench_device_meta *device_of(const bench_row *r, const bench_meta *m)
+{
+    for (int d = 0; d < m->ndevices; d++)
+        if (same_device(r, &m->devices[d]))
+            return &m->devices[d];
+    return NULL;
+}
+
+/* A number for CSV and JSON: non-finite values (which JSON lacks) as 0. */
+static double fin(double v)
+{
+    return isfinite(v) ? v : 0.0;
+}
+
+static void csv_string(FILE *f, const char *s, char sep)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+    fputc(sep, f);
+}
+
+int bench_write_csv(const char *path, const bench_rows *rs, const bench_meta *m)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "%s\n", CSV_COLUMNS);
+    for (size_t i = 0; i < rs->n; i++) {
+        const bench_row *r = &rs->v[i];
+        const bench_device_meta *d = device_of(r, m);
+        /* Strings quoted (device names and driver strings hold commas). */
+        const char *text[13] = {m->version, m->commit, m->preset, r->group, r->op, r->dir, r->backend, r->device,
+                                d ? d->driver : "", d ? d->api : "", r->dtype, r->path, r->shape};
+        for (int k = 0; k < 13; k++)
+            csv_string(f, text[k], ',');
+        fprintf(f, "%.17g,%d,%.9g,%.9g,%.9g,%.6f,%.9g,%s,%.6g,%s,%.6f,%s,", fin(r->size), r->runs, fin(r->median_ns),
+                fin(r->min_ns), fin(r->max_ns), fin(r->spread), fin(r->host_ns), r->timing, fin(r->rate), r->rate_unit,
+                fin(r->ratio), r->ratio_to);
+        csv_string(f, r->note, '\n');
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------- JSON */
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_field_s(FILE *f, const char *name, const char *v, int comma)
+{
+    fprintf(f, "\"%s\": ", name);
+    json_string(f, v);
+    if (comma)
+        fputs(", ", f);
+}
+
+static void json_field_n(FILE *f, const char *name, double v, int comma)
+{
+    fprintf(f, "\"%s\": %.17g%s", name, fin(v), comma ? ", " : "");
+}
+
+int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs("{\n  ", f);
+    json_field_s(f, "format", m->format, 1);
+    json_field_s(f, "ffnrt_version", m->version, 1);
+    json_field_s(f, "commit", m->commit, 1);
+    fputs("\n  ", f);
+    json_field_s(f, "preset", m->preset, 1);
+    json_field_s(f, "date", m->date, 1);
+    json_field_s(f, "host", m->host, 1);
+    json_field_n(f, "wall_s", m->wall_s, 0);
+    fputs(",\n  \"devices\": [", f);
+    for (int d = 0; d < m->ndevices; d++) {
+        fputs(d ? ",\n    {" : "\n    {", f);
+        json_field_s(f, "backend", m->devices[d].backend, 1);
+        json_field_s(f, "name", m->devices[d].name, 1);
+        json_field_s(f, "driver", m->devices[d].driver, 1);
+        json_field_s(f, "api", m->devices[d].api, 0);
+        fputc('}', f);
+    }
+    fputs("\n  ],\n  \"peers\": [", f);
+    for (int p = 0; p < m->npeers; p++) {
+        fputs(p ? ", " : "", f);
+        json_string(f, m->peers[p]);
+    }
+    fputs("],\n  \"rows\": [", f);
+    for (size_t i = 0; i < rs->n; i++) {
+        const bench_row *r = &rs->v[i];
+        fputs(i ? ",\n    {" : "\n    {", f);
+        json_field_s(f, "group", r->group, 1);
+        json_field_s(f, "op", r->op, 1);
+        json_field_s(f, "dir", r->dir, 1);
+        json_field_s(f, "backend", r->backend, 1);
+        json_field_s(f, "device", r->device, 1);
+        json_field_s(f, "dtype", r->dtype, 1);
+        json_field_s(f, "path", r->path, 1);
+        json_field_s(f, "shape", r->shape, 1);
+        json_field_n(f, "size", r->size, 1);
+        json_field_n(f, "runs", r->runs, 1);
+        json_field_n(f, "median_ns", r->median_ns, 1);
+        json_field_n(f, "min_ns", r->min_ns, 1);
+        json_field_n(f, "max_ns", r->max_ns, 1);
+        json_field_n(f, "spread", r->spread, 1);
+        json_field_n(f, "host_ns", r->host_ns, 1);
+        json_field_s(f, "timing", r->timing, 1);
+        json_field_n(f, "rate", r->rate, 1);
+        json_field_s(f, "rate_unit", r->rate_unit, 1);
+        json_field_n(f, "ratio", r->ratio, 1);
+        json_field_s(f, "ratio_to", r->ratio_to, 1);
+        json_field_s(f, "note", r->note, 0);
+        fputc('}', f);
+    }
+    fputs("\n  ]\n}\n", f);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+/* ------------------------------------------------------------------ plots */
+
+/* A file-name-safe tag for device d: backend and its ordinal in the run. */
+static void device_tag(const bench_meta *m, int d, char *out, size_t len)
+{
+    int k = 0;
+    for (int e = 0; e < d; e++)
+        k += strcmp(m->devices[e].backend, m->devices[d].backend) == 0;
+    snprintf(out, len, "%s%d", m->devices[d].backend, k);
+}
+
+static int gnuplot_present(void)
+{
+    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+}
+
+/* The largest element-wise size present. */
+static double largest_size(const bench_rows *rs, const char *group)
+{
+    double s = 0;
+    for (size_t i = 0; i < rs->n; i++)
+        if (strcmp(rs->v[i].group, group) == 0 && rs->v[i].size > s)
+            s = rs->v[i].size;
+    return s;
+}
+
+static int is_ew(const bench_row *r)
+{
+    return strcmp(r->group, "elementwise") == 0 || (strcmp(r->group, "limit") == 0 && strcmp(r->op, "copy") == 0);
+}
+
+static int cmp_point(const void *a, const void *b)
+{
+    double x = ((const double *)a)[0], y = ((const double *)b)[0];
+    return (x > y) - (x < y);
+}
+
+/* Writes dir/NAME.dat and appends the plot commands for one terminal
+ * setting to the script. Returns the number of plots written. */
+static int plot_throughput(FILE *gp, const char *dir, const bench_rows *rs, const bench_meta *m, int d)
+{
+    char tag[40], path[1024];
+    device_tag(m, d, tag, sizeof tag);
+    /* Series: each op's f32 forward (the copy kernel first), by size. */
+    const char *ops[64];
+    int nops = 0;
+    for (size_t i = 0; i < rs->n; i++) {
+        const bench_row *r = &rs->v[i];
+        if (!is_ew(r) || !same_device(r, &m->devices[d]) || strcmp(r->dtype, "f32") != 0 ||
+            strcmp(r->dir, "bwd") == 0 || r->rate <= 0)
+            continue;
+        int seen = 0;
+        for (int k = 0; k < nops && !seen; k++)
+            seen = strcmp(ops[k], r->op) == 0;
+        if (!seen && nops < 64)
+            ops[nops++] = r->op;
+    }
+    if (nops == 0)
+        return 0;
+    snprintf(path, sizeof path, "%s/throughput_%s.dat", dir, tag);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    double (*pts)[2] = malloc(rs->n * sizeof *pts);
+    for (int k = 0; k < nops && pts; k++) {
+        int np = 0;
+        for (size_t i = 0; i < rs->n; i++) {
+            const bench_row *r = &rs->v[i];
+            if (!is_ew(r) || !same_device(r, &m->devices[d]) || strcmp(r->dtype, "f32") != 0 ||
+                strcmp(r->dir, "bwd") == 0 || strcmp(r->op, ops[k]) != 0)
+                continue;
+            /* The copy only at sizes the ops ran (not the FFN part's copies). */
+            int at_op_size = strcmp(r->group, "elementwise") == 0;
+            for (size_t j = 0; j < rs->n && !at_op_size; j++)
+                at_op_size = strcmp(rs->v[j].group, "elementwise") == 0 && same_device(&rs->v[j], &m->devices[d]) &&
+                             rs->v[j].size == r->size;
+            if (at_op_size) {
+                pts[np][0] = r->size;
+                pts[np++][1] = r->rate;
+            }
+        }
+        qsort(pts, (size_t)np, sizeof pts[0], cmp_point);
+        fprintf(f, "# %s\n", ops[k]);
+        for (int i = 0; i < np; i++)
+            fprintf(f, "%.0f %.6g\n", pts[i][0], pts[i][1]);
+        fprintf(f, "\n\n");
+    }
+    free(pts);
+    fclose(f);
+    fprintf(gp, "set title \"%s (%s): element-wise fp32 forward, GB/s against size\" noenhanced\n",
+            m->devices[d].name, m->devices[d].backend);
+    fprintf(gp, "set logscale x 2\nset logscale y\nset xlabel \"elements\"\nset ylabel \"GB/s (tensors read + written), log scale\"\n"
+                "set key below\nset format x \"%%.0s%%c\"\nset yrange [*:*]\nset style data linespoints\n");
+    fprintf(gp, "plot ");
+    for (int k = 0; k < nops; k++)
+        fprintf(gp, "%s'%s' index %d using 1:2 title \"%s\" noenhanced%s", k ? ", " : "", path, k, ops[k],
+                strcmp(ops[k], "copy") == 0 ? " lw 3 lc rgb \"black\" dt 2" : " lw 1.5");
+    fprintf(gp, "\n");
+    return 1;
+}
+
+static int plot_ffn(FILE *gp, const char *dir, const bench_rows *rs, const bench_meta *m, int d)
+{
+    char tag[40], path[1024];
+    device_tag(m, d, tag, sizeof tag);
+    char series[32][64];
+    int ns = 0;
+    double gemm = 0;
+    for (size_t i = 0; i < rs->n; i++) {
+        const bench_row *r = &rs->v[i];
+        if (!same_device(r, &m->devices[d]))
+            continue;
+        if (strcmp(r->group, "limit") == 0 && strcmp(r->op, "gemm") == 0)
+            gemm = r->rate;
+        if (strcmp(r->group, "ffn") != 0 || strcmp(r->path, "fused") != 0)
+            continue;
+        char s[64];
+        snprintf(s, sizeof s, "%s %s", r->op, r->dtype);
+        int seen = 0;
+        for (int k = 0; k < ns && !seen; k++)
+            seen = strcmp(series[k], s) == 0;
+        if (!seen && ns < 32)
+            snprintf(series[ns++], sizeof series[0], "%s", s);
+    }
+    if (ns == 0)
+        return 0;
+    snprintf(path, sizeof path, "%s/ffn_%s.dat", dir, tag);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    for (int k = 0; k < ns; k++) {
+        fprintf(f, "# %s\n", series[k]);
+        for (size_t i = 0; i < rs->n; i++) {
+            const bench_row *r = &rs->v[i];
+            char s[64];
+            snprintf(s, sizeof s, "%s %s", r->op, r->dtype);
+            if (same_device(r, &m->devices[d]) && strcmp(r->group, "ffn") == 0 && strcmp(r->path, "fused") == 0 &&
+                strcmp(s, series[k]) == 0 && r->median_ns > 0) {
+                /* GFLOP/s whatever the row's own rate unit (decode rows report GB/s). */
+                double gflops = 0;
+                if (sscanf(r->note, "%lf GFLOP/s", &gflops) != 1)
+                    gflops = strcmp(r->rate_unit, "GFLOP/s") == 0 ? r->rate : 0;
+                fprintf(f, "%.0f %.6g\n", r->size, gflops);
+            }
+        }
+        fprintf(f, "\n\n");
+    }
+    fclose(f);
+    fprintf(gp, "set title \"%s (%s): FFN forward (fused), GFLOP/s against tokens\" noenhanced\n", m->devices[d].name,
+            m->devices[d].backend);
+    fprintf(gp, "set logscale x 2\nunset logscale y\nset xlabel \"tokens\"\nset ylabel \"GFLOP/s\"\nset key below\n"
+                "set format x \"%%g\"\nset yrange [0:*]\nset style data linespoints\n");
+    fprintf(gp, "plot ");
+    for (int k = 0; k < ns; k++)
+        fprintf(gp, "%s'%s' index %d using 1:2 title \"%s\" noenhanced lw 1.5", k ? ", " : "", path, k, series[k]);
+    if (gemm > 0)
+        fprintf(gp, ", %.6g title \"GEMM probe\" lw 3 lc rgb \"black\" dt 2", gemm);
+    fprintf(gp, "\n");
+    return 1;
+}
+
+/* Fraction of the limit per op: element-wise rows (f32, largest size,
+ * forward and backward) against the copy kernel, one cluster per op and a
+ * bar per device; then the FFN rows against their limit. */
+static int plot_roofline(FILE *gp, const char *dir, const bench_rows *rs, const bench_meta *m, const char *group)
+{
+    int ffn = strcmp(group, "ffn") == 0;
+    double size = ffn ? 0 : largest_size(rs, "elementwise");
+    char labels[128][96];
+    int nl = 0;
+    for (size_t i = 0; i < rs->n; i++) {
+        const bench_row *r = &rs->v[i];
+        if (strcmp(r->group, group) != 0 || strcmp(r->dtype, "f32") != 0 || r->ratio <= 0)
+            continue;
+        if (!ffn && r->size != size)
+            continue;
+        if (ffn && strcmp(r->path, "fused") != 0)
+            continue;
+        char l[96];
+        if (ffn)
+            snprintf(l, sizeof l, "%s %s", r->op, strchr(r->shape, 't') ? strchr(r->shape, 't') : r->shape);
+        else
+            snprintf(l, sizeof l, "%s%s", r->op, strcmp(r->dir, "bwd") == 0 ? "'" : "");
+        int seen = 0;
+        for (int k = 0; k < nl && !seen; k++)
+            seen = strcmp(labels[k], l) == 0;
+        if (!seen && nl < 128)
+            snprintf(labels[nl++], sizeof labels[0], "%s", l);
+    }
+    if (nl == 0)
+        return 0;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/roofline_%s.dat", dir, ffn ? "ffn" : "elementwise");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fprintf(f, "# label");
+    for (int d = 0; d < m->ndevices; d++) {
+        char tag[40];
+        device_tag(m, d, tag, sizeof tag);
+        fprintf(f, " %s", tag);
+    }
+    fprintf(f, "\n");
+    for (int k = 0; k < nl; k++) {
+        fprintf(f, "\"%s\"", labels[k]);
+        for (int d = 0; d < m->ndevices; d++) {
+            double v = 0;
+            for (size_t i = 0; i < rs->n; i++) {
+                const bench_row *r = &rs->v[i];
+                char l[96];
+                if (ffn)
+                    snprintf(l, sizeof l, "%s %s", r->op, strchr(r->shape, 't') ? strchr(r->shape, 't') : r->shape);
+                else
+                    snprintf(l, sizeof l, "%s%s", r->op, strcmp(r->dir, "bwd") == 0 ? "'" : "");
+                if (strcmp(r->group, group) == 0 && same_device(r, &m->devices[d]) && strcmp(r->dtype, "f32") == 0 &&
+                    (ffn ? strcmp(r->path, "fused") == 0 : r->size == size) && strcmp(l, labels[k]) == 0)
+                    v = r->ratio;
+            }
+            fprintf(f, " %.4f", v);
+        }
+        fprintf(f, "\n");
+    }
+    fclose(f);
+    if (ffn)
+        fprintf(gp, "set title \"FFN forward, fp32, fused: fraction of the limit\\n(up to 8 tokens: weight GB/s over the "
+                    "copy kernel's; more: GFLOP/s over the device's best GEMM rate)\" noenhanced\n");
+    else
+        fprintf(gp, "set title \"Element-wise fp32 at %.0fM elements: GB/s over the copy kernel's\\n(same device, same "
+                    "run; ' marks the backward pass)\" noenhanced\n",
+                size / 1048576.0);
+    fprintf(gp, "unset logscale\nset style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 "
+                "border -1\nset boxwidth 0.9\nset xtics rotate by -45 noenhanced\nset xlabel \"\"\nset ylabel \"fraction of "
+                "the limit\"\nset yrange [0:*]\nset key below\nset format x \"%%g\"\n");
+    fprintf(gp, "plot ");
+    for (int d = 0; d < m->ndevices; d++)
+        fprintf(gp, "%s'%s' using %d:xtic(1) title \"%s (%s)\" noenhanced", d ? ", " : "", path, d + 2,
+                m->devices[d].backend, m->devices[d].name);
+    fprintf(gp, ", 1 with lines lw 2 lc rgb \"black\" dt 2 title \"the limit\"\n");
+    fprintf(gp, "set xtics norotate\nunset style\n");
+    return 1;
+}
+
+int bench_write_plots(const char *dir, const bench_rows *rs, const bench_meta *m, char *why, size_t why_len)
+{
+    if (!gnuplot_present()) {
+        snprintf(why, why_len, "gnuplot not found (Debian: apt-get install gnuplot-nox); no plots");
+        return -1;
+    }
+    char script[1024];
+    snprintf(script, sizeof script, "%s/plots.gp", dir);
+    FILE *gp = fopen(script, "w");
+    if (!gp) {
+        snprintf(why, why_len, "cannot write %s", script);
+        return -1;
+    }
+    static const char *terms[2][2] = {{"pngcairo size 1100,600 font \"sans,10\"", "png"},
+                                      {"svg size 1100,600 dynamic font \"sans,10\"", "svg"}};
+    int plots = 0;
+    for (int t = 0; t < 2; t++) {
+        fprintf(gp, "set terminal %s\n", terms[t][0]);
+        for (int d = 0; d < m->ndevices; d++) {
+            char tag[40];
+            device_tag(m, d, tag, sizeof tag);
+            fprintf(gp, "reset\nset output '%s/throughput_%s.%s'\nset grid\n", dir, tag, terms[t][1]);
+            plots += plot_throughput(gp, dir, rs, m, d);
+            fprintf(gp, "reset\nset output '%s/ffn_%s.%s'\nset grid\n", dir, tag, terms[t][1]);
+            plots += plot_ffn(gp, dir, rs, m, d);
+        }
+        fprintf(gp, "reset\nset output '%s/roofline_elementwise.%s'\nset grid ytics\n", dir, terms[t][1]);
+        plots += plot_roofline(gp, dir, rs, m, "elementwise");
+        fprintf(gp, "reset\nset output '%s/roofline_ffn.%s'\nset grid ytics\n", dir, terms[t][1]);
+        plots += plot_roofline(gp, dir, rs, m, "ffn");
+        fprintf(gp, "unset output\n");
+    }
+    fclose(gp);
+    if (plots == 0) {
+        snprintf(why, why_len, "nothing to plot");
+        return -1;
+    }
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>'%s/plots.log'", script, dir);
+    int rc = system(cmd);
+    if (rc != 0) {
+        snprintf(why, why_len, "gnuplot failed (see %s/plots.log)", dir);
+        return -1;
+    }
+    /* gnuplot leaves an empty file behind for an output it never drew. */
+    for (int d = -2; d < m->ndevices; d++)
+        for (int k = 0; k < 2; k++)
+            for (int t = 0; t < 2; t++) {
+                static const char *names[2][2] = {{"throughput_", "ffn_"}, {"roofline_elementwise", "roofline_ffn"}};
+                char tag[40] = "", p[1100];
+                struct stat st;
+                if (d >= 0)
+                    device_tag(m, d, tag, sizeof tag);
+                else if (d == -1)
+                    continue;
+                snprintf(p, sizeof p, "%s/%s%s.%s", dir, names[d < 0][k], tag, terms[t][1]);
+                if (stat(p, &st) == 0 && st.st_size == 0)
+                    remove(p);
+            }
+    return 0;
+}

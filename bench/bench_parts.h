@@ -1,0 +1,76 @@
+/* The parts of `ffnrt bench` and what they share: the run's configuration,
+ * the measuring loop and the progress line.
+ *
+ * A part measures one kind of work on one device and appends bench_rows;
+ * bench.c runs every selected part on every selected device, in the order
+ * of its parts table. To add a kind of row (cold and warm start, dispatcher
+ * regret): write `int bench_part_NAME(const bench_device *dev, const
+ * bench_config *cfg, bench_rows *rows)`, add it to that table under a group
+ * name (`--only NAME` then selects it), and fill rows with that group. */
+#ifndef FFNRT_BENCH_PARTS_H
+#define FFNRT_BENCH_PARTS_H
+
+#include "bench_report.h"
+#include "bench_row.h"
+#include "ffnrt.h"
+
+#define BENCH_MAX_LIST 16
+
+typedef struct bench_config {
+    const char *preset;                 /* "quick", "full" */
+    int quick;
+    /* Selections; an empty list keeps everything the preset runs. */
+    const char *ops[BENCH_MAX_LIST];    /* activation, GLU or FFN workload names ("gelu", "swiglu", "dense-gelu") */
+    int nops;
+    ffnrt_dtype dtypes[4];              /* storage types */
+    int ndtypes;
+    int f16_arithmetic;                 /* also fp16 arithmetic on f16 storage */
+    int precision_given;                /* --precision chose them (else the preset did) */
+    int f32_only_above;                 /* sizes past this many elements run f32 only (0: no such rule) */
+    size_t sizes[BENCH_MAX_LIST];       /* element-wise sizes, elements */
+    int nsizes;
+    int64_t tokens[BENCH_MAX_LIST];     /* FFN token counts */
+    int ntokens;
+    const char *shapes[BENCH_MAX_LIST]; /* FFN "d_modelxhidden" */
+    int nshapes;
+    int paths;                          /* bit 0: fused, bit 1: unfused */
+    int directions;                     /* bit 0: forward, bit 1: backward */
+    /* Method. */
+    int min_runs, max_runs;             /* after the warm-up */
+    double budget_s;                    /* per row: stop after this much time once min_runs are done */
+    int verbose_rows;                   /* print rows as they are measured */
+} bench_config;
+
+typedef struct bench_device {
+    ffnrt_context *ctx;
+    ffnrt_device_info info;
+    bench_meta *meta;                   /* to report peers */
+} bench_device;
+
+/* 1 when the op name passes --op. */
+int bench_wants_op(const bench_config *cfg, const char *name);
+
+/* The measuring loop: one warm-up call (builds kernels), then calls until
+ * max_runs, or the budget once min_runs are done. Device time per call
+ * from ffnrt_context_last_op_time (host time where the device gives none),
+ * host end-to-end time beside it. Fills the measurement fields of r;
+ * returns 0, or -1 when a call fails (its message on stderr). */
+typedef ffnrt_status (*bench_call)(void *arg);
+int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_config *cfg, bench_row *r);
+
+/* The identity fields every device row shares. */
+void bench_row_device(bench_row *r, const bench_device *dev, const char *group);
+
+/* The progress line (stderr; on a terminal or with --progress): what runs
+ * now, rows done, time so far. */
+void bench_progress(const bench_row *r);
+/* A row is done: prints it when asked, advances the progress count. */
+void bench_row_done(const bench_config *cfg, const bench_row *r);
+
+/* The parts. */
+int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
+int bench_part_ffn(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
+/* The host C loop peer for activations (peer_host.c); runs once per run. */
+int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *rows);
+
+#endif

@@ -1,0 +1,55 @@
+/* The outputs of `ffnrt bench`: a table for people, CSV and JSON for
+ * machines, gnuplot plots, and reading a JSON file back for --compare. */
+#ifndef FFNRT_BENCH_REPORT_H
+#define FFNRT_BENCH_REPORT_H
+
+#include "bench_row.h"
+#include <stdio.h>
+
+#define BENCH_MAX_DEVICES 16
+#define BENCH_MAX_PEERS 8
+
+typedef struct bench_device_meta {
+    char backend[16], name[128], driver[128], api[96];
+} bench_device_meta;
+
+/* What a run was: enough to tell two result files apart. */
+typedef struct bench_meta {
+    char format[24];   /* "ffnrt-bench-1" */
+    char version[32];  /* FFNRT_VERSION_STRING */
+    char commit[48];   /* git describe at configure time, or "unknown" */
+    char preset[16];   /* "quick", "full", "custom" */
+    char date[32];     /* UTC, ISO 8601 */
+    char host[64];
+    double wall_s;
+    bench_device_meta devices[BENCH_MAX_DEVICES];
+    int ndevices;
+    char peers[BENCH_MAX_PEERS][160]; /* "clblast: ok", "host-c: ok (gcc -O3 ...)", "clblast: absent (...)" */
+    int npeers;
+} bench_meta;
+
+void bench_meta_add_peer(bench_meta *m, const char *text);
+
+/* One row as a table line (also used while the bench runs). */
+void bench_print_header(FILE *f);
+void bench_print_row(FILE *f, const bench_row *r);
+/* Every row, grouped by device, with the run's metadata on top. */
+void bench_print_table(FILE *f, const bench_rows *rs, const bench_meta *m);
+
+int bench_write_csv(const char *path, const bench_rows *rs, const bench_meta *m);
+int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m);
+/* Plots into dir as PNG and SVG through gnuplot; 0 on success, -1 with the
+ * reason in why (gnuplot absent, nothing to plot, ...). */
+int bench_write_plots(const char *dir, const bench_rows *rs, const bench_meta *m, char *why, size_t why_len);
+
+/* Reads a file bench_write_json wrote. 0 on success; -1 with a message in
+ * err (file, line and what was expected) for anything else. */
+int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, size_t err_len);
+
+/* `ffnrt bench --compare OLD NEW [--threshold F]`: per-row time ratios
+ * new/old; a row is a regression when new is slower by more than the
+ * larger of the two runs' own jitter ((median - min) / median) and at least
+ * the threshold (0.05 by default). Returns 0 (no regression), 1 (regressions), 2 (bad input). */
+int bench_compare_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,70 @@
+#include "bench_row.h"
+#include "bench_report.h"
+#include "bench_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+bench_row *bench_rows_push(bench_rows *rs)
+{
+    if (rs->n == rs->cap) {
+        size_t cap = rs->cap ? 2 * rs->cap : 128;
+        bench_row *v = realloc(rs->v, cap * sizeof *v);
+        if (!v)
+            return NULL;
+        rs->v = v;
+        rs->cap = cap;
+    }
+    bench_row *r = &rs->v[rs->n++];
+    memset(r, 0, sizeof *r);
+    return r;
+}
+
+void bench_rows_free(bench_rows *rs)
+{
+    free(rs->v);
+    rs->v = NULL;
+    rs->n = rs->cap = 0;
+}
+
+void bench_row_key(const bench_row *r, char *out, size_t len)
+{
+    snprintf(out, len, "%s|%s|%s|%s|%s|%s|%s|%s", r->group, r->op, r->dir, r->backend, r->device, r->dtype, r->path,
+             r->shape);
+}
+
+void bench_row_set(char *field, size_t len, const char *src)
+{
+    size_t i = 0;
+    for (; src && src[i] && i + 1 < len; i++) {
+        unsigned char c = (unsigned char)src[i];
+        field[i] = (c < 0x20 || c == '"' || c == '\\' || c == 0x7f) ? ' ' : (char)c;
+    }
+    field[i] = 0;
+}
+
+void bench_row_times(bench_row *r, double *dev, double *host, int n)
+{
+    if (n <= 0)
+        return;
+    double hm = bench_median(host, n);
+    double dm = dev ? bench_median(dev, n) : hm;
+    double *d = dev ? dev : host;
+    r->runs = n;
+    r->median_ns = dm * 1e9;
+    r->min_ns = d[0] * 1e9;
+    r->max_ns = d[n - 1] * 1e9;
+    r->spread = dm > 0 ? (d[n - 1] - d[0]) / dm : 0;
+    r->host_ns = hm * 1e9;
+    BENCH_SET(r->timing, dev ? "device" : "host");
+}
+
+void bench_meta_add_peer(bench_meta *m, const char *text)
+{
+    for (int i = 0; i < m->npeers; i++)
+        if (strcmp(m->peers[i], text) == 0)
+            return;
+    if (m->npeers < BENCH_MAX_PEERS)
+        snprintf(m->peers[m->npeers++], sizeof m->peers[0], "%s", text);
+}
