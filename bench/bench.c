@@ -345,6 +345,8 @@ static void usage(FILE *f)
             "  --shape LIST       FFN d_model x hidden: 768x3072,512x1376,2048x5632,4096x14336\n"
             "  --tokens LIST      FFN token counts: 1,8,64,512\n"
             "  --path LIST        FFN paths: fused,unfused\n"
+            "  --no-regret        FFN rows without the dispatcher's regret (every candidate path and kernel timed,\n"
+            "                     then the automatic and the tuned choice: group \"dispatch\")\n"
             "method: --repeats N (most runs per row), --min-runs N, --budget SECONDS (per row)\n"
             "output: --out DIR (default bench-results: bench.json, bench.csv, table.txt, plots), --no-plots,\n"
             "        --json FILE, --csv FILE (extra copies), --progress / --no-progress (default: on a terminal),\n"
@@ -452,6 +454,7 @@ int ffnrt_bench_main(int argc, char **argv)
     cfg.preset = "full"; /* scripts/bench passes --quick unless told --full */
     cfg.quick = 0;
     cfg.verbose_rows = 1;
+    cfg.dispatch_regret = 1;
     int explicit_preset = 0, plots = 1, progress_mode = -1; /* -1: on a terminal */
     int do_parts = 0;                                    /* bit i: parts[i]; bit NPARTS: host peer; 0: all */
     const char *out_dir = "bench-results", *json_extra = NULL, *csv_extra = NULL;
@@ -562,6 +565,8 @@ int ffnrt_bench_main(int argc, char **argv)
             progress_mode = 0;
         } else if (strcmp(a, "--quiet") == 0) {
             cfg.verbose_rows = 0;
+        } else if (strcmp(a, "--no-regret") == 0) {
+            cfg.dispatch_regret = 0;
         } else if (strcmp(a, "--no-ffn") == 0) { /* older spellings */
             do_parts |= 1 << 0 | 1 << NPARTS;
         } else if (strcmp(a, "--ffn-only") == 0) {

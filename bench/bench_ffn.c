@@ -218,6 +218,105 @@ static double gemm_limit(const bench_device *dev, const bench_config *cfg, bench
 }
 
 /* Runs every token count of one workload and dtype. */
+
+/* The dispatcher's regret on one FFN row: every candidate the dispatcher
+ * weighs on this device (fused and unfused; the blocked, matrix-vector and
+ * tiled kernels as ffnrt_ffn_autotune times them) is timed, then the
+ * automatic choice (cost model, no tuning) and the tuned choice (after
+ * ffnrt_ffn_autotune) are timed again on their own. Times are host end to
+ * end, what the caller waits for (the unfused path's separate submissions
+ * count). Rows: group "dispatch", path "auto" / "tuned", ratio = best
+ * candidate's time over the choice's (1 = no regret). */
+static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
+                         ffnrt_ffn_weight_tensors *wt, const ffnrt_tensor *x, ffnrt_tensor *y, int64_t tokens,
+                         bench_rows *rows)
+{
+    ffnrt_context *ctx = dev->ctx;
+    int cpu = dev->info.type == FFNRT_DEVICE_TYPE_CPU;
+    static const char *const kernels[] = {"blocked", "matvec", "tiled"};
+    double best = 0;
+    char best_name[48] = "";
+    bench_row scratch;
+    int rc = 0;
+    for (int p = 0; p < 2 && rc == 0; p++)
+        for (int k = 0; k < 3 && rc == 0; k++) {
+            /* The candidate set of ffnrt_ffn_autotune (src/ops/ffn.c). */
+            int candidate = k == 1 ? tokens <= (cpu ? 8 : 32) : (!cpu || k == 0);
+            if (!candidate)
+                continue;
+            ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
+            desc.dtype = dtype;
+            desc.path = p ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+            ffnrt_ffn *layer = NULL;
+            if (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &layer) != FFNRT_OK ||
+                ffnrt_context_force(ctx, "ffn.kernel", kernels[k]) != FFNRT_OK) {
+                ffnrt_ffn_destroy(layer);
+                return -1;
+            }
+            memset(&scratch, 0, sizeof scratch);
+            bench_row_device(&scratch, dev, "dispatch");
+            snprintf(scratch.op, sizeof scratch.op, "%s %lldx%lld", w->name, (long long)w->d_model,
+                     (long long)w->hidden);
+            ffn_call_arg a = {layer, x, y};
+            if (bench_measure(ctx, ffn_call, &a, cfg, &scratch) != 0)
+                rc = -1;
+            else if (best == 0 || scratch.host_ns < best) {
+                best = scratch.host_ns;
+                snprintf(best_name, sizeof best_name, "%s/%s", p ? "unfused" : "fused", kernels[k]);
+            }
+            ffnrt_context_force(ctx, "ffn.kernel", NULL);
+            ffnrt_ffn_destroy(layer);
+        }
+    if (rc != 0 || best == 0)
+        return rc;
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
+    desc.dtype = dtype;
+    ffnrt_ffn *layer = NULL;
+    if (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &layer) != FFNRT_OK)
+        return -1;
+    for (int tuned = 0; tuned < 2 && rc == 0; tuned++) {
+        if (tuned && ffnrt_ffn_autotune(layer, x, y) != FFNRT_OK) {
+            fprintf(stderr, "ffnrt bench: autotune: %s\n", ffnrt_last_error_message());
+            rc = -1;
+            break;
+        }
+        ffnrt_plan *plan = NULL;
+        char chose[48] = "?";
+        if (ffnrt_ffn_plan(ctx, &desc, tokens, &plan) == FFNRT_OK)
+            snprintf(chose, sizeof chose, "%s/%s", ffnrt_plan_choice(plan, "ffn.path"),
+                     ffnrt_plan_choice(plan, "ffn.kernel"));
+        ffnrt_plan_destroy(plan);
+        bench_row *r = bench_rows_push(rows);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        bench_row_device(r, dev, "dispatch");
+        snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
+        BENCH_SET(r->dir, "fwd");
+        BENCH_SET(r->dtype, ffnrt_dtype_name(dtype));
+        BENCH_SET(r->path, tuned ? "tuned" : "auto");
+        snprintf(r->shape, sizeof r->shape, "t%lld", (long long)tokens);
+        r->size = (double)tokens;
+        ffn_call_arg a = {layer, x, y};
+        if (bench_measure(ctx, ffn_call, &a, cfg, r) != 0) {
+            rows->n--;
+            rc = -1;
+            break;
+        }
+        ffnrt_ffn_cost cost;
+        ffnrt_ffn_cost_of(&desc, tokens, FFNRT_FFN_PATH_FUSED, &cost);
+        r->rate = (double)cost.flops / r->host_ns;
+        BENCH_SET(r->rate_unit, "GFLOP/s");
+        r->ratio = best / r->host_ns;
+        BENCH_SET(r->ratio_to, "best");
+        snprintf(r->note, sizeof r->note, "regret %+.1f%%: chose %s, best %s", 100.0 * (r->host_ns / best - 1.0),
+                 chose, best_name);
+    }
+    ffnrt_ffn_destroy(layer);
+    return rc;
+}
+
 static int bench_workload(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
                           double gemm_gflops, bench_rows *rows)
 {
@@ -318,10 +417,14 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             snprintf(r->note, sizeof r->note, "%.2f GFLOP/s", gflops);
             t[p] = r->median_ns;
         }
-        /* Fused against unfused, on the fused row. */
+        /* Fused against unfused, on the fused row: device time, and host
+         * end to end (the unfused path's separate submissions count). */
         if (rc == 0 && t[0] > 0 && t[1] > 0)
-            snprintf(rows->v[first].note, sizeof rows->v[first].note, "%.2f GFLOP/s, fused/unfused speed %.2f",
-                     (double)cost.flops / t[0], t[1] / t[0]);
+            snprintf(rows->v[first].note, sizeof rows->v[first].note,
+                     "%.2f GFLOP/s, fused/unfused %.2f device, %.2f host", (double)cost.flops / t[0], t[1] / t[0],
+                     rows->v[first + 1].host_ns / rows->v[first].host_ns);
+        if (rc == 0 && cfg->dispatch_regret)
+            rc = dispatch_rows(dev, &c, w, dtype, &wt, x, y, tokens[i], rows);
         for (size_t k = first; k < rows->n; k++)
             bench_row_done(cfg, &rows->v[k]);
         ffnrt_tensor_destroy(x);

@@ -39,6 +39,7 @@ typedef struct bench_config {
     int min_runs, max_runs;             /* after the warm-up */
     double budget_s;                    /* per row: stop after this much time once min_runs are done */
     int verbose_rows;                   /* print rows as they are measured */
+    int dispatch_regret;                /* FFN rows: also the dispatcher's regret (every candidate timed) */
 } bench_config;
 
 typedef struct bench_device {

@@ -959,6 +959,19 @@ static double now_ms(void)
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
+/* The kernels worth timing: on CPU devices the blocked one, and for
+ * decode the matrix-vector one (the tiled kernel's barriers and shared
+ * memory only cost there); on GPUs all three, matvec up to 4x its tokens a
+ * dispatch (past that it rereads the weights too often). ffnrt bench's
+ * regret rows time the same set. */
+static int tuning_candidate(int cpu, product_kernel k, uint64_t tokens, const ffnrt_ffn_desc *d)
+{
+    uint64_t mv = d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
+    if (k == KERNEL_MATVEC)
+        return tokens <= (cpu ? mv : 4 * mv);
+    return !cpu || k == KERNEL_BLOCKED;
+}
+
 /* Times every candidate (path x kernel the device can run) on x and keeps
  * the fastest for this shape class. Time is host end to end, what the
  * caller waits for: the unfused path's separate submissions count. */
@@ -973,10 +986,7 @@ static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
     int cpu = ctx->info.type == FFNRT_DEVICE_TYPE_CPU;
     for (int unfused = 0; unfused < 2; unfused++)
         for (int k = 0; k < 3; k++) {
-            /* CPU devices: the blocked kernel only (the GPU kernels are
-             * slower there by design and each costs a build); GPUs: matvec
-             * and tiled. */
-            if (cpu != (k == KERNEL_BLOCKED))
+            if (!tuning_candidate(cpu, (product_kernel)k, tokens, d))
                 continue;
             ffn_choice c = {unfused, (product_kernel)k, d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS,
                             {0, 0, 0, 0, 0}};
