@@ -3,6 +3,7 @@
 #define FFNRT_CONTEXT_H
 
 #include "backend/backend.h"
+#include "core/disk_cache.h"
 #include "core/error.h"
 
 typedef struct ffnrt_kernel_entry {
@@ -33,6 +34,8 @@ struct ffnrt_context {
     struct ffnrt_tensor *tensors;
     uint64_t last_op_ns;
     int inject_compile_error; /* FFNRT_INJECT_COMPILE_ERROR: tests the failure path */
+    ffnrt_disk_cache disk;
+    char *cache_identity; /* the device part of every disk-cache key */
 };
 
 /* Returns status after publishing ctx->error as the thread's last error;
@@ -45,6 +48,15 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
                                   const char *defines, uint32_t buffer_count,
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out);
+
+/* Calibration and tuning results: an opaque blob per (kind, name) and
+ * device, kept in the disk cache (kind FFNRT_CACHE_CALIBRATION or
+ * FFNRT_CACHE_TUNING). get returns a malloc'd copy or NULL (a miss, an
+ * invalid file or the cache off); put returns 1 when written. Neither
+ * ever fails the caller. */
+void *ffnrt_context_blob_get(ffnrt_context *ctx, ffnrt_cache_kind kind, const char *name, size_t *len);
+int ffnrt_context_blob_put(ffnrt_context *ctx, ffnrt_cache_kind kind, const char *name, const void *data,
+                           size_t len);
 
 /* The device list over every available backend, enumerated once per process. */
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,
