@@ -22,19 +22,26 @@ const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind)
 static void registry_scan(void)
 {
     static const ffnrt_backend order[] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
+    /* One listing per backend in the usual case (a Vulkan listing creates
+     * an instance, tens of milliseconds of every start); a second only
+     * when a backend has more devices than fit here. */
+    ffnrt_device_info first[8];
     for (size_t b = 0; b < sizeof order / sizeof order[0]; b++) {
         const ffnrt_backend_ops *ops = ffnrt_registry_backend(order[b]);
         ffnrt_error err;
         ffnrt_error_clear(&err);
         size_t n = 0;
-        if (ops->load(&err) != FFNRT_OK || ops->list_devices(NULL, 0, &n, &err) != FFNRT_OK || n == 0)
+        size_t cap = sizeof first / sizeof first[0];
+        if (ops->load(&err) != FFNRT_OK || ops->list_devices(first, cap, &n, &err) != FFNRT_OK || n == 0)
             continue;
         ffnrt_device_info *grown = realloc(registry_infos, (registry_count + n) * sizeof *grown);
         if (!grown)
             continue;
         registry_infos = grown;
         size_t got = n;
-        if (ops->list_devices(registry_infos + registry_count, n, &got, &err) != FFNRT_OK)
+        if (n <= cap)
+            memcpy(registry_infos + registry_count, first, n * sizeof *first);
+        else if (ops->list_devices(registry_infos + registry_count, n, &got, &err) != FFNRT_OK)
             continue;
         registry_count += got < n ? got : n;
     }
