@@ -322,6 +322,45 @@ Test(disk_cache_files, directory_choice)
     free(dir);
 }
 
+/* What is at an entry's path but not a file (a FIFO, a directory, a
+ * symbolic link) is refused without blocking or following it, and a put
+ * replaces a link rather than writing through it. */
+Test(disk_cache_files, not_a_regular_file, .timeout = 20)
+{
+    char *dir = temp_dir();
+    ffnrt_disk_cache c;
+    ffnrt_disk_cache_open(&c, dir, 0);
+    char path[1024], target[1024];
+    size_t len;
+    ffnrt_disk_cache_path(&c, "fifo", FFNRT_CACHE_TUNING, path, sizeof path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    cr_assert_null(ffnrt_disk_cache_get(&c, "fifo", FFNRT_CACHE_TUNING, &len));
+    cr_assert_eq(c.rejected, 1);
+    cr_assert(ffnrt_disk_cache_put(&c, "fifo", FFNRT_CACHE_TUNING, "v", 1));
+    free(ffnrt_disk_cache_get(&c, "fifo", FFNRT_CACHE_TUNING, &len));
+    cr_assert_eq(c.hits, 1);
+
+    ffnrt_disk_cache_path(&c, "link", FFNRT_CACHE_TUNING, path, sizeof path);
+    snprintf(target, sizeof target, "%s/target", dir);
+    write_file(dir, "target", "precious", 8);
+    cr_assert_eq(symlink(target, path), 0);
+    cr_assert_null(ffnrt_disk_cache_get(&c, "link", FFNRT_CACHE_TUNING, &len));
+    cr_assert(ffnrt_disk_cache_put(&c, "link", FFNRT_CACHE_TUNING, "v", 1));
+    size_t n;
+    char *kept = (char *)read_file(dir, "target", &n);
+    cr_assert_eq(n, 8);
+    cr_assert_eq(memcmp(kept, "precious", 8), 0, "the put wrote through the link");
+    free(kept);
+
+    ffnrt_disk_cache_path(&c, "dir", FFNRT_CACHE_TUNING, path, sizeof path);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    cr_assert_null(ffnrt_disk_cache_get(&c, "dir", FFNRT_CACHE_TUNING, &len));
+    cr_assert_not(ffnrt_disk_cache_put(&c, "dir", FFNRT_CACHE_TUNING, "v", 1), "rename over a directory");
+    cr_assert_eq(c.write_failures, 1);
+    rmdir(path);
+    remove_dir(dir);
+}
+
 /* A temporary file of a writer that died is removed once it is old; a
  * young one (a live writer's) is left alone. */
 Test(disk_cache_files, stale_temporaries_are_removed)

@@ -300,7 +300,9 @@ void *ffnrt_disk_cache_get(ffnrt_disk_cache *c, const char *key, ffnrt_cache_kin
         return NULL;
     char path[FFNRT_DISK_CACHE_PATH + 64];
     ffnrt_disk_cache_path(c, key, kind, path, sizeof path);
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    /* O_NONBLOCK: a FIFO planted at the path must not hang the reader;
+     * O_NOFOLLOW: nor may a symbolic link send it elsewhere. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT)
             c->misses++;

@@ -33,7 +33,7 @@
 #define FFNRT_DISK_CACHE_HEADER_SIZE 56u
 /* Bounds on what the reader accepts (a larger file is refused unread). */
 #define FFNRT_DISK_CACHE_MAX_KEY (1u << 20)
-#define FFNRT_DISK_CACHE_MAX_PAYLOAD ((uint64_t)1 << 30)
+#define FFNRT_DISK_CACHE_MAX_PAYLOAD ((uint64_t)1 << 28)
 
 typedef enum ffnrt_cache_kind {
     FFNRT_CACHE_SPIRV = 1,          /* glslang output for one kernel */
