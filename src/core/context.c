@@ -77,7 +77,7 @@ static ffnrt_status choose_device(const device_request *req, const ffnrt_device_
 {
     const ffnrt_device_info *infos;
     size_t count;
-    ffnrt_status st = ffnrt_registry_devices(&infos, &count, err);
+    ffnrt_status st = ffnrt_registry_backend_devices(req->backend, &infos, &count, err);
     if (st != FFNRT_OK)
         return st;
     if (req->backend != FFNRT_BACKEND_ANY) {

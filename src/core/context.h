@@ -61,6 +61,10 @@ int ffnrt_context_blob_put(ffnrt_context *ctx, ffnrt_cache_kind kind, const char
 /* The device list over every available backend, enumerated once per process. */
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,
                                     ffnrt_error *err);
+/* One backend's devices (listed on first use, without starting the
+ * others); ANY is every backend's. */
+ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_device_info **infos, size_t *count,
+                                            ffnrt_error *err);
 const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind);
 
 #endif
