@@ -91,6 +91,8 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
         registry_infos = malloc((total ? total : 1) * sizeof *registry_infos);
         if (registry_infos)
             for (size_t i = 0; i < REGISTRY_BACKENDS; i++) {
+                if (!registry_lists[i].count) /* its infos may be NULL */
+                    continue;
                 memcpy(registry_infos + registry_count, registry_lists[i].infos,
                        registry_lists[i].count * sizeof *registry_infos);
                 registry_count += registry_lists[i].count;
