@@ -160,9 +160,21 @@ typedef struct ffnrt_context_options {
      * shape class and keep the fastest (FFNRT_AUTOTUNE=1); see
      * ffnrt_ffn_autotune. */
     int autotune;
+    /* The disk cache of compiled kernels (OpenCL program binaries, SPIR-V,
+     * the Vulkan pipeline cache) and measured results. Its directory is
+     * cache_dir if set, else $FFNRT_CACHE_DIR, else $XDG_CACHE_HOME/ffnrt,
+     * else $HOME/.cache/ffnrt, created if missing. disable_disk_cache = 1
+     * (or FFNRT_CACHE=0 / off) turns it off. Entries are keyed by source,
+     * build options, device, driver and ffnrt version; a stale, foreign or
+     * corrupt file is ignored and rebuilt, and a directory that cannot be
+     * used turns the cache off (ffnrt_context_cache_stats says why); the
+     * cache never makes a call fail. */
+    const char *cache_dir;
+    int disable_disk_cache;
 } ffnrt_context_options;
 
-#define FFNRT_CONTEXT_OPTIONS_INIT { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_EXACT, 0, 0 }
+#define FFNRT_CONTEXT_OPTIONS_INIT \
+    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_EXACT, 0, 0, NULL, 0 }
 
 /* Profile i's name and a line saying what it models and where its figures
  * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */
@@ -204,6 +216,22 @@ FFNRT_API ffnrt_status ffnrt_context_wait(ffnrt_context *ctx);
 
 /* Interop with an app's own Vulkan device or OpenCL context, buffers and
  * command buffers / queues: ffnrt_vulkan.h and ffnrt_opencl.h. */
+
+/* What the disk cache did for this context. A hit is a kernel (or the
+ * pipeline cache) loaded from disk; a miss found no file; rejected counts
+ * files ignored as stale, foreign, truncated or corrupt (or refused by the
+ * driver), each then rebuilt and rewritten. The strings belong to the
+ * context (valid until it is destroyed; their text may change with later
+ * calls). */
+typedef struct ffnrt_cache_stats {
+    int enabled;
+    const char *directory;  /* "" when no directory was chosen */
+    const char *status;     /* "on", or "off (why)" */
+    const char *last_note;  /* the last rejection or write failure, "" if none */
+    uint64_t hits, misses, rejected, writes, write_failures;
+} ffnrt_cache_stats;
+
+FFNRT_API ffnrt_status ffnrt_context_cache_stats(const ffnrt_context *ctx, ffnrt_cache_stats *out);
 
 /* --------------------------------------------------------------- tensors */
 

@@ -4,11 +4,26 @@
 #define FFNRT_BACKEND_H
 
 #include "ffnrt.h"
+#include "core/disk_cache.h"
 #include "core/error.h"
 
 typedef struct ffnrt_bdevice ffnrt_bdevice; /* an opened device with its queue */
 typedef struct ffnrt_bbuffer ffnrt_bbuffer; /* device memory */
 typedef struct ffnrt_bkernel ffnrt_bkernel; /* a compiled kernel or pipeline */
+
+/* The disk cache as a kernel build sees it: blobs stored under this
+ * kernel's full key (source, build options, device, driver, ffnrt version;
+ * the core makes the key and owns the file format). A backend chooses what
+ * to keep (SPIR-V, program binaries) and must treat a loaded blob as a
+ * hint: if the driver refuses it, it reports that through unusable and
+ * builds from source. */
+typedef struct ffnrt_kernel_cache {
+    void *user;
+    /* A malloc'd copy of the stored blob (the caller frees it), or NULL. */
+    void *(*load)(void *user, ffnrt_cache_kind kind, size_t *len);
+    void (*store)(void *user, ffnrt_cache_kind kind, const void *data, size_t len);
+    void (*unusable)(void *user, ffnrt_cache_kind kind, const char *why);
+} ffnrt_kernel_cache;
 
 /* What a kernel build needs. The core assembles the source from the API's
  * prelude, the build defines and the shared kernel files. */
@@ -18,6 +33,7 @@ typedef struct ffnrt_kernel_source {
     uint32_t buffer_count;  /* bindings 0..buffer_count-1 */
     uint32_t params_size;   /* bytes of the Params block, multiple of 4 */
     uint32_t workgroup_size;
+    const ffnrt_kernel_cache *cache; /* NULL: the disk cache is off */
 } ffnrt_kernel_source;
 
 /* One buffer argument: a byte range of a buffer. offset is a multiple of
@@ -87,6 +103,20 @@ typedef struct ffnrt_backend_ops {
     ffnrt_status (*external_end)(ffnrt_bdevice *dev, ffnrt_error *err);
 
     uint64_t (*validation_messages)(const ffnrt_bdevice *dev); /* may be NULL */
+
+    /* Disk-cache hooks, each optional (NULL). */
+    /* What identifies compiled code on this device beyond ffnrt_device_info
+     * (build options, compiler version, device and cache UUIDs); part of
+     * every cache key. */
+    void (*cache_identity)(ffnrt_bdevice *dev, char *buf, size_t cap);
+    /* A device-wide driver cache (Vulkan's VkPipelineCache), called before
+     * any kernel is built. The backend validates the data against the
+     * device and returns 0 with *why when it refuses it (it then starts
+     * empty). */
+    int (*driver_cache_import)(ffnrt_bdevice *dev, const void *data, size_t len, const char **why);
+    /* The driver cache's data (malloc'd) when kernels were built since the
+     * import or the last export; NULL when there is nothing new. */
+    void *(*driver_cache_export)(ffnrt_bdevice *dev, size_t *len);
 } ffnrt_backend_ops;
 
 const ffnrt_backend_ops *ffnrt_opencl_backend(void);

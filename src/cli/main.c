@@ -55,6 +55,14 @@ static int cmd_devices(int argc, char **argv)
         printf("no device found\n");
         return 1;
     }
+    /* Where compiled kernels are kept, as a context with the default
+     * options (and this environment) would use it. */
+    ffnrt_context *ctx = NULL;
+    ffnrt_cache_stats cs;
+    if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_context_cache_stats(ctx, &cs) == FFNRT_OK)
+        printf("disk cache: %s%s%s%s\n", cs.status, *cs.directory ? " (" : "", cs.directory,
+               *cs.directory ? ")" : "");
+    ffnrt_context_destroy(ctx);
     return 0;
 }
 

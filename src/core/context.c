@@ -76,7 +76,7 @@ static ffnrt_status choose_device(const device_request *req, const ffnrt_device_
 {
     const ffnrt_device_info *infos;
     size_t count;
-    ffnrt_status st = ffnrt_registry_devices(&infos, &count, err);
+    ffnrt_status st = ffnrt_registry_backend_devices(req->backend, &infos, &count, err);
     if (st != FFNRT_OK)
         return st;
     if (req->backend != FFNRT_BACKEND_ANY) {
@@ -129,6 +129,155 @@ static ffnrt_status choose_device(const device_request *req, const ffnrt_device_
     return FFNRT_OK;
 }
 
+/* ------------------------------------------------------------ disk cache */
+
+/* Everything about the device that compiled code depends on. */
+static char *make_cache_identity(ffnrt_context *ctx)
+{
+    char backend_part[1024] = "";
+    if (ctx->ops->cache_identity)
+        ctx->ops->cache_identity(ctx->dev, backend_part, sizeof backend_part);
+    const ffnrt_device_info *d = &ctx->info;
+    size_t cap = 2048 + sizeof backend_part;
+    char *id = malloc(cap);
+    if (id)
+        snprintf(id, cap,
+                 "ffnrt %s\nbackend %s\ndevice %s\nvendor %s %08x:%08x\ndriver %s\napi %s\n%s",
+                 FFNRT_VERSION_STRING, ctx->ops->name, d->name, d->vendor, d->vendor_id, d->device_id,
+                 d->driver_version, d->api_version, backend_part);
+    return id;
+}
+
+static char *join_key(const char *a, const char *b, const char *c)
+{
+    size_t n = strlen(a) + strlen(b) + strlen(c) + 1;
+    char *s = malloc(n);
+    if (s)
+        snprintf(s, n, "%s%s%s", a, b, c);
+    return s;
+}
+
+static void open_disk_cache(ffnrt_context *ctx, const ffnrt_context_options *o)
+{
+    ffnrt_disk_cache_open(&ctx->disk, o->cache_dir, o->disable_disk_cache);
+    if (!ctx->disk.enabled)
+        return;
+    ctx->cache_identity = make_cache_identity(ctx);
+    if (!ctx->cache_identity) {
+        ctx->disk.enabled = 0;
+        snprintf(ctx->disk.status, sizeof ctx->disk.status, "off (out of host memory)");
+        return;
+    }
+    if (!ctx->ops->driver_cache_import)
+        return;
+    char *key = join_key(ctx->cache_identity, "driver cache", "");
+    size_t len = 0;
+    void *data = key ? ffnrt_disk_cache_get(&ctx->disk, key, FFNRT_CACHE_PIPELINE_CACHE, &len) : NULL;
+    const char *why = NULL;
+    if (data && !ctx->ops->driver_cache_import(ctx->dev, data, len, &why))
+        ffnrt_disk_cache_note_unusable(&ctx->disk, why ? why : "the driver refused its pipeline cache");
+    free(data);
+    free(key);
+}
+
+static void save_driver_cache(ffnrt_context *ctx)
+{
+    if (!ctx->disk.enabled || !ctx->cache_identity || !ctx->ops->driver_cache_export)
+        return;
+    size_t len = 0;
+    void *data = ctx->ops->driver_cache_export(ctx->dev, &len);
+    char *key = data ? join_key(ctx->cache_identity, "driver cache", "") : NULL;
+    if (key)
+        ffnrt_disk_cache_put(&ctx->disk, key, FFNRT_CACHE_PIPELINE_CACHE, data, len);
+    free(key);
+    free(data);
+}
+
+void *ffnrt_context_blob_get(ffnrt_context *ctx, ffnrt_cache_kind kind, const char *name, size_t *len)
+{
+    *len = 0;
+    if (!ctx || !ctx->disk.enabled || !ctx->cache_identity || !name)
+        return NULL;
+    char *key = join_key(ctx->cache_identity, "blob ", name);
+    void *data = key ? ffnrt_disk_cache_get(&ctx->disk, key, kind, len) : NULL;
+    free(key);
+    return data;
+}
+
+int ffnrt_context_blob_put(ffnrt_context *ctx, ffnrt_cache_kind kind, const char *name, const void *data,
+                           size_t len)
+{
+    if (!ctx || !ctx->disk.enabled || !ctx->cache_identity || !name)
+        return 0;
+    char *key = join_key(ctx->cache_identity, "blob ", name);
+    int ok = key && ffnrt_disk_cache_put(&ctx->disk, key, kind, data, len);
+    free(key);
+    return ok;
+}
+
+ffnrt_status ffnrt_context_cache_stats(const ffnrt_context *ctx, ffnrt_cache_stats *out)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (!ctx || !out) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_cache_stats: %s is NULL",
+                   ctx ? "out" : "ctx");
+    } else {
+        const ffnrt_disk_cache *c = &ctx->disk;
+        out->enabled = c->enabled;
+        out->directory = c->dir;
+        out->status = c->status;
+        out->last_note = c->last_note;
+        out->hits = c->hits;
+        out->misses = c->misses;
+        out->rejected = c->rejected;
+        out->writes = c->writes;
+        out->write_failures = c->write_failures;
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
+/* A kernel's blobs, as the backend's build sees them. */
+typedef struct kernel_cache_user {
+    ffnrt_context *ctx;
+    const char *key;
+} kernel_cache_user;
+
+static void *kernel_cache_load(void *user, ffnrt_cache_kind kind, size_t *len)
+{
+    kernel_cache_user *u = user;
+    return ffnrt_disk_cache_get(&u->ctx->disk, u->key, kind, len);
+}
+
+static void kernel_cache_store(void *user, ffnrt_cache_kind kind, const void *data, size_t len)
+{
+    kernel_cache_user *u = user;
+    ffnrt_disk_cache_put(&u->ctx->disk, u->key, kind, data, len);
+}
+
+static void kernel_cache_unusable(void *user, ffnrt_cache_kind kind, const char *why)
+{
+    kernel_cache_user *u = user;
+    char note[FFNRT_DISK_CACHE_NOTE];
+    snprintf(note, sizeof note, "%s: %s", ffnrt_cache_kind_name(kind), why);
+    ffnrt_disk_cache_note_unusable(&u->ctx->disk, note);
+}
+
+/* Two independent 64-bit hashes of the source text, so the key names the
+ * source by 128 bits without storing it. */
+static void source_digest(const char *source, char *out, size_t cap)
+{
+    size_t n = strlen(source);
+    uint64_t h1 = ffnrt_fnv1a64(source, n, FFNRT_FNV64_INIT);
+    uint64_t h2 = 0x9e3779b97f4a7c15ull ^ n;
+    for (size_t i = 0; i < n; i++) {
+        h2 = (h2 + (unsigned char)source[i]) * 0xff51afd7ed558ccdull;
+        h2 ^= h2 >> 29;
+    }
+    snprintf(out, cap, "%zu:%016" PRIx64 "%016" PRIx64, n, h1, h2);
+}
+
 /* --------------------------------------------------------------- context */
 
 static int env_true(const char *name)
@@ -175,6 +324,10 @@ static ffnrt_status configure(ffnrt_context *ctx, const ffnrt_context_options *o
     ctx->policy = policy;
     ffnrt_precision_resolve(policy, &ctx->info, ctx->vetoes, &ctx->precision);
     ctx->autotune = o->autotune || env_true("FFNRT_AUTOTUNE");
+    /* The disk cache, and what it holds for this device and driver. */
+    open_disk_cache(ctx, o);
+    ffnrt_calibration_load(ctx);
+    ffnrt_tuning_load(ctx);
     return FFNRT_OK;
 }
 
@@ -234,6 +387,8 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
         return;
     if (ctx->dev)
         ffnrt_context_settle(ctx); /* nothing may be freed under a pending batch */
+    save_driver_cache(ctx);
+    free(ctx->cache_identity);
     while (ctx->tensors)
         ffnrt_tensor_destroy(ctx->tensors);
     for (size_t i = 0; i < ctx->kernel_count; i++) {
@@ -361,11 +516,27 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
         free(source);
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "building %s: out of host memory", file);
     }
-    ffnrt_kernel_source ks = {source, entry, buffer_count, params_size, workgroup_size};
+    ffnrt_kernel_source ks = {source, entry, buffer_count, params_size, workgroup_size, NULL};
+    /* On disk the key is the device's identity, the build key and the
+     * source's digest (the source also holds the build key, but the digest
+     * alone would let a collision pass unseen). */
+    char *disk_key = NULL;
+    kernel_cache_user user = {ctx, NULL};
+    ffnrt_kernel_cache cache = {&user, kernel_cache_load, kernel_cache_store, kernel_cache_unusable};
+    if (ctx->disk.enabled && ctx->cache_identity) {
+        char digest[64];
+        source_digest(source, digest, sizeof digest);
+        char *head = join_key(ctx->cache_identity, "kernel ", key_copy);
+        disk_key = head ? join_key(head, "\nsource ", digest) : NULL;
+        free(head);
+        user.key = disk_key;
+        ks.cache = disk_key ? &cache : NULL;
+    }
     char *log = NULL;
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = ctx->ops->kernel_build(ctx->dev, &ks, &kernel, &log, &ctx->error);
     free(source);
+    free(disk_key);
     if (st != FFNRT_OK) {
         free(key_copy);
         if (log) {

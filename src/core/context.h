@@ -3,6 +3,7 @@
 #define FFNRT_CONTEXT_H
 
 #include "backend/backend.h"
+#include "core/disk_cache.h"
 #include "core/error.h"
 #include "dispatch/dispatch.h"
 
@@ -60,7 +61,6 @@ struct ffnrt_context {
     int autotune;                      /* options.autotune / FFNRT_AUTOTUNE */
     ffnrt_tuning_entry *tuning;
     size_t tuning_count, tuning_capacity;
-    int tuning_dirty;                  /* results not yet written to the disk cache */
     ffnrt_calibration calibration;     /* valid once measured or loaded */
     char forced[5][64];                /* ffnrt_context_force values, by FORCE_* index */
     ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
@@ -69,6 +69,8 @@ struct ffnrt_context {
     int async;       /* ffnrt_context_set_async: batches are submitted without waiting */
     int external;    /* recording into the app's command buffer / enqueueing with its events */
     uint64_t async_ns; /* device time of async batches finished before ffnrt_context_wait */
+    ffnrt_disk_cache disk;
+    char *cache_identity; /* the device part of every disk-cache key */
 };
 
 /* A forced choice: the value ffnrt_context_force set for `env` (an
@@ -82,6 +84,11 @@ ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out);
 /* Tuning results by shape-class key; get returns 1 when one is kept. */
 int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2]);
 void ffnrt_tuning_put(ffnrt_context *ctx, const char *key, int value, const double ms[2]);
+void ffnrt_tuning_remember(ffnrt_context *ctx, const char *key, int value, const double ms[2]); /* memory only */
+/* The context's results to and from the disk cache (per device and driver). */
+void ffnrt_tuning_save(ffnrt_context *ctx);
+void ffnrt_tuning_load(ffnrt_context *ctx);
+void ffnrt_calibration_load(ffnrt_context *ctx);
 
 /* Returns status after publishing ctx->error as the thread's last error;
  * every public entry point ends through it. */
@@ -119,9 +126,22 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out);
 
+/* Calibration and tuning results: an opaque blob per (kind, name) and
+ * device, kept in the disk cache (kind FFNRT_CACHE_CALIBRATION or
+ * FFNRT_CACHE_TUNING). get returns a malloc'd copy or NULL (a miss, an
+ * invalid file or the cache off); put returns 1 when written. Neither
+ * ever fails the caller. */
+void *ffnrt_context_blob_get(ffnrt_context *ctx, ffnrt_cache_kind kind, const char *name, size_t *len);
+int ffnrt_context_blob_put(ffnrt_context *ctx, ffnrt_cache_kind kind, const char *name, const void *data,
+                           size_t len);
+
 /* The device list over every available backend, enumerated once per process. */
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,
                                     ffnrt_error *err);
+/* One backend's devices (listed on first use, without starting the
+ * others); ANY is every backend's. */
+ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_device_info **infos, size_t *count,
+                                            ffnrt_error *err);
 const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind);
 
 #endif

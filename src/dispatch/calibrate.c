@@ -4,6 +4,7 @@
  * cache is on, for the device and driver). */
 #include "ops/ops.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -120,7 +121,28 @@ ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
         return st;
     ctx->calibration = cal;
     *out = cal;
+    char text[128];
+    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g\n", cal.copy_gbps, cal.gemm_gflops, cal.dispatch_us);
+    ffnrt_context_blob_put(ctx, FFNRT_CACHE_CALIBRATION, "calibration", text, (size_t)len);
     return FFNRT_OK;
+}
+
+/* A calibration measured earlier on this device and driver, if the disk
+ * cache has a well-formed one (three positive finite figures). */
+void ffnrt_calibration_load(ffnrt_context *ctx)
+{
+    size_t len = 0;
+    char *blob = ffnrt_context_blob_get(ctx, FFNRT_CACHE_CALIBRATION, "calibration", &len);
+    char text[128];
+    if (blob && len < sizeof text) {
+        memcpy(text, blob, len);
+        text[len] = '\0';
+        ffnrt_calibration c = {0, 0, 0, 1};
+        if (sscanf(text, "%lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us) == 3 && c.copy_gbps > 0 &&
+            c.gemm_gflops > 0 && c.dispatch_us > 0 && c.copy_gbps < 1e6 && c.gemm_gflops < 1e7 && c.dispatch_us < 1e7)
+            ctx->calibration = c;
+    }
+    free(blob);
 }
 
 ffnrt_status ffnrt_context_calibrate(ffnrt_context *ctx, double *copy_gbps, double *gemm_gflops, double *dispatch_us)

@@ -24,6 +24,8 @@
     X(clCreateProgramWithSource)       \
     X(clBuildProgram)                  \
     X(clGetProgramBuildInfo)           \
+    X(clGetProgramInfo)                \
+    X(clCreateProgramWithBinary)       \
     X(clReleaseProgram)                \
     X(clCreateKernel)                  \
     X(clReleaseKernel)                 \

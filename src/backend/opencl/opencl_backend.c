@@ -346,6 +346,62 @@ static char *cl_build_log(ffnrt_bdevice *dev, cl_program program)
     return log;
 }
 
+/* No fast-math options: the kernels' accuracy relies on IEEE rounding
+ * and on subnormals where the device keeps them. Part of the cache key. */
+static const char cl_build_options[] = "-cl-std=CL1.2";
+
+/* A program from a cached binary; 0 (and the cache told why) when the
+ * driver refuses it, so the caller builds from source. clBuildProgram is
+ * required for binaries too. */
+static int cl_program_from_binary(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, ffnrt_bkernel *k)
+{
+    const ffnrt_kernel_cache *c = src->cache;
+    size_t len = 0;
+    unsigned char *bin = c->load(c->user, FFNRT_CACHE_CL_BINARY, &len);
+    if (!bin)
+        return 0;
+    char why[96] = "";
+    cl_int rc, status = CL_SUCCESS;
+    const unsigned char *bins[1] = {bin};
+    cl_program p = cl.clCreateProgramWithBinary(dev->context, 1, &dev->device, &len, bins, &status, &rc);
+    if (rc != CL_SUCCESS || status != CL_SUCCESS) {
+        snprintf(why, sizeof why, "clCreateProgramWithBinary refused it (%d, %d)", (int)rc, (int)status);
+        p = NULL;
+    } else if ((rc = cl.clBuildProgram(p, 1, &dev->device, cl_build_options, NULL, NULL)) != CL_SUCCESS) {
+        snprintf(why, sizeof why, "clBuildProgram of the binary failed (%d)", (int)rc);
+    } else {
+        k->kernel = cl.clCreateKernel(p, src->entry, &rc);
+        if (rc != CL_SUCCESS) {
+            k->kernel = NULL;
+            snprintf(why, sizeof why, "clCreateKernel on the binary failed (%d)", (int)rc);
+        }
+    }
+    free(bin);
+    if (why[0]) {
+        if (p)
+            cl.clReleaseProgram(p);
+        c->unusable(c->user, FFNRT_CACHE_CL_BINARY, why);
+        return 0;
+    }
+    k->program = p;
+    return 1;
+}
+
+/* Stores the program's binary for the next process; failures only lose
+ * the cache entry. */
+static void cl_store_binary(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, cl_program p)
+{
+    (void)dev;
+    size_t size = 0;
+    if (cl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL) != CL_SUCCESS || size == 0)
+        return;
+    unsigned char *bin = malloc(size);
+    unsigned char *bins[1] = {bin};
+    if (bin && cl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL) == CL_SUCCESS)
+        src->cache->store(src->cache->user, FFNRT_CACHE_CL_BINARY, bin, size);
+    free(bin);
+}
+
 static ffnrt_status cl_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, ffnrt_bkernel **out,
                                     char **log, ffnrt_error *err)
 {
@@ -355,6 +411,10 @@ static ffnrt_status cl_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
     k->buffer_count = src->buffer_count;
     k->params_size = src->params_size;
     k->workgroup_size = src->workgroup_size;
+    if (src->cache && cl_program_from_binary(dev, src, k)) {
+        *out = k;
+        return FFNRT_OK;
+    }
     cl_int rc;
     const char *text = src->source;
     k->program = cl.clCreateProgramWithSource(dev->context, 1, (const char **)&text, NULL, &rc);
@@ -362,9 +422,7 @@ static ffnrt_status cl_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
         cl_kernel_destroy(dev, k);
         return cl_fail(err, rc, "clCreateProgramWithSource");
     }
-    /* No fast-math options: the kernels' accuracy relies on IEEE rounding
-     * and on subnormals where the device keeps them. */
-    rc = cl.clBuildProgram(k->program, 1, &dev->device, "-cl-std=CL1.2", NULL, NULL);
+    rc = cl.clBuildProgram(k->program, 1, &dev->device, cl_build_options, NULL, NULL);
     if (rc != CL_SUCCESS) {
         *log = cl_build_log(dev, k->program);
         cl_kernel_destroy(dev, k);
@@ -377,8 +435,24 @@ static ffnrt_status cl_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
         cl_kernel_destroy(dev, k);
         return cl_fail(err, rc, "clCreateKernel");
     }
+    if (src->cache)
+        cl_store_binary(dev, src, k->program);
     *out = k;
     return FFNRT_OK;
+}
+
+/* The platform (name and version) and the build options: what, beyond
+ * the device's name and driver version, decides the binary. */
+static void cl_cache_identity(ffnrt_bdevice *dev, char *buf, size_t cap)
+{
+    char name[256] = "", version[256] = "";
+    cl_platform_id plat = NULL;
+    if (cl.clGetDeviceInfo(dev->device, CL_DEVICE_PLATFORM, sizeof plat, &plat, NULL) == CL_SUCCESS && plat) {
+        cl.clGetPlatformInfo(plat, CL_PLATFORM_NAME, sizeof name - 1, name, NULL);
+        cl.clGetPlatformInfo(plat, CL_PLATFORM_VERSION, sizeof version - 1, version, NULL);
+    }
+    snprintf(buf, cap, "platform %s\nplatform version %s\noptions %s\npointer bits %zu\n", name, version,
+             cl_build_options, sizeof(void *) * 8);
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -507,6 +581,7 @@ const ffnrt_backend_ops *ffnrt_opencl_backend(void)
         .external_begin = cl_begin,
         .external_end = cl_external_end,
         .validation_messages = NULL,
+        .cache_identity = cl_cache_identity,
     };
     return &ops;
 }

@@ -1,6 +1,7 @@
 #include "backend/vulkan/glsl_compiler.h"
 
 #include <glslang/Include/glslang_c_interface.h>
+#include <glslang/build_info.h>
 #include <glslang/Public/resource_limits_c.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +18,15 @@ static char *join_logs(const char *a, const char *b)
     if (s)
         snprintf(s, n, "%s%s%s", a, *a && *b ? "\n" : "", b);
     return s;
+}
+
+#define FFNRT_STR2(x) #x
+#define FFNRT_STR(x) FFNRT_STR2(x)
+const char *ffnrt_glsl_compiler_identity(void)
+{
+    /* Must change whenever the settings below change. */
+    return "glslang " FFNRT_STR(GLSLANG_VERSION_MAJOR) "." FFNRT_STR(GLSLANG_VERSION_MINOR) "." FFNRT_STR(
+        GLSLANG_VERSION_PATCH) GLSLANG_VERSION_FLAVOR " glsl450 vulkan1.1 spv1.3";
 }
 
 ffnrt_status ffnrt_glsl_to_spirv(const char *source, uint32_t max_workgroup_size, uint32_t **words,

@@ -12,4 +12,7 @@
 ffnrt_status ffnrt_glsl_to_spirv(const char *source, uint32_t max_workgroup_size, uint32_t **words,
                                  size_t *word_count, char **log, ffnrt_error *err);
 
+/* The compiler and its settings, for cache keys: "glslang 12.0.0 ...". */
+const char *ffnrt_glsl_compiler_identity(void);
+
 #endif

@@ -37,6 +37,9 @@
     X(vkDestroyPipelineLayout)           \
     X(vkCreateComputePipelines)          \
     X(vkDestroyPipeline)                 \
+    X(vkCreatePipelineCache)             \
+    X(vkDestroyPipelineCache)            \
+    X(vkGetPipelineCacheData)            \
     X(vkCreateDescriptorPool)            \
     X(vkDestroyDescriptorPool)           \
     X(vkResetDescriptorPool)             \

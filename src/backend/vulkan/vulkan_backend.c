@@ -404,6 +404,12 @@ struct ffnrt_bdevice {
     VkDescriptorPool *pools; /* grown when a batch needs more sets */
     uint32_t pool_count, pool_used;
     uint32_t max_workgroup_size;
+    /* One pipeline cache per device, loaded from and saved to the disk
+     * cache by the core (driver_cache_import / _export). */
+    VkPipelineCache pipeline_cache;
+    size_t pipeline_cache_size; /* bytes when imported or last exported */
+    VkPhysicalDeviceIDProperties ids;
+    VkPhysicalDeviceProperties props;
     int direct_mapping; /* buffers live in host-visible memory (CPU, UMA) */
     uint32_t direct_type, device_type, staging_type;
     ffnrt_bbuffer *staging;
@@ -445,6 +451,8 @@ static void vk_close(ffnrt_bdevice *dev)
             a->vkDestroyFence(dev->device, dev->fence, NULL);
         if (dev->command_pool)
             a->vkDestroyCommandPool(dev->device, dev->command_pool, NULL);
+        if (dev->pipeline_cache)
+            a->vkDestroyPipelineCache(dev->device, dev->pipeline_cache, NULL);
         if (!dev->external)
             a->vkDestroyDevice(dev->device, NULL);
     }
@@ -529,6 +537,14 @@ static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnr
 #undef FFNRT_VK_LOAD
     const ffnrt_vk_device_api *a = &dev->api;
     a->vkGetDeviceQueue(dev->device, dev->queue_family, 0, &dev->queue);
+    dev->ids.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES;
+    VkPhysicalDeviceProperties2 p2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2, .pNext = &dev->ids};
+    ia->vkGetPhysicalDeviceProperties2(dev->physical, &p2);
+    dev->props = p2.properties;
+    dev->ids.pNext = NULL;
+    VkPipelineCacheCreateInfo pcci = {.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+    if (a->vkCreatePipelineCache(dev->device, &pcci, NULL, &dev->pipeline_cache) != VK_SUCCESS)
+        dev->pipeline_cache = VK_NULL_HANDLE; /* pipelines are then built without one */
 
     VkCommandPoolCreateInfo cpci = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -765,6 +781,23 @@ static void vk_kernel_destroy(ffnrt_bdevice *dev, ffnrt_bkernel *k)
     free(k);
 }
 
+/* SPIR-V from the disk cache, if it looks like SPIR-V (the file's checksum
+ * already held; this catches a blob that was never SPIR-V). */
+static uint32_t *vk_cached_spirv(const ffnrt_kernel_cache *c, size_t *words)
+{
+    size_t len = 0;
+    uint32_t *code = c->load(c->user, FFNRT_CACHE_SPIRV, &len);
+    if (!code)
+        return NULL;
+    if (len < 20 || len % 4 != 0 || code[0] != 0x07230203u) {
+        free(code);
+        c->unusable(c->user, FFNRT_CACHE_SPIRV, "not SPIR-V");
+        return NULL;
+    }
+    *words = len / 4;
+    return code;
+}
+
 static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, ffnrt_bkernel **out,
                                     char **log, ffnrt_error *err)
 {
@@ -773,9 +806,15 @@ static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
                           src->buffer_count, MAX_BINDINGS);
     uint32_t *spirv = NULL;
     size_t words = 0;
-    ffnrt_status st = ffnrt_glsl_to_spirv(src->source, dev->max_workgroup_size, &spirv, &words, log, err);
-    if (st != FFNRT_OK)
-        return st;
+    if (src->cache)
+        spirv = vk_cached_spirv(src->cache, &words);
+    if (!spirv) {
+        ffnrt_status st = ffnrt_glsl_to_spirv(src->source, dev->max_workgroup_size, &spirv, &words, log, err);
+        if (st != FFNRT_OK)
+            return st;
+        if (src->cache)
+            src->cache->store(src->cache->user, FFNRT_CACHE_SPIRV, spirv, words * sizeof *spirv);
+    }
     const ffnrt_vk_device_api *a = &dev->api;
     ffnrt_bkernel *k = calloc(1, sizeof *k);
     if (!k) {
@@ -827,7 +866,7 @@ static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
         .layout = k->layout,
     };
     if (rc == VK_SUCCESS)
-        rc = a->vkCreateComputePipelines(dev->device, VK_NULL_HANDLE, 1, &cpci, NULL, &k->pipeline);
+        rc = a->vkCreateComputePipelines(dev->device, dev->pipeline_cache, 1, &cpci, NULL, &k->pipeline);
     if (rc != VK_SUCCESS) {
         vk_kernel_destroy(dev, k);
         return vk_fail(err, rc, "creating the compute pipeline");
@@ -970,6 +1009,89 @@ static ffnrt_status vk_submit(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_err
     return st;
 }
 
+/* ---------------------------------------------------------- disk cache */
+
+static void hex16(const uint8_t *b, char *out)
+{
+    for (int i = 0; i < 16; i++)
+        sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+static void vk_cache_identity(ffnrt_bdevice *dev, char *buf, size_t cap)
+{
+    char cache[33], device[33], driver[33];
+    hex16(dev->props.pipelineCacheUUID, cache);
+    hex16(dev->ids.deviceUUID, device);
+    hex16(dev->ids.driverUUID, driver);
+    snprintf(buf, cap,
+             "pipeline cache uuid %s\ndevice uuid %s\ndriver uuid %s\ndriver version 0x%x\n%s\n"
+             "max local size %u\n",
+             cache, device, driver, dev->props.driverVersion, ffnrt_glsl_compiler_identity(),
+             dev->max_workgroup_size);
+}
+
+static uint32_t le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Checks the header every pipeline cache starts with
+ * (VkPipelineCacheHeaderVersionOne, little-endian on every platform we
+ * run) against this device before the driver sees the data: drivers are
+ * meant to refuse foreign data themselves, but not all do it safely. */
+static int vk_driver_cache_import(ffnrt_bdevice *dev, const void *data, size_t len, const char **why)
+{
+    const unsigned char *b = data;
+    if (len < 32)
+        return (*why = "pipeline cache: shorter than its header"), 0;
+    uint32_t header = le32(b), version = le32(b + 4);
+    if (header < 32 || header > len)
+        return (*why = "pipeline cache: bad header length"), 0;
+    if (version != VK_PIPELINE_CACHE_HEADER_VERSION_ONE)
+        return (*why = "pipeline cache: unknown header version"), 0;
+    if (le32(b + 8) != dev->props.vendorID || le32(b + 12) != dev->props.deviceID)
+        return (*why = "pipeline cache: another vendor or device"), 0;
+    if (memcmp(b + 16, dev->props.pipelineCacheUUID, VK_UUID_SIZE) != 0)
+        return (*why = "pipeline cache: another pipelineCacheUUID (driver changed)"), 0;
+    const ffnrt_vk_device_api *a = &dev->api;
+    VkPipelineCacheCreateInfo pcci = {
+        .sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO,
+        .initialDataSize = len,
+        .pInitialData = data,
+    };
+    VkPipelineCache loaded;
+    if (a->vkCreatePipelineCache(dev->device, &pcci, NULL, &loaded) != VK_SUCCESS)
+        return (*why = "pipeline cache: the driver refused the data"), 0;
+    /* No pipeline was built yet: the empty cache made at open is replaced. */
+    if (dev->pipeline_cache)
+        a->vkDestroyPipelineCache(dev->device, dev->pipeline_cache, NULL);
+    dev->pipeline_cache = loaded;
+    dev->pipeline_cache_size = len;
+    return 1;
+}
+
+/* The pipeline cache's data when it grew since it was loaded or saved. */
+static void *vk_driver_cache_export(ffnrt_bdevice *dev, size_t *len)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    size_t size = 0;
+    *len = 0;
+    if (!dev->pipeline_cache ||
+        a->vkGetPipelineCacheData(dev->device, dev->pipeline_cache, &size, NULL) != VK_SUCCESS || size == 0 ||
+        size == dev->pipeline_cache_size)
+        return NULL;
+    void *data = malloc(size);
+    VkResult rc = data ? a->vkGetPipelineCacheData(dev->device, dev->pipeline_cache, &size, data)
+                       : VK_ERROR_OUT_OF_HOST_MEMORY;
+    if (rc != VK_SUCCESS) { /* VK_INCOMPLETE: it grew meanwhile; next time */
+        free(data);
+        return NULL;
+    }
+    dev->pipeline_cache_size = size;
+    *len = size;
+    return data;
+}
+
 static uint64_t vk_validation_messages(const ffnrt_bdevice *dev)
 {
     return atomic_load(&((ffnrt_bdevice *)dev)->validation_messages);
@@ -998,6 +1120,9 @@ const ffnrt_backend_ops *ffnrt_vulkan_backend(void)
         .external_begin = vk_external_begin,
         .external_end = vk_external_end,
         .validation_messages = vk_validation_messages,
+        .cache_identity = vk_cache_identity,
+        .driver_cache_import = vk_driver_cache_import,
+        .driver_cache_export = vk_driver_cache_export,
     };
     return &ops;
 }

@@ -1,0 +1,807 @@
+/* The disk cache: the pure file parser, and on both devices a cold build
+ * that writes, a warm one that hits with identical results, every kind of
+ * bad file ignored and rebuilt, the cache off, an unusable directory, and
+ * two processes filling one directory at once.
+ *
+ * Links the static library: the parser and the blob store are internal. */
+#include "core/context.h"
+#include "core/disk_cache.h"
+#include "device_fixture.h"
+#include "reference.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ the parser */
+
+static const char test_key[] = "ffnrt test\ndevice x\nkernel a|b|64|#define X 1\n";
+
+static unsigned char *make(const char *key, ffnrt_cache_kind kind, const char *payload, size_t *n)
+{
+    unsigned char *b = ffnrt_disk_cache_format(key, kind, payload, strlen(payload), n);
+    cr_assert_not_null(b);
+    return b;
+}
+
+static void expect_reject(const void *b, size_t n, const char *key, ffnrt_cache_kind kind, const char *reason)
+{
+    const void *p = (const void *)1;
+    size_t len = 99;
+    const char *why = NULL;
+    cr_assert_eq(ffnrt_disk_cache_parse(b, n, key, kind, &p, &len, &why), 0, "accepted; expected \"%s\"", reason);
+    cr_assert_null(p);
+    cr_assert_eq(len, 0);
+    cr_assert_not_null(why);
+    if (reason)
+        cr_assert(strstr(why, reason), "why = \"%s\", expected \"%s\"", why, reason);
+}
+
+Test(disk_cache_parse, round_trip)
+{
+    size_t n;
+    unsigned char *b = make(test_key, FFNRT_CACHE_SPIRV, "payload bytes", &n);
+    cr_assert_eq(n, FFNRT_DISK_CACHE_HEADER_SIZE + strlen(test_key) + 13);
+    const void *p;
+    size_t len;
+    const char *why;
+    cr_assert(ffnrt_disk_cache_parse(b, n, test_key, FFNRT_CACHE_SPIRV, &p, &len, &why), "%s", why);
+    cr_assert_eq(len, 13);
+    cr_assert_eq(memcmp(p, "payload bytes", 13), 0);
+    free(b);
+    b = make(test_key, FFNRT_CACHE_TUNING, "", &n); /* an empty payload is valid */
+    cr_assert(ffnrt_disk_cache_parse(b, n, test_key, FFNRT_CACHE_TUNING, &p, &len, &why), "%s", why);
+    cr_assert_eq(len, 0);
+    free(b);
+}
+
+Test(disk_cache_parse, every_truncation_and_extension)
+{
+    size_t n;
+    unsigned char *b = make(test_key, FFNRT_CACHE_CL_BINARY, "0123456789", &n);
+    expect_reject(NULL, 0, test_key, FFNRT_CACHE_CL_BINARY, "empty");
+    for (size_t cut = 0; cut < n; cut++)
+        expect_reject(b, cut, test_key, FFNRT_CACHE_CL_BINARY, NULL);
+    unsigned char *longer = malloc(n + 1);
+    memcpy(longer, b, n);
+    longer[n] = 0;
+    expect_reject(longer, n + 1, test_key, FFNRT_CACHE_CL_BINARY, "trailing");
+    free(longer);
+    free(b);
+}
+
+Test(disk_cache_parse, every_bit_flip)
+{
+    size_t n;
+    unsigned char *b = make(test_key, FFNRT_CACHE_SPIRV, "some payload", &n);
+    for (size_t i = 0; i < n; i++)
+        for (int bit = 0; bit < 8; bit++) {
+            b[i] ^= (unsigned char)(1u << bit);
+            expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, NULL);
+            b[i] ^= (unsigned char)(1u << bit);
+        }
+    free(b);
+}
+
+Test(disk_cache_parse, foreign_entries)
+{
+    size_t n;
+    unsigned char *b = make(test_key, FFNRT_CACHE_SPIRV, "x", &n);
+    expect_reject(b, n, "ffnrt test\ndevice y\nkernel a|b|64|#define X 1\n", FFNRT_CACHE_SPIRV, "foreign");
+    expect_reject(b, n, test_key, FFNRT_CACHE_CL_BINARY, "another kind");
+    free(b);
+    b = ffnrt_disk_cache_format_version(test_key, FFNRT_CACHE_SPIRV, "x", 1, ffnrt_disk_cache_version() + 1, &n);
+    expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, "another ffnrt version");
+    free(b);
+    b = make(test_key, FFNRT_CACHE_SPIRV, "x", &n);
+    b[8] = 2; /* format version */
+    expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, "format");
+    memcpy(b, "GARBAGE!", 8);
+    expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, "magic");
+    free(b);
+}
+
+static void put64le(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void reseal_header(unsigned char *b, size_t key_len)
+{
+    uint64_t h = ffnrt_fnv1a64(b, 48, FFNRT_FNV64_INIT);
+    put64le(b + 48, ffnrt_fnv1a64(b + FFNRT_DISK_CACHE_HEADER_SIZE, key_len, h));
+}
+
+/* A stored key whose hash matches the expected key's (a collision, forged
+ * here) is still refused: the whole key is compared. */
+Test(disk_cache_parse, hash_collision_is_caught)
+{
+    const char *other = "ffnrt test\ndevice z\n";
+    size_t n;
+    unsigned char *b = make(other, FFNRT_CACHE_SPIRV, "x", &n);
+    put64le(b + 24, ffnrt_fnv1a64(test_key, strlen(test_key), FFNRT_FNV64_INIT));
+    reseal_header(b, strlen(other));
+    expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, "collision");
+    free(b);
+}
+
+/* Lengths that would overflow or point past the end, with a header that
+ * is otherwise consistent. */
+Test(disk_cache_parse, hostile_lengths)
+{
+    size_t n;
+    unsigned char *b = make(test_key, FFNRT_CACHE_SPIRV, "abc", &n);
+    size_t key_len = strlen(test_key);
+    uint64_t lengths[] = {UINT64_MAX, UINT64_MAX - 2, (uint64_t)1 << 31, (uint64_t)1 << 40, 4, 2};
+    for (size_t i = 0; i < sizeof lengths / sizeof lengths[0]; i++) {
+        unsigned char *c = malloc(n);
+        memcpy(c, b, n);
+        put64le(c + 32, lengths[i]);
+        reseal_header(c, key_len);
+        expect_reject(c, n, test_key, FFNRT_CACHE_SPIRV, NULL);
+        free(c);
+    }
+    unsigned char *c = malloc(n);
+    memcpy(c, b, n);
+    c[20] = c[21] = c[22] = c[23] = 0xff; /* key length */
+    expect_reject(c, n, test_key, FFNRT_CACHE_SPIRV, "bounds");
+    free(c);
+    free(b);
+}
+
+/* ----------------------------------------------------- files on the host */
+
+static char *temp_dir(void)
+{
+    const char *base = getenv("TMPDIR");
+    char path[512];
+    snprintf(path, sizeof path, "%s/ffnrt-cache-test-XXXXXX", base && *base ? base : "/tmp");
+    cr_assert_not_null(mkdtemp(path), "mkdtemp: %s", strerror(errno));
+    return strdup(path);
+}
+
+static void remove_dir(char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        char path[1024];
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+            unlink(path);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+    free(dir);
+}
+
+/* The cache's files in dir: entries (*.bin) and temporaries (*.tmp.*). */
+typedef struct file_list {
+    char names[32][256];
+    int count;
+} file_list;
+
+static void list_files(const char *dir, file_list *entries, file_list *temps)
+{
+    DIR *d = opendir(dir);
+    cr_assert_not_null(d, "opendir %s", dir);
+    entries->count = temps->count = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        file_list *l = strstr(e->d_name, ".tmp.") ? temps : strstr(e->d_name, ".bin") ? entries : NULL;
+        if (l && l->count < 32)
+            snprintf(l->names[l->count++], 256, "%s", e->d_name);
+    }
+    closedir(d);
+}
+
+static unsigned char *read_file(const char *dir, const char *name, size_t *n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "open %s", path);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc(size > 0 ? (size_t)size : 1);
+    *n = fread(b, 1, (size_t)size, f);
+    fclose(f);
+    return b;
+}
+
+static void write_file(const char *dir, const char *name, const void *b, size_t n)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "create %s", path);
+    cr_assert_eq(fwrite(b, 1, n, f), n);
+    fclose(f);
+}
+
+/* A file is a valid entry of the kind its name says, checked with the key
+ * it stores itself (the parser then checks every checksum). */
+static int file_is_valid(const char *dir, const char *name)
+{
+    size_t n;
+    unsigned char *b = read_file(dir, name, &n);
+    int ok = 0;
+    if (n >= FFNRT_DISK_CACHE_HEADER_SIZE) {
+        uint32_t key_len = (uint32_t)b[20] | (uint32_t)b[21] << 8 | (uint32_t)b[22] << 16 | (uint32_t)b[23] << 24;
+        uint32_t kind = b[12];
+        if (key_len <= n - FFNRT_DISK_CACHE_HEADER_SIZE) {
+            char *key = strndup((const char *)b + FFNRT_DISK_CACHE_HEADER_SIZE, key_len);
+            ok = ffnrt_disk_cache_parse(b, n, key, (ffnrt_cache_kind)kind, NULL, NULL, NULL) &&
+                 strncmp(name, ffnrt_cache_kind_name((ffnrt_cache_kind)kind),
+                         strlen(ffnrt_cache_kind_name((ffnrt_cache_kind)kind))) == 0;
+            free(key);
+        }
+    }
+    free(b);
+    return ok;
+}
+
+Test(disk_cache_files, put_get_and_replace)
+{
+    char *dir = temp_dir();
+    ffnrt_disk_cache c;
+    ffnrt_disk_cache_open(&c, dir, 0);
+    cr_assert(c.enabled, "%s", c.status);
+    size_t len;
+    cr_assert_null(ffnrt_disk_cache_get(&c, "k", FFNRT_CACHE_CALIBRATION, &len));
+    cr_assert_eq(c.misses, 1);
+    cr_assert(ffnrt_disk_cache_put(&c, "k", FFNRT_CACHE_CALIBRATION, "first", 5));
+    cr_assert(ffnrt_disk_cache_put(&c, "k", FFNRT_CACHE_CALIBRATION, "second!", 7));
+    char *got = ffnrt_disk_cache_get(&c, "k", FFNRT_CACHE_CALIBRATION, &len);
+    cr_assert_not_null(got);
+    cr_assert_eq(len, 7);
+    cr_assert_eq(memcmp(got, "second!", 7), 0);
+    free(got);
+    /* Another kind under the same key is another file. */
+    cr_assert_null(ffnrt_disk_cache_get(&c, "k", FFNRT_CACHE_TUNING, &len));
+    file_list entries, temps;
+    list_files(dir, &entries, &temps);
+    cr_assert_eq(entries.count, 1);
+    cr_assert_eq(temps.count, 0, "a temporary file was left behind");
+    cr_assert(file_is_valid(dir, entries.names[0]));
+    remove_dir(dir);
+}
+
+Test(disk_cache_files, directory_choice)
+{
+    char *dir = temp_dir();
+    char want[1024];
+    ffnrt_disk_cache c;
+    setenv("FFNRT_CACHE_DIR", dir, 1);
+    unsetenv("FFNRT_CACHE");
+    ffnrt_disk_cache_open(&c, NULL, 0);
+    cr_assert_str_eq(c.dir, dir);
+    unsetenv("FFNRT_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", dir, 1);
+    ffnrt_disk_cache_open(&c, NULL, 0);
+    snprintf(want, sizeof want, "%s/ffnrt", dir);
+    cr_assert_str_eq(c.dir, want);
+    cr_assert(c.enabled);
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", dir, 1);
+    ffnrt_disk_cache_open(&c, NULL, 0);
+    snprintf(want, sizeof want, "%s/.cache/ffnrt", dir);
+    cr_assert_str_eq(c.dir, want, "%s", c.status);
+    cr_assert(c.enabled, "nested directories are created: %s", c.status);
+    snprintf(want, sizeof want, "%s/option/a/b", dir);
+    ffnrt_disk_cache_open(&c, want, 0);
+    cr_assert_str_eq(c.dir, want);
+    const char *offs[] = {"0", "off", "OFF", "false", "no"};
+    for (int i = 0; i < 5; i++) {
+        setenv("FFNRT_CACHE", offs[i], 1);
+        ffnrt_disk_cache_open(&c, want, 0);
+        cr_assert_not(c.enabled, "FFNRT_CACHE=%s", offs[i]);
+        cr_assert(strstr(c.status, "off"));
+    }
+    unsetenv("FFNRT_CACHE");
+    ffnrt_disk_cache_open(&c, want, 1);
+    cr_assert_not(c.enabled);
+    cr_assert_not(ffnrt_disk_cache_put(&c, "k", FFNRT_CACHE_TUNING, "x", 1));
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(dir);
+}
+
+/* What is at an entry's path but not a file (a FIFO, a directory, a
+ * symbolic link) is refused without blocking or following it, and a put
+ * replaces a link rather than writing through it. */
+Test(disk_cache_files, not_a_regular_file, .timeout = 20)
+{
+    char *dir = temp_dir();
+    ffnrt_disk_cache c;
+    ffnrt_disk_cache_open(&c, dir, 0);
+    char path[1024], target[1024];
+    size_t len;
+    ffnrt_disk_cache_path(&c, "fifo", FFNRT_CACHE_TUNING, path, sizeof path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    cr_assert_null(ffnrt_disk_cache_get(&c, "fifo", FFNRT_CACHE_TUNING, &len));
+    cr_assert_eq(c.rejected, 1);
+    cr_assert(ffnrt_disk_cache_put(&c, "fifo", FFNRT_CACHE_TUNING, "v", 1));
+    free(ffnrt_disk_cache_get(&c, "fifo", FFNRT_CACHE_TUNING, &len));
+    cr_assert_eq(c.hits, 1);
+
+    ffnrt_disk_cache_path(&c, "link", FFNRT_CACHE_TUNING, path, sizeof path);
+    snprintf(target, sizeof target, "%s/target", dir);
+    write_file(dir, "target", "precious", 8);
+    cr_assert_eq(symlink(target, path), 0);
+    cr_assert_null(ffnrt_disk_cache_get(&c, "link", FFNRT_CACHE_TUNING, &len));
+    cr_assert(ffnrt_disk_cache_put(&c, "link", FFNRT_CACHE_TUNING, "v", 1));
+    size_t n;
+    char *kept = (char *)read_file(dir, "target", &n);
+    cr_assert_eq(n, 8);
+    cr_assert_eq(memcmp(kept, "precious", 8), 0, "the put wrote through the link");
+    free(kept);
+
+    ffnrt_disk_cache_path(&c, "dir", FFNRT_CACHE_TUNING, path, sizeof path);
+    cr_assert_eq(mkdir(path, 0700), 0);
+    cr_assert_null(ffnrt_disk_cache_get(&c, "dir", FFNRT_CACHE_TUNING, &len));
+    cr_assert_not(ffnrt_disk_cache_put(&c, "dir", FFNRT_CACHE_TUNING, "v", 1), "rename over a directory");
+    cr_assert_eq(c.write_failures, 1);
+    rmdir(path);
+    remove_dir(dir);
+}
+
+/* A temporary file of a writer that died is removed once it is old; a
+ * young one (a live writer's) is left alone. */
+Test(disk_cache_files, stale_temporaries_are_removed)
+{
+    char *dir = temp_dir();
+    write_file(dir, "spirv-0000000000000000.bin.tmp.1.deadbeef", "partial", 7);
+    write_file(dir, "spirv-0000000000000001.bin.tmp.2.feedf00d", "partial", 7);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/spirv-0000000000000000.bin.tmp.1.deadbeef", dir);
+    struct timeval old[2] = {{time(NULL) - 3600, 0}, {time(NULL) - 3600, 0}};
+    cr_assert_eq(utimes(path, old), 0);
+    ffnrt_disk_cache c;
+    ffnrt_disk_cache_open(&c, dir, 0);
+    file_list entries, temps;
+    list_files(dir, &entries, &temps);
+    cr_assert_eq(temps.count, 1);
+    cr_assert_str_eq(temps.names[0], "spirv-0000000000000001.bin.tmp.2.feedf00d");
+    remove_dir(dir);
+}
+
+/* ------------------------------------------------------- on the devices */
+
+#define N 257
+
+static void inputs(float *x)
+{
+    for (int i = 0; i < N; i++)
+        x[i] = -8.0f + 16.0f * (float)i / (N - 1);
+}
+
+typedef struct run_result {
+    float y[N];
+    ffnrt_cache_stats stats; /* the strings are not kept */
+    char status[256], note[256];
+} run_result;
+
+/* SiLU on N values with the cache in dir (NULL: off), checked against the
+ * reference; the cache's counters after the op. */
+static void run_op(ffnrt_backend backend, const char *dir, int disable, run_result *r)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.cache_dir = dir;
+    o.disable_disk_cache = disable;
+    ffnrt_context *ctx = test_context(backend, &o);
+    float x[N];
+    inputs(x);
+    ffnrt_tensor *t = test_tensor_1d(ctx, N, x);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, t, t), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_read(t, r->y, N);
+    for (int i = 0; i < N; i++)
+        cr_assert_leq(ulp_error_f32(r->y[i], ref_silu(x[i])), 4.0, "silu(%a) = %a", x[i], r->y[i]);
+    ffnrt_tensor_destroy(t);
+    cr_assert_eq(ffnrt_context_cache_stats(ctx, &r->stats), FFNRT_OK);
+    snprintf(r->status, sizeof r->status, "%s", r->stats.status);
+    snprintf(r->note, sizeof r->note, "%s", r->stats.last_note);
+    r->stats.directory = r->stats.status = r->stats.last_note = NULL;
+    test_context_done(ctx); /* saves the Vulkan pipeline cache */
+}
+
+static void expect_warm(ffnrt_backend backend, const char *dir, const float *cold)
+{
+    run_result w;
+    run_op(backend, dir, 0, &w);
+    cr_assert_eq(w.stats.rejected, 0, "%s", w.note);
+    cr_assert_eq(w.stats.misses, 0);
+    cr_assert_geq(w.stats.hits, 1);
+    cr_assert_eq(memcmp(w.y, cold, sizeof w.y), 0, "a cached kernel gave other results");
+}
+
+BACKEND_PARAMETERS(disk_cache, cold_then_warm)
+ParameterizedTest(ffnrt_backend *b, disk_cache, cold_then_warm)
+{
+    char *dir = temp_dir();
+    run_result cold;
+    run_op(*b, dir, 0, &cold);
+    cr_assert(cold.stats.enabled, "%s", cold.status);
+    cr_assert_eq(cold.stats.hits, 0);
+    cr_assert_geq(cold.stats.misses, 1);
+    cr_assert_geq(cold.stats.writes, 1);
+    cr_assert_eq(cold.stats.write_failures, 0, "%s", cold.note);
+    file_list entries, temps;
+    list_files(dir, &entries, &temps);
+    cr_assert_geq(entries.count, 1);
+    cr_assert_eq(temps.count, 0);
+    for (int i = 0; i < entries.count; i++)
+        cr_assert(file_is_valid(dir, entries.names[i]), "%s", entries.names[i]);
+    if (*b == FFNRT_BACKEND_VULKAN) {
+        int spirv = 0, pipeline = 0;
+        for (int i = 0; i < entries.count; i++) {
+            spirv += strncmp(entries.names[i], "spirv-", 6) == 0;
+            pipeline += strncmp(entries.names[i], "pipeline-cache-", 15) == 0;
+        }
+        cr_assert_eq(spirv, 1);
+        cr_assert_eq(pipeline, 1);
+    } else {
+        cr_assert_eq(strncmp(entries.names[0], "cl-binary-", 10), 0, "%s", entries.names[0]);
+    }
+    expect_warm(*b, dir, cold.y);
+    remove_dir(dir);
+}
+
+typedef enum damage {
+    TRUNCATE,
+    FLIP_PAYLOAD_BYTE,
+    OTHER_VERSION,
+    OTHER_DEVICE,
+    GARBAGE,
+    ZERO_LENGTH,
+    VALID_FILE_BAD_CONTENT, /* a well-formed entry whose blob the driver must refuse */
+    DAMAGE_COUNT
+} damage;
+
+static const char *const damage_names[] = {"truncated", "flipped payload byte", "another ffnrt version",
+                                           "another device's key", "garbage", "zero length",
+                                           "valid file, bad blob"};
+
+static void damage_file(const char *dir, const char *name, damage how)
+{
+    size_t n;
+    unsigned char *b = read_file(dir, name, &n);
+    cr_assert_gt(n, FFNRT_DISK_CACHE_HEADER_SIZE);
+    uint32_t key_len = (uint32_t)b[20] | (uint32_t)b[21] << 8 | (uint32_t)b[22] << 16 | (uint32_t)b[23] << 24;
+    ffnrt_cache_kind kind = (ffnrt_cache_kind)b[12];
+    char *key = strndup((const char *)b + FFNRT_DISK_CACHE_HEADER_SIZE, key_len);
+    const unsigned char *payload = b + FFNRT_DISK_CACHE_HEADER_SIZE + key_len;
+    size_t pay_len = n - FFNRT_DISK_CACHE_HEADER_SIZE - key_len, m = 0;
+    unsigned char *out = NULL;
+    switch (how) {
+    case TRUNCATE:
+        write_file(dir, name, b, n / 2);
+        break;
+    case FLIP_PAYLOAD_BYTE:
+        b[n - 1 - pay_len / 2] ^= 0x10;
+        write_file(dir, name, b, n);
+        break;
+    case OTHER_VERSION:
+        out = ffnrt_disk_cache_format_version(key, kind, payload, pay_len, ffnrt_disk_cache_version() + 1, &m);
+        break;
+    case OTHER_DEVICE: {
+        char *dev = strstr(key, "\ndevice ");
+        cr_assert_not_null(dev, "the key names the device: %s", key);
+        dev[8] ^= 1; /* another device's entry under this file name */
+        out = ffnrt_disk_cache_format(key, kind, payload, pay_len, &m);
+        break;
+    }
+    case GARBAGE: {
+        unsigned char junk[3000];
+        for (size_t i = 0; i < sizeof junk; i++)
+            junk[i] = (unsigned char)(i * 131u + 7u);
+        write_file(dir, name, junk, sizeof junk);
+        break;
+    }
+    case ZERO_LENGTH:
+        write_file(dir, name, "", 0);
+        break;
+    case VALID_FILE_BAD_CONTENT: {
+        unsigned char *bad = malloc(pay_len);
+        memcpy(bad, payload, pay_len);
+        if (kind == FFNRT_CACHE_PIPELINE_CACHE)
+            bad[16] ^= 1; /* its pipelineCacheUUID */
+        else
+            for (size_t i = 0; i < pay_len; i++)
+                bad[i] = (unsigned char)(i * 29u + 3u);
+        out = ffnrt_disk_cache_format(key, kind, bad, pay_len, &m);
+        free(bad);
+        break;
+    }
+    default:
+        break;
+    }
+    if (out)
+        write_file(dir, name, out, m);
+    free(out);
+    free(key);
+    free(b);
+}
+
+typedef struct damage_case {
+    ffnrt_backend backend;
+    damage how;
+} damage_case;
+
+ParameterizedTestParameters(disk_cache, bad_files_are_rebuilt)
+{
+    static damage_case cases[TEST_BACKENDS * DAMAGE_COUNT];
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int d = 0; d < DAMAGE_COUNT; d++)
+            cases[b * DAMAGE_COUNT + d] = (damage_case){test_backends[b], (damage)d};
+    return cr_make_param_array(damage_case, cases, TEST_BACKENDS * DAMAGE_COUNT);
+}
+
+/* Each file of a cold build damaged one way: the next run ignores it,
+ * rebuilds (same results) and rewrites it, and the run after hits. */
+ParameterizedTest(damage_case *c, disk_cache, bad_files_are_rebuilt)
+{
+    char *dir = temp_dir();
+    run_result cold, again;
+    run_op(c->backend, dir, 0, &cold);
+    file_list entries, temps;
+    list_files(dir, &entries, &temps);
+    cr_assert_geq(entries.count, 1);
+    for (int i = 0; i < entries.count; i++)
+        damage_file(dir, entries.names[i], c->how);
+    run_op(c->backend, dir, 0, &again);
+    cr_assert_geq(again.stats.rejected, 1, "%s: nothing was rejected", damage_names[c->how]);
+    cr_assert_eq(again.stats.hits, 0, "%s: a damaged file was used (%s)", damage_names[c->how], again.note);
+    cr_assert_geq(again.stats.writes, 1, "%s: not rewritten", damage_names[c->how]);
+    cr_assert_str_not_empty(again.note);
+    cr_assert_eq(memcmp(again.y, cold.y, sizeof cold.y), 0);
+    list_files(dir, &entries, &temps);
+    for (int i = 0; i < entries.count; i++)
+        cr_assert(file_is_valid(dir, entries.names[i]), "%s: %s not rewritten", damage_names[c->how],
+                  entries.names[i]);
+    expect_warm(c->backend, dir, cold.y);
+    remove_dir(dir);
+}
+
+/* A crash between writing and renaming leaves a temporary file and no
+ * entry: the next run ignores the temporary, builds and writes the entry. */
+BACKEND_PARAMETERS(disk_cache, stale_temporary_file)
+ParameterizedTest(ffnrt_backend *b, disk_cache, stale_temporary_file)
+{
+    char *dir = temp_dir();
+    run_result cold, again;
+    run_op(*b, dir, 0, &cold);
+    file_list entries, temps;
+    list_files(dir, &entries, &temps);
+    for (int i = 0; i < entries.count; i++) {
+        char tmp[400], path[1024];
+        snprintf(tmp, sizeof tmp, "%s.tmp.999999.0badf00d", entries.names[i]);
+        size_t n;
+        unsigned char *bytes = read_file(dir, entries.names[i], &n);
+        write_file(dir, tmp, bytes, n / 3);
+        free(bytes);
+        snprintf(path, sizeof path, "%s/%s", dir, entries.names[i]);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/%s", dir, tmp);
+        struct timeval old[2] = {{time(NULL) - 7200, 0}, {time(NULL) - 7200, 0}};
+        cr_assert_eq(utimes(path, old), 0);
+    }
+    run_op(*b, dir, 0, &again);
+    cr_assert_eq(again.stats.hits, 0);
+    cr_assert_geq(again.stats.writes, 1);
+    cr_assert_eq(memcmp(again.y, cold.y, sizeof cold.y), 0);
+    list_files(dir, &entries, &temps);
+    cr_assert_eq(temps.count, 0, "the stale temporary %s was not removed", temps.names[0]);
+    for (int i = 0; i < entries.count; i++)
+        cr_assert(file_is_valid(dir, entries.names[i]));
+    expect_warm(*b, dir, cold.y);
+    remove_dir(dir);
+}
+
+BACKEND_PARAMETERS(disk_cache, disabled_writes_nothing)
+ParameterizedTest(ffnrt_backend *b, disk_cache, disabled_writes_nothing)
+{
+    char *dir = temp_dir();
+    run_result r;
+    run_op(*b, dir, 1, &r);
+    cr_assert_not(r.stats.enabled);
+    cr_assert(strstr(r.status, "off"), "%s", r.status);
+    cr_assert_eq(r.stats.hits + r.stats.misses + r.stats.writes, 0);
+    setenv("FFNRT_CACHE", "off", 1);
+    run_op(*b, dir, 0, &r);
+    unsetenv("FFNRT_CACHE");
+    cr_assert_not(r.stats.enabled);
+    cr_assert(strstr(r.status, "FFNRT_CACHE"), "%s", r.status);
+    file_list entries, temps;
+    list_files(dir, &entries, &temps);
+    cr_assert_eq(entries.count + temps.count, 0, "the cache was off but wrote %s", entries.names[0]);
+    remove_dir(dir);
+}
+
+/* A directory that cannot be created (under a regular file: root cannot
+ * either), and one removed while the context lives: the ops still run. */
+BACKEND_PARAMETERS(disk_cache, unusable_directory_is_not_fatal)
+ParameterizedTest(ffnrt_backend *b, disk_cache, unusable_directory_is_not_fatal)
+{
+    char *dir = temp_dir();
+    write_file(dir, "a-file", "x", 1);
+    char bad[1024];
+    snprintf(bad, sizeof bad, "%s/a-file/cache", dir);
+    run_result r;
+    run_op(*b, bad, 0, &r);
+    cr_assert_not(r.stats.enabled);
+    cr_assert(strstr(r.status, "cannot create"), "%s", r.status);
+
+    char sub[1024];
+    snprintf(sub, sizeof sub, "%s/gone", dir);
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.cache_dir = sub;
+    ffnrt_context *ctx = test_context(*b, &o);
+    cr_assert_eq(rmdir(sub), 0, "%s", strerror(errno));
+    float x[N], y[N];
+    inputs(x);
+    ffnrt_tensor *t = test_tensor_1d(ctx, N, x);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, t, t), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_read(t, y, N);
+    ffnrt_cache_stats s;
+    cr_assert_eq(ffnrt_context_cache_stats(ctx, &s), FFNRT_OK);
+    cr_assert_geq(s.write_failures, 1);
+    cr_assert(strstr(s.last_note, "not written"), "%s", s.last_note);
+    ffnrt_tensor_destroy(t);
+    test_context_done(ctx);
+    remove_dir(dir);
+}
+
+/* The calibration and tuning store, per device. */
+BACKEND_PARAMETERS(disk_cache, blobs)
+ParameterizedTest(ffnrt_backend *b, disk_cache, blobs)
+{
+    char *dir = temp_dir();
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.cache_dir = dir;
+    ffnrt_context *ctx = test_context(*b, &o);
+    size_t len;
+    cr_assert_null(ffnrt_context_blob_get(ctx, FFNRT_CACHE_TUNING, "gemm f32 512x1376", &len));
+    const uint32_t tiles[4] = {64, 64, 8, 4};
+    cr_assert(ffnrt_context_blob_put(ctx, FFNRT_CACHE_TUNING, "gemm f32 512x1376", tiles, sizeof tiles));
+    cr_assert(ffnrt_context_blob_put(ctx, FFNRT_CACHE_CALIBRATION, "copy GB/s", "8.1", 3));
+    test_context_done(ctx);
+
+    ctx = test_context(*b, &o);
+    uint32_t *got = ffnrt_context_blob_get(ctx, FFNRT_CACHE_TUNING, "gemm f32 512x1376", &len);
+    cr_assert_not_null(got);
+    cr_assert_eq(len, sizeof tiles);
+    cr_assert_eq(memcmp(got, tiles, sizeof tiles), 0);
+    free(got);
+    char *cal = ffnrt_context_blob_get(ctx, FFNRT_CACHE_CALIBRATION, "copy GB/s", &len);
+    cr_assert_not_null(cal);
+    cr_assert_eq(len, 3);
+    free(cal);
+    cr_assert_null(ffnrt_context_blob_get(ctx, FFNRT_CACHE_CALIBRATION, "gemm f32 512x1376", &len));
+    test_context_done(ctx);
+
+    /* The other backend's device does not see them. */
+    ffnrt_backend other = *b == FFNRT_BACKEND_OPENCL ? FFNRT_BACKEND_VULKAN : FFNRT_BACKEND_OPENCL;
+    ctx = test_context(other, &o);
+    if (ctx) {
+        cr_assert_null(ffnrt_context_blob_get(ctx, FFNRT_CACHE_TUNING, "gemm f32 512x1376", &len));
+        test_context_done(ctx);
+    }
+    remove_dir(dir);
+}
+
+/* Two processes build into one empty directory at the same moment: both
+ * succeed, and what is left is valid and used by a third. */
+static int child_run(ffnrt_backend backend, const char *dir, int go_fd, const float *expect, float *out)
+{
+    char c;
+    if (go_fd >= 0 && read(go_fd, &c, 1) < 0)
+        return 10;
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.backend = backend;
+    o.device_index = 0;
+    o.validation = backend == FFNRT_BACKEND_VULKAN;
+    o.cache_dir = dir;
+    o.disable_disk_cache = dir == NULL;
+    ffnrt_context *ctx;
+    if (ffnrt_context_create(&o, &ctx) != FFNRT_OK)
+        return 11;
+    float x[N], y[N];
+    inputs(x);
+    int64_t shape = N;
+    ffnrt_tensor *t;
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    int rc = 0;
+    if (ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &shape, &t) != FFNRT_OK)
+        return 12;
+    if (ffnrt_tensor_write(t, x, sizeof x) != FFNRT_OK || ffnrt_activation_forward(ctx, &d, t, t) != FFNRT_OK ||
+        ffnrt_tensor_read(t, y, sizeof y) != FFNRT_OK)
+        rc = 13;
+    else if (expect && memcmp(y, expect, sizeof y) != 0)
+        rc = 14;
+    for (int i = 0; i < N && !rc; i++)
+        if (ulp_error_f32(y[i], ref_silu(x[i])) > 4.0)
+            rc = 16;
+    if (out)
+        memcpy(out, y, sizeof y);
+    ffnrt_tensor_destroy(t);
+    if (ffnrt_context_validation_messages(ctx))
+        rc = 15;
+    ffnrt_context_destroy(ctx);
+    return rc;
+}
+
+BACKEND_PARAMETERS(disk_cache, two_processes_at_once)
+ParameterizedTest(ffnrt_backend *b, disk_cache, two_processes_at_once)
+{
+    /* The expected values come from a cache-less run in a child, so that
+     * this process starts no driver before forking. */
+    char *ref_dir = temp_dir();
+    char *dir = temp_dir();
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        float y[N];
+        int rc = child_run(*b, NULL, -1, NULL, y);
+        if (rc == 0) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/y", ref_dir);
+            FILE *f = fopen(path, "wb");
+            rc = !f || fwrite(y, sizeof y, 1, f) != 1;
+            if (f)
+                fclose(f);
+        }
+        _exit(rc);
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reference run failed: %d", status);
+    size_t n;
+    float *expect = (float *)read_file(ref_dir, "y", &n);
+    cr_assert_eq(n, N * sizeof(float));
+
+    int go[2];
+    cr_assert_eq(pipe(go), 0);
+    pid_t kids[2];
+    for (int i = 0; i < 2; i++) {
+        kids[i] = fork();
+        cr_assert_geq(kids[i], 0);
+        if (kids[i] == 0) {
+            close(go[1]);
+            _exit(child_run(*b, dir, go[0], expect, NULL));
+        }
+    }
+    close(go[0]);
+    close(go[1]); /* both start now */
+    for (int i = 0; i < 2; i++) {
+        cr_assert_eq(waitpid(kids[i], &status, 0), kids[i]);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "process %d failed: status %d", i, status);
+    }
+    file_list entries, temps;
+    list_files(dir, &entries, &temps);
+    cr_assert_geq(entries.count, 1);
+    cr_assert_eq(temps.count, 0, "%s left behind", temps.names[0]);
+    for (int i = 0; i < entries.count; i++)
+        cr_assert(file_is_valid(dir, entries.names[i]), "%s", entries.names[i]);
+    expect_warm(*b, dir, expect);
+    free(expect);
+    remove_dir(dir);
+    remove_dir(ref_dir);
+}
