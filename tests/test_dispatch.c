@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Every item has a choice and a reason; the named ones are present. */
 static void expect_plan(const ffnrt_plan *plan, const char *const *names, size_t n)
@@ -271,7 +272,12 @@ ParameterizedTest(ffnrt_backend *b, dispatch, profiles_lower_limits)
 BACKEND_PARAMETERS(dispatch, autotune_steers_the_path)
 ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
 {
-    ffnrt_context *ctx = test_context(*b, NULL);
+    /* A cache of its own: tuning and calibration results persist there. */
+    char dir[] = "/tmp/ffnrt-dispatch-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.cache_dir = dir;
+    ffnrt_context *ctx = test_context(*b, &o);
     const int64_t dm = 32, hid = 48;
     float *w = malloc(sizeof(float) * (size_t)(3 * dm * hid)), xs[2 * 32], y_auto[2 * 32], y_ref[2 * 32];
     cr_assert(w);
@@ -296,8 +302,12 @@ ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
     ffnrt_plan *plan = NULL;
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
     cr_expect(strstr(ffnrt_plan_text(plan), "no tuning result") != NULL);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "calibration"), "not measured");
     ffnrt_plan_destroy(plan);
     cr_assert_eq(ffnrt_ffn_autotune(layer, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    double gbps = 0, gflops = 0, us = 0;
+    cr_assert_eq(ffnrt_context_calibrate(ctx, &gbps, &gflops, &us), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_expect(gbps > 0 && gflops > 0 && us > 0, "%g GB/s, %g GFLOP/s, %g us", gbps, gflops, us);
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
     cr_expect(strstr(ffnrt_plan_text(plan), "tuned for this device") != NULL, "%s", ffnrt_plan_text(plan));
     ffnrt_plan_destroy(plan);
@@ -312,8 +322,19 @@ ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
                   y_ref[i]);
     cr_expect_eq(ffnrt_ffn_autotune(NULL, x, y), FFNRT_ERROR_INVALID_ARGUMENT);
     ffnrt_ffn_destroy(layer);
-    free(w);
     test_context_done(ctx);
+
+    /* A new context on the same device finds both in the disk cache. */
+    ctx = test_context(*b, &o);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
+    cr_expect(strstr(ffnrt_plan_text(plan), "tuned for this device") != NULL, "%s", ffnrt_plan_text(plan));
+    cr_expect_str_neq(ffnrt_plan_choice(plan, "calibration"), "not measured");
+    ffnrt_plan_destroy(plan);
+    test_context_done(ctx);
+    free(w);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
 }
 
 /* ------------------------------------------------------ ranking (pure) */
