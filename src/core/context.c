@@ -145,9 +145,9 @@ static ffnrt_status apply_limits(ffnrt_limits *lim, uint64_t range, uint64_t cou
     return st;
 }
 
-/* FFNRT_LIMITS="max_buffer_range=65536,max_workgroup_count=64,max_workgroup_size=32" */
+/* FFNRT_LIMITS="max_buffer_range=65536,max_workgroup_count=64,max_workgroup_size=32,max_memory=1048576" */
 static ffnrt_status parse_limits_env(const char *spec, uint64_t *range, uint64_t *count,
-                                     uint64_t *wg, ffnrt_error *err)
+                                     uint64_t *wg, uint64_t *memory, ffnrt_error *err)
 {
     const char *s = spec;
     while (*s) {
@@ -165,6 +165,8 @@ static ffnrt_status parse_limits_env(const char *spec, uint64_t *range, uint64_t
             *count = v;
         else if (klen == 18 && strncmp(s, "max_workgroup_size", 18) == 0)
             *wg = v;
+        else if (klen == 10 && strncmp(s, "max_memory", 10) == 0)
+            *memory = v;
         else
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "FFNRT_LIMITS: unknown limit \"%.*s\"",
                               (int)klen, s);
@@ -191,6 +193,7 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
     char env_name[256];
     device_request req = {o->backend, o->device_index, o->device_name};
     uint64_t range = o->max_buffer_range, count = o->max_workgroup_count, wg = o->max_workgroup_size;
+    uint64_t memory = 0;
     const ffnrt_device_info *chosen = NULL;
 
     if (!out) {
@@ -209,7 +212,7 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
         *env_device)
         parse_device_env(env_device, &req, env_name, sizeof env_name);
     const char *env_limits = getenv("FFNRT_LIMITS");
-    if (env_limits && parse_limits_env(env_limits, &range, &count, &wg, &err) != FFNRT_OK)
+    if (env_limits && parse_limits_env(env_limits, &range, &count, &wg, &memory, &err) != FFNRT_OK)
         goto done;
     if (choose_device(&req, &chosen, &err) != FFNRT_OK)
         goto done;
@@ -220,7 +223,7 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
         goto done;
     }
     ctx->ops = ffnrt_registry_backend(chosen->backend);
-    ctx->inject_compile_error = env_true("FFNRT_INJECT_COMPILE_ERROR");
+    ctx->max_memory = memory;
     ffnrt_open_options open_opts = {o->validation || env_true("FFNRT_VALIDATION")};
     if (ctx->ops->open(chosen->index, &open_opts, &ctx->dev, &ctx->info, &ctx->limits, &err) != FFNRT_OK)
         goto done;
@@ -304,13 +307,13 @@ ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx, uint64_t *devi
 /* Kernel text: the API's prelude, the build defines, then the shared
  * files every kernel may use, then the op's own file. */
 static char *concat_source(const ffnrt_context *ctx, const char *file, const char *defines,
-                           uint32_t workgroup_size)
+                           uint32_t workgroup_size, int inject_error)
 {
     int vulkan = ctx->ops->kind == FFNRT_BACKEND_VULKAN;
     const char *parts[] = {
         vulkan ? "#version 450\n" : "",
         NULL, /* defines, below */
-        ctx->inject_compile_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "",
+        inject_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "",
         ffnrt_shader_source(vulkan ? "prelude_glsl.glsl" : "prelude_opencl.cl"),
         ffnrt_shader_source("math.inc"),
         ffnrt_shader_source("math_grad.inc"),
@@ -363,7 +366,9 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
         ctx->kernels = grown;
         ctx->kernel_capacity = cap;
     }
-    char *source = concat_source(ctx, file, defines, workgroup_size);
+    /* Read at each build, not at context creation, so a test can make one
+     * build fail and then check that the same context still builds it. */
+    char *source = concat_source(ctx, file, defines, workgroup_size, env_true("FFNRT_INJECT_COMPILE_ERROR"));
     if (!key_copy || !source) {
         free(key_copy);
         free(source);

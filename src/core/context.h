@@ -32,7 +32,10 @@ struct ffnrt_context {
     size_t kernel_count, kernel_capacity;
     struct ffnrt_tensor *tensors;
     uint64_t last_op_ns;
-    int inject_compile_error; /* FFNRT_INJECT_COMPILE_ERROR: tests the failure path */
+    /* FFNRT_LIMITS=max_memory=B: a device-memory budget over the context's
+     * tensors (0: none), so running out of memory can be tested anywhere. */
+    uint64_t max_memory;
+    uint64_t allocated; /* bytes of the live tensors' buffers */
 };
 
 /* Returns status after publishing ctx->error as the thread's last error;

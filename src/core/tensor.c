@@ -67,6 +67,17 @@ ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t n
                                                          "ffnrt_tensor_create: %s tensor of %llu elements is past the device's largest allocation (%llu bytes)",
                                                          ffnrt_dtype_name(dtype), (unsigned long long)numel,
                                                          (unsigned long long)ctx->limits.max_allocation));
+    /* Kernels access 32-bit words (16-bit types packed two a word), so the
+     * buffer is padded to whole words; empty tensors still get one word,
+     * as APIs refuse size 0. */
+    uint64_t padded = (numel * elem + 3) & ~(uint64_t)3;
+    if (padded == 0)
+        padded = 4;
+    if (ctx->max_memory && padded > ctx->max_memory - ctx->allocated)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_OUT_OF_DEVICE_MEMORY,
+                                                         "ffnrt_tensor_create: %llu more bytes would pass the context's max_memory budget (%llu of %llu bytes in use)",
+                                                         (unsigned long long)padded, (unsigned long long)ctx->allocated,
+                                                         (unsigned long long)ctx->max_memory));
     ffnrt_tensor *t = calloc(1, sizeof *t);
     if (!t)
         return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY,
@@ -78,15 +89,12 @@ ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t n
         t->shape[i] = shape[i];
     t->numel = (size_t)numel;
     t->bytes = (size_t)numel * elem;
-    /* Kernels access 32-bit words (16-bit types packed two a word), so the
-     * buffer is padded to whole words; empty tensors still get one word,
-     * as APIs refuse size 0. */
-    uint64_t padded = (t->bytes + 3) & ~(uint64_t)3;
-    ffnrt_status st = ctx->ops->buffer_create(ctx->dev, padded ? padded : 4, &t->buffer, err);
+    ffnrt_status st = ctx->ops->buffer_create(ctx->dev, padded, &t->buffer, err);
     if (st != FFNRT_OK) {
         free(t);
         return ffnrt_context_finish_call(ctx, st);
     }
+    ctx->allocated += padded;
     t->next = ctx->tensors;
     if (ctx->tensors)
         ctx->tensors->prev = t;
@@ -107,6 +115,8 @@ void ffnrt_tensor_destroy(ffnrt_tensor *t)
     if (t->next)
         t->next->prev = t->prev;
     ctx->ops->buffer_destroy(ctx->dev, t->buffer);
+    uint64_t padded = (t->bytes + 3) & ~(uint64_t)3;
+    ctx->allocated -= padded ? padded : 4;
     free(t);
 }
 
