@@ -4,8 +4,18 @@
  * loading, glslang) from many threads at once, and one context shared by
  * threads that serialise on their own mutex. scripts/test also runs this
  * suite under ThreadSanitizer. Worker threads never call cr_assert (it is
- * not thread-safe); they report a message and the main thread asserts. */
+ * not thread-safe); they report a message and the main thread asserts.
+ *
+ * Built with -DFFNRT_THREADS_MAIN the same checks are a plain program
+ * (Criterion's process arena cannot start under ThreadSanitizer): the
+ * TSan pass of scripts/test runs that. */
+#ifdef FFNRT_THREADS_MAIN
+#include "ffnrt.h"
+#define TEST_BACKENDS 2
+static const ffnrt_backend test_backends[TEST_BACKENDS] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
+#else
 #include "device_fixture.h"
+#endif
 
 #include <math.h>
 #include <pthread.h>
@@ -170,23 +180,31 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-static void run_workers(ffnrt_backend backend, ffnrt_context *shared, pthread_mutex_t *lock)
+/* Runs THREADS workers on backend (on `shared` under `lock` when given);
+ * returns "" or the first failure, in msg. */
+static const char *run_workers(ffnrt_backend backend, ffnrt_context *shared, pthread_mutex_t *lock,
+                               char *msg, size_t cap)
 {
     pthread_t threads[THREADS];
     worker workers[THREADS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, THREADS);
+    msg[0] = '\0';
     for (int i = 0; i < THREADS; i++) {
         workers[i] = (worker){backend, shared, lock, &start, i, ""};
-        cr_assert_eq(pthread_create(&threads[i], NULL, worker_main, &workers[i]), 0);
+        if (pthread_create(&threads[i], NULL, worker_main, &workers[i]) != 0)
+            abort(); /* the barrier would never open */
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(threads[i], NULL);
     pthread_barrier_destroy(&start);
-    for (int i = 0; i < THREADS; i++)
-        cr_assert_str_empty(workers[i].failure, "%s on %s", workers[i].failure, ffnrt_backend_name(backend));
+    for (int i = 0; i < THREADS && !msg[0]; i++)
+        if (workers[i].failure[0])
+            snprintf(msg, cap, "%s on %s", workers[i].failure, ffnrt_backend_name(backend));
+    return msg;
 }
 
+#ifndef FFNRT_THREADS_MAIN
 BACKEND_PARAMETERS(threads, own_contexts)
 
 /* THREADS threads, each creating, using and destroying its own contexts,
@@ -195,7 +213,8 @@ ParameterizedTest(ffnrt_backend *b, threads, own_contexts)
 {
     /* Skips (where allowed) or fails here if the backend is missing. */
     test_context_done(test_context(*b, NULL));
-    run_workers(*b, NULL, NULL);
+    char msg[600];
+    cr_assert_str_empty(run_workers(*b, NULL, NULL, msg, sizeof msg), "%s", msg);
 }
 
 BACKEND_PARAMETERS(threads, shared_context)
@@ -205,9 +224,11 @@ ParameterizedTest(ffnrt_backend *b, threads, shared_context)
 {
     ffnrt_context *ctx = test_context(*b, NULL);
     pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    run_workers(*b, ctx, &lock);
+    char msg[600];
+    cr_assert_str_empty(run_workers(*b, ctx, &lock, msg, sizeof msg), "%s", msg);
     test_context_done(ctx);
 }
+#endif
 
 typedef struct first_use {
     pthread_barrier_t *start;
@@ -227,29 +248,76 @@ static void *first_use_main(void *arg)
 }
 
 /* The process-wide state (loading both APIs, the device registry) is built
- * on first use; many threads making that first call at once all see the
- * same devices. Criterion runs each test in a fresh process, so this is
- * the process's first call. */
-Test(threads, first_use)
+ * on first use; many threads making that first call at once must all see
+ * the same devices. Call it before anything else in the process. */
+static const char *first_use_check(char *msg, size_t cap)
 {
     enum { CALLERS = 8 };
     pthread_t threads[CALLERS];
     first_use f[CALLERS];
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, CALLERS);
+    msg[0] = '\0';
     for (int i = 0; i < CALLERS; i++) {
         f[i] = (first_use){&start, 0, {0}};
-        cr_assert_eq(pthread_create(&threads[i], NULL, first_use_main, &f[i]), 0);
+        if (pthread_create(&threads[i], NULL, first_use_main, &f[i]) != 0)
+            abort();
     }
     for (int i = 0; i < CALLERS; i++)
         pthread_join(threads[i], NULL);
     pthread_barrier_destroy(&start);
     size_t count = 0;
-    cr_assert_eq(ffnrt_device_count(&count), FFNRT_OK);
-    cr_assert_gt(count, 0);
-    for (int i = 0; i < CALLERS; i++) {
-        cr_assert_eq(f[i].count, count, "thread %d saw %zu devices, then %zu", i, f[i].count, count);
-        for (int b = 0; b < TEST_BACKENDS; b++)
-            cr_assert_eq(f[i].available[b], ffnrt_backend_available(test_backends[b]));
+    if (ffnrt_device_count(&count) != FFNRT_OK || count == 0)
+        snprintf(msg, cap, "no device found");
+    for (int i = 0; i < CALLERS && !msg[0]; i++) {
+        if (f[i].count != count)
+            snprintf(msg, cap, "thread %d saw %zu devices, then %zu", i, f[i].count, count);
+        for (int b = 0; b < TEST_BACKENDS && !msg[0]; b++)
+            if (f[i].available[b] != ffnrt_backend_available(test_backends[b]))
+                snprintf(msg, cap, "thread %d: %s availability %s, then %s", i,
+                         ffnrt_backend_name(test_backends[b]), ffnrt_status_string(f[i].available[b]),
+                         ffnrt_status_string(ffnrt_backend_available(test_backends[b])));
     }
+    return msg;
 }
+
+#ifndef FFNRT_THREADS_MAIN
+/* Criterion runs each test in a fresh process: this is its first call. */
+Test(threads, first_use)
+{
+    char msg[256];
+    cr_assert_str_empty(first_use_check(msg, sizeof msg), "%s", msg);
+}
+#else
+int main(void)
+{
+    char msg[600];
+    int failed = 0;
+    if (*first_use_check(msg, sizeof msg)) {
+        fprintf(stderr, "threads first_use: %s\n", msg);
+        failed = 1;
+    }
+    for (int b = 0; b < TEST_BACKENDS; b++) {
+        if (*run_workers(test_backends[b], NULL, NULL, msg, sizeof msg)) {
+            fprintf(stderr, "threads own_contexts: %s\n", msg);
+            failed = 1;
+        }
+        ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+        o.backend = test_backends[b];
+        o.device_index = 0;
+        o.validation = test_backends[b] == FFNRT_BACKEND_VULKAN;
+        ffnrt_context *ctx = NULL;
+        pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+        if (ffnrt_context_create(&o, &ctx) != FFNRT_OK) {
+            fprintf(stderr, "threads shared_context: %s\n", ffnrt_last_error_message());
+            failed = 1;
+        } else if (*run_workers(test_backends[b], ctx, &lock, msg, sizeof msg)) {
+            fprintf(stderr, "threads shared_context: %s\n", msg);
+            failed = 1;
+        }
+        ffnrt_context_destroy(ctx);
+    }
+    printf("threads: %s\n", failed ? "FAILED" : "ok");
+    return failed;
+}
+#endif
