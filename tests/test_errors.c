@@ -245,3 +245,25 @@ Test(errors, gated_hidden_huge_multiple)
     cr_assert_eq(ffnrt_ffn_gated_hidden(INT64_MAX, 256), 0);
     cr_assert_eq(ffnrt_ffn_gated_hidden(1, 1), 0);
 }
+
+BACKEND_PARAMETERS(errors, empty_tensors_with_huge_dimensions)
+
+/* Found by fuzz/fuzz_api.c: a tensor with a 0 dimension is empty whatever
+ * its other dimensions, so those may be huge; shape checks must not
+ * overflow on them (the GLU halves check doubled y's last dimension). */
+ParameterizedTest(ffnrt_backend *b, errors, empty_tensors_with_huge_dimensions)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    int64_t xs[2] = {0, INT64_C(1) << 62}, ys[2] = {0, (INT64_C(1) << 62) + 3}, hs[2] = {0, INT64_C(1) << 61};
+    ffnrt_tensor *x, *y, *h;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, xs, &x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, ys, &y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, hs, &h), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_glu_desc g = FFNRT_GLU_DESC_INIT(FFNRT_GEGLU);
+    EXPECT(ffnrt_glu_forward(ctx, &g, x, y), FFNRT_ERROR_SHAPE_MISMATCH);
+    EXPECT(ffnrt_glu_backward(ctx, &g, x, y, h), FFNRT_ERROR_SHAPE_MISMATCH);
+    cr_assert_eq(ffnrt_glu_forward(ctx, &g, x, h), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_context_done(ctx);
+}
