@@ -162,3 +162,39 @@ ParameterizedTest(ffnrt_backend *b, host_alloc, nth_allocation_fails)
     cr_assert_lt(n, 2000);
     cr_log_info("%s: %ld allocations, each failed once", ffnrt_backend_name(*b), n - 1);
 }
+
+/* The first listing of the devices (once per process, cached) with each
+ * of its allocations failed in turn: a failure is reported, not cached as
+ * a shorter device list, and the next call lists every device. */
+Test(host_alloc, first_device_listing)
+{
+    atomic_store(&countdown, -1);
+    Dl_info info;
+    cr_assert(dladdr((void *)ffnrt_context_create, &info), "libffnrt.so not found");
+    dl_iterate_phdr(find_range, info.dli_fbase);
+    size_t count = 0;
+    long n;
+    for (n = 1; n < 1000; n++) {
+        long before = atomic_load(&failures);
+        atomic_store(&countdown, n);
+        ffnrt_status st = ffnrt_device_count(&count);
+        atomic_store(&countdown, -1);
+        if (atomic_load(&failures) == before) {
+            cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_last_error_message());
+            break;
+        }
+        if (st != FFNRT_OK) {
+            cr_assert_eq(st, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s", ffnrt_status_string(st));
+            cr_assert_str_not_empty(ffnrt_last_error_message());
+        }
+    }
+    ffnrt_device_info d;
+    size_t backends_seen = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t i = 0; i < count; i++)
+            if (ffnrt_device_get_info(i, &d) == FFNRT_OK && d.backend == test_backends[b]) {
+                backends_seen++;
+                break;
+            }
+    cr_assert_eq(backends_seen, TEST_BACKENDS, "after %ld injected failures the list lacks a backend", n - 1);
+}

@@ -19,40 +19,58 @@ const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind)
     }
 }
 
-static void registry_scan(void)
+/* Lists every backend's devices. Running out of host memory is not
+ * cached: the partial list is dropped and the next call scans again (a
+ * backend that fails otherwise simply has no devices). */
+static ffnrt_status registry_scan(ffnrt_error *err)
 {
     static const ffnrt_backend order[] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
-    for (size_t b = 0; b < sizeof order / sizeof order[0]; b++) {
+    ffnrt_status st = FFNRT_OK;
+    for (size_t b = 0; b < sizeof order / sizeof order[0] && st == FFNRT_OK; b++) {
         const ffnrt_backend_ops *ops = ffnrt_registry_backend(order[b]);
-        ffnrt_error err;
-        ffnrt_error_clear(&err);
+        ffnrt_error why;
+        ffnrt_error_clear(&why);
         size_t n = 0;
-        if (ops->load(&err) != FFNRT_OK || ops->list_devices(NULL, 0, &n, &err) != FFNRT_OK || n == 0)
+        if (ops->load(&why) != FFNRT_OK || ops->list_devices(NULL, 0, &n, &why) != FFNRT_OK || n == 0) {
+            if (why.status == FFNRT_ERROR_OUT_OF_HOST_MEMORY)
+                st = ffnrt_fail(err, why.status, "listing devices: %s", why.message);
             continue;
+        }
         ffnrt_device_info *grown = realloc(registry_infos, (registry_count + n) * sizeof *grown);
-        if (!grown)
+        if (!grown) {
+            st = ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "listing devices: out of host memory");
             continue;
+        }
         registry_infos = grown;
         size_t got = n;
-        if (ops->list_devices(registry_infos + registry_count, n, &got, &err) != FFNRT_OK)
+        if (ops->list_devices(registry_infos + registry_count, n, &got, &why) != FFNRT_OK) {
+            if (why.status == FFNRT_ERROR_OUT_OF_HOST_MEMORY)
+                st = ffnrt_fail(err, why.status, "listing devices: %s", why.message);
             continue;
+        }
         registry_count += got < n ? got : n;
     }
+    if (st != FFNRT_OK) {
+        free(registry_infos);
+        registry_infos = NULL;
+        registry_count = 0;
+    }
+    return st;
 }
 
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,
                                     ffnrt_error *err)
 {
-    (void)err;
+    ffnrt_status st = FFNRT_OK;
     pthread_mutex_lock(&registry_lock);
     if (!registry_done) {
-        registry_scan();
-        registry_done = 1;
+        st = registry_scan(err);
+        registry_done = st == FFNRT_OK;
     }
-    pthread_mutex_unlock(&registry_lock);
-    *infos = registry_infos;
+    *infos = registry_infos; /* fixed once done; read under the lock until then */
     *count = registry_count;
-    return FFNRT_OK;
+    pthread_mutex_unlock(&registry_lock);
+    return st;
 }
 
 ffnrt_status ffnrt_device_count(size_t *count)
@@ -65,7 +83,9 @@ ffnrt_status ffnrt_device_count(size_t *count)
         return err.status;
     }
     const ffnrt_device_info *infos;
-    return ffnrt_registry_devices(&infos, count, &err);
+    ffnrt_registry_devices(&infos, count, &err);
+    ffnrt_error_publish(&err);
+    return err.status;
 }
 
 ffnrt_status ffnrt_device_get_info(size_t i, ffnrt_device_info *info)
@@ -76,7 +96,9 @@ ffnrt_status ffnrt_device_get_info(size_t i, ffnrt_device_info *info)
     size_t count;
     if (!info)
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_device_get_info: info is NULL");
-    else if (ffnrt_registry_devices(&infos, &count, &err) == FFNRT_OK && i >= count)
+    else if (ffnrt_registry_devices(&infos, &count, &err) != FFNRT_OK)
+        ; /* err says why */
+    else if (i >= count)
         ffnrt_fail(&err, FFNRT_ERROR_DEVICE_NOT_FOUND,
                    "ffnrt_device_get_info: device %zu requested, %zu found", i, count);
     else
