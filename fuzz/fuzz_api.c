@@ -1,7 +1,8 @@
 /* libFuzzer target over the public API's descriptors: the input is a
  * sequence of calls (tensor create/destroy/write/read, activations, the GLU
  * family, FFN layers from host weights or tensors, cost accounting, name
- * parsing, contexts with lowered limits) with shapes, dtypes, parameters
+ * parsing, contexts with lowered limits, the FFNRT_LIMITS and FFNRT_DEVICE
+ * parsers) with shapes, dtypes, parameters
  * and descriptor fields drawn from the bytes, including 0, negative and
  * huge values, NaN and Inf. Every call must return a valid status and
  * leave a message on failure; ASan and UBSan catch the rest.
@@ -10,8 +11,9 @@
  * per context; a fresh context per input would spend the run compiling):
  * two plain ones (tensors of the second are "foreign" to the first) and up
  * to four with lowered limits drawn from a small menu. All are on the
- * Vulkan device unless FFNRT_DEVICE says otherwise; FFNRT_LIMITS gives
- * them a 32 MiB memory budget so huge-but-valid shapes fail fast.
+ * Vulkan device unless FFNRT_DEVICE=opencl; FFNRT_LIMITS gives them a
+ * memory budget (32 MiB, 256 KiB with lowered limits) so huge-but-valid
+ * shapes fail fast and no input runs long.
  *
  * Build: cmake -DFFNRT_FUZZ=ON with clang (scripts/fuzz). */
 #include "ffnrt.h"
@@ -139,7 +141,13 @@ static ffnrt_context *context(int i)
         o.max_workgroup_count = counts[(i + 1) % 4];
         o.max_workgroup_size = sizes[(i + 2) % 4];
     }
+    /* With a 256-byte buffer range and 1-wide workgroups a big tensor
+     * takes thousands of dispatches: a smaller budget keeps every input
+     * quick there. */
+    if (i >= 2)
+        setenv("FFNRT_LIMITS", "max_memory=262144", 1);
     ffnrt_status st = ffnrt_context_create(&o, &contexts[i]);
+    setenv("FFNRT_LIMITS", "max_memory=33554432", 1);
     check_status(st);
     return contexts[i];
 }
@@ -148,7 +156,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    setenv("FFNRT_LIMITS", "max_memory=33554432", 0);
+    setenv("FFNRT_LIMITS", "max_memory=33554432", 1);
     const char *device = getenv("FFNRT_DEVICE");
     if (device && strncmp(device, "opencl", 6) == 0)
         fuzz_backend = FFNRT_BACKEND_OPENCL;
@@ -314,7 +322,7 @@ static void one_call(reader *r)
 {
     uint8_t op = u8(r);
     ffnrt_status st = FFNRT_OK;
-    switch (op % 16) {
+    switch (op % 17) {
     case 0: { /* tensor create */
         int i = u8(r) % TENSORS;
         destroy_tensor(i);
@@ -440,6 +448,27 @@ static void one_call(reader *r)
         ffnrt_f16_to_f32_array(h, f, n);
         ffnrt_f32_to_bf16_array(f, h, n);
         ffnrt_bf16_to_f32_array(h, f, n);
+        break;
+    }
+    case 15: { /* the environment's parsers: FFNRT_LIMITS and FFNRT_DEVICE */
+        char limits[48], device[24];
+        size_t n = u8(r) % sizeof limits;
+        for (size_t k = 0; k < n; k++)
+            limits[k] = (char)u8(r);
+        limits[n] = '\0';
+        n = u8(r) % sizeof device;
+        for (size_t k = 0; k < n; k++)
+            device[k] = (char)u8(r);
+        device[n] = '\0';
+        setenv("FFNRT_LIMITS", limits, 1);
+        setenv("FFNRT_DEVICE", device, 1);
+        ffnrt_context *ctx = NULL;
+        st = ffnrt_context_create(NULL, &ctx);
+        if ((st == FFNRT_OK) != (ctx != NULL))
+            abort();
+        ffnrt_context_destroy(ctx);
+        setenv("FFNRT_LIMITS", "max_memory=33554432", 1);
+        unsetenv("FFNRT_DEVICE"); /* the fuzz contexts are already made */
         break;
     }
     default: { /* a tensor queried with any axis */
