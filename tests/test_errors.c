@@ -162,13 +162,13 @@ BACKEND_PARAMETERS(errors, compile_failure)
  * context that still tears down cleanly. */
 ParameterizedTest(ffnrt_backend *b, errors, compile_failure)
 {
-    setenv("FFNRT_INJECT_COMPILE_ERROR", "1", 1);
     ffnrt_context *ctx = test_context(*b, NULL);
-    unsetenv("FFNRT_INJECT_COMPILE_ERROR");
     float v[4] = {1, 2, 3, 4};
     ffnrt_tensor *x = test_tensor_1d(ctx, 4, v);
     ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    setenv("FFNRT_INJECT_COMPILE_ERROR", "1", 1); /* read at each kernel build */
     EXPECT(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_ERROR_COMPILE_FAILED);
+    unsetenv("FFNRT_INJECT_COMPILE_ERROR");
     cr_assert(strstr(ffnrt_context_build_log(ctx), "FFNRT_INJECT_COMPILE_ERROR") != NULL,
               "the build log does not show the compiler's message: \"%s\"", ffnrt_context_build_log(ctx));
     float out[4];
@@ -207,4 +207,63 @@ Test(errors, backend_without_driver)
     size_t n = 99;
     cr_assert_eq(ffnrt_device_count(&n), FFNRT_OK);
     cr_assert_eq(n, 0);
+}
+
+/* Found by fuzz/fuzz_api.c: converting a float of magnitude 256 or more
+ * (or Inf, NaN) to fp16 on the host converted |f| * 2^24 to uint, which
+ * overflows (undefined; UBSan's float-cast-overflow, on in the sanitizer
+ * run). The results must be the rounded halves. */
+Test(errors, f16_conversion_of_large_values)
+{
+    cr_assert_eq(ffnrt_f32_to_f16(300.0f), 0x5cb0);
+    cr_assert_eq(ffnrt_f32_to_f16(-300.0f), 0xdcb0);
+    cr_assert_eq(ffnrt_f32_to_f16(65504.0f), 0x7bff);
+    cr_assert_eq(ffnrt_f32_to_f16(1e30f), 0x7c00);
+    cr_assert_eq(ffnrt_f32_to_f16(INFINITY), 0x7c00);
+    cr_assert_eq(ffnrt_f32_to_f16(-INFINITY), 0xfc00);
+    cr_assert_eq(ffnrt_f32_to_f16(NAN) & 0x7e00, 0x7e00);
+    cr_assert_eq(ffnrt_f32_to_f16(0x1p-24f), 0x0001);
+    cr_assert_eq(ffnrt_f32_to_f16(-0x1p-15f), 0x8200);
+    float big[4] = {1e30f, -INFINITY, 512.0f, 3.4028235e38f};
+    uint16_t h[4];
+    ffnrt_f32_to_f16_array(big, h, 4);
+    cr_assert_eq(h[0], 0x7c00);
+    cr_assert_eq(h[1], 0xfc00);
+    cr_assert_eq(h[2], 0x6000);
+    cr_assert_eq(h[3], 0x7c00);
+}
+
+/* Found by fuzz/fuzz_api.c: rounding up to a huge multiple overflowed
+ * int64 (g + multiple - 1). */
+Test(errors, gated_hidden_huge_multiple)
+{
+    cr_assert_eq(ffnrt_ffn_gated_hidden(16384, 256), 11008);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(12, 1), 8);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(11, INT64_MAX), INT64_MAX);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(INT64_MAX / 2, INT64_MAX - 1), INT64_MAX - 1);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(INT64_MAX / 2, 1), (INT64_MAX - 1) / 3);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(INT64_MAX, 256), 0);
+    cr_assert_eq(ffnrt_ffn_gated_hidden(1, 1), 0);
+}
+
+BACKEND_PARAMETERS(errors, empty_tensors_with_huge_dimensions)
+
+/* Found by fuzz/fuzz_api.c: a tensor with a 0 dimension is empty whatever
+ * its other dimensions, so those may be huge; shape checks must not
+ * overflow on them (the GLU halves check doubled y's last dimension). */
+ParameterizedTest(ffnrt_backend *b, errors, empty_tensors_with_huge_dimensions)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    int64_t xs[2] = {0, INT64_C(1) << 62}, ys[2] = {0, (INT64_C(1) << 62) + 3}, hs[2] = {0, INT64_C(1) << 61};
+    ffnrt_tensor *x, *y, *h;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, xs, &x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, ys, &y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, hs, &h), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_glu_desc g = FFNRT_GLU_DESC_INIT(FFNRT_GEGLU);
+    EXPECT(ffnrt_glu_forward(ctx, &g, x, y), FFNRT_ERROR_SHAPE_MISMATCH);
+    EXPECT(ffnrt_glu_backward(ctx, &g, x, y, h), FFNRT_ERROR_SHAPE_MISMATCH);
+    cr_assert_eq(ffnrt_glu_forward(ctx, &g, x, h), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_context_done(ctx);
 }

@@ -297,7 +297,7 @@ static int env_true(const char *name)
 static ffnrt_status configure(ffnrt_context *ctx, const ffnrt_context_options *o, ffnrt_error *err)
 {
     ffnrt_limit_request lreq = {o->max_buffer_range, o->max_shared_memory, o->max_workgroup_count,
-                                o->max_workgroup_size, o->disable_fp16_arithmetic, o->disable_16bit_storage};
+                                o->max_workgroup_size, o->disable_fp16_arithmetic, o->disable_16bit_storage, 0};
     const ffnrt_profile *profile = NULL;
     ffnrt_precision policy = o->precision;
     if ((unsigned)o->precision > FFNRT_PRECISION_FAST)
@@ -317,7 +317,6 @@ static ffnrt_status configure(ffnrt_context *ctx, const ffnrt_context_options *o
     if (env_precision && *env_precision && ffnrt_precision_parse(env_precision, &policy) != FFNRT_OK)
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
                           "FFNRT_PRECISION: \"%s\" is not exact, balanced or fast", env_precision);
-    ctx->inject_compile_error = env_true("FFNRT_INJECT_COMPILE_ERROR");
     ctx->device_as_found = ctx->info;
     ctx->profile = profile;
     if (ffnrt_limits_apply(&ctx->info, &ctx->limits, &lreq, profile, ctx->limit_notes, sizeof ctx->limit_notes,
@@ -328,6 +327,7 @@ static ffnrt_status configure(ffnrt_context *ctx, const ffnrt_context_options *o
     ctx->policy = policy;
     ffnrt_precision_resolve(policy, &ctx->info, ctx->vetoes, &ctx->precision);
     ctx->autotune = o->autotune || env_true("FFNRT_AUTOTUNE");
+    ctx->max_memory = lreq.max_memory;
     /* The disk cache, and what it holds for this device and driver. */
     open_disk_cache(ctx, o);
     ffnrt_calibration_load(ctx);
@@ -455,13 +455,13 @@ ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx, uint64_t *devi
 /* Kernel text: the API's prelude, the build defines, then the shared
  * files every kernel may use, then the op's own file. */
 static char *concat_source(const ffnrt_context *ctx, const char *file, const char *defines,
-                           uint32_t workgroup_size)
+                           uint32_t workgroup_size, int inject_error)
 {
     int vulkan = ctx->ops->kind == FFNRT_BACKEND_VULKAN;
     const char *parts[] = {
         vulkan ? "#version 450\n" : "",
         NULL, /* defines, below */
-        ctx->inject_compile_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "",
+        inject_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "",
         ffnrt_shader_source(vulkan ? "prelude_glsl.glsl" : "prelude_opencl.cl"),
         ffnrt_shader_source("math.inc"),
         ffnrt_shader_source("math_grad.inc"),
@@ -514,7 +514,9 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
         ctx->kernels = grown;
         ctx->kernel_capacity = cap;
     }
-    char *source = concat_source(ctx, file, defines, workgroup_size);
+    /* Read at each build, not at context creation, so a test can make one
+     * build fail and then check that the same context still builds it. */
+    char *source = concat_source(ctx, file, defines, workgroup_size, env_true("FFNRT_INJECT_COMPILE_ERROR"));
     if (!key_copy || !source) {
         free(key_copy);
         free(source);

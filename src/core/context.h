@@ -34,6 +34,7 @@ struct ffnrt_tensor {
     int64_t shape[FFNRT_MAX_DIMS];
     size_t numel;
     size_t bytes;
+    uint64_t charged; /* bytes counted against FFNRT_LIMITS=max_memory */
     struct ffnrt_tensor *prev, *next; /* the context's live tensors */
 };
 
@@ -48,7 +49,6 @@ struct ffnrt_context {
     size_t kernel_count, kernel_capacity;
     struct ffnrt_tensor *tensors;
     uint64_t last_op_ns;
-    int inject_compile_error; /* FFNRT_INJECT_COMPILE_ERROR: tests the failure path */
     /* The dispatcher's context-wide choices, shown by ffnrt_context_plan. */
     ffnrt_device_info device_as_found; /* before limits and profile */
     char device_reason[512];           /* why this device */
@@ -71,6 +71,10 @@ struct ffnrt_context {
     uint64_t async_ns; /* device time of async batches finished before ffnrt_context_wait */
     ffnrt_disk_cache disk;
     char *cache_identity; /* the device part of every disk-cache key */
+    /* FFNRT_LIMITS=max_memory=B: a device-memory budget over the context's
+     * tensors (0: none), so running out of memory can be tested anywhere. */
+    uint64_t max_memory;
+    uint64_t allocated; /* bytes of the live tensors' buffers */
 };
 
 /* A forced choice: the value ffnrt_context_force set for `env` (an

@@ -34,29 +34,41 @@ const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind)
 
 /* Lists backend i; called with registry_lock held. One listing in the
  * usual case (a Vulkan listing creates an instance); a second only when
- * the backend has more devices than fit here. */
-static void registry_scan(size_t i)
+ * the backend has more devices than fit here. Running out of host memory
+ * is not kept: the backend is listed again on the next call (a backend
+ * that fails otherwise simply has no devices). */
+static ffnrt_status registry_scan(size_t i, ffnrt_error *err)
 {
     if (registry_lists[i].done)
-        return;
-    registry_lists[i].done = 1;
+        return FFNRT_OK;
     const ffnrt_backend_ops *ops = ffnrt_registry_backend(registry_order[i]);
     ffnrt_device_info first[8];
     size_t cap = sizeof first / sizeof first[0], n = 0;
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    if (ops->load(&err) != FFNRT_OK || ops->list_devices(first, cap, &n, &err) != FFNRT_OK || n == 0)
-        return;
+    ffnrt_error why;
+    ffnrt_error_clear(&why);
+    if (ops->load(&why) != FFNRT_OK || ops->list_devices(first, cap, &n, &why) != FFNRT_OK || n == 0) {
+        if (why.status == FFNRT_ERROR_OUT_OF_HOST_MEMORY)
+            return ffnrt_fail(err, why.status, "listing devices: %s", why.message);
+        registry_lists[i].done = 1;
+        return FFNRT_OK;
+    }
     ffnrt_device_info *infos = malloc(n * sizeof *infos);
     if (!infos)
-        return;
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "listing devices: out of host memory");
     size_t got = n;
-    if (n <= cap)
+    if (n <= cap) {
         memcpy(infos, first, n * sizeof *first);
-    else if (ops->list_devices(infos, n, &got, &err) != FFNRT_OK)
+    } else if (ops->list_devices(infos, n, &got, &why) != FFNRT_OK) {
+        free(infos);
+        if (why.status == FFNRT_ERROR_OUT_OF_HOST_MEMORY)
+            return ffnrt_fail(err, why.status, "listing devices: %s", why.message);
+        infos = NULL;
         got = 0;
+    }
     registry_lists[i].infos = infos;
     registry_lists[i].count = got < n ? got : n;
+    registry_lists[i].done = 1;
+    return FFNRT_OK;
 }
 
 ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_device_info **infos, size_t *count,
@@ -66,43 +78,50 @@ ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_devi
         return ffnrt_registry_devices(infos, count, err);
     *infos = NULL;
     *count = 0;
+    ffnrt_status st = FFNRT_OK;
     for (size_t i = 0; i < REGISTRY_BACKENDS; i++)
         if (registry_order[i] == kind) {
             pthread_mutex_lock(&registry_lock);
-            registry_scan(i);
-            pthread_mutex_unlock(&registry_lock);
+            st = registry_scan(i, err);
             *infos = registry_lists[i].infos;
             *count = registry_lists[i].count;
+            pthread_mutex_unlock(&registry_lock);
         }
-    return FFNRT_OK;
+    return st;
 }
 
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,
                                     ffnrt_error *err)
 {
-    (void)err;
+    ffnrt_status st = FFNRT_OK;
     pthread_mutex_lock(&registry_lock);
     if (!registry_done) {
         size_t total = 0;
-        for (size_t i = 0; i < REGISTRY_BACKENDS; i++) {
-            registry_scan(i);
+        for (size_t i = 0; i < REGISTRY_BACKENDS && st == FFNRT_OK; i++) {
+            st = registry_scan(i, err);
             total += registry_lists[i].count;
         }
-        registry_infos = malloc((total ? total : 1) * sizeof *registry_infos);
-        if (registry_infos)
+        ffnrt_device_info *all = st == FFNRT_OK ? malloc((total ? total : 1) * sizeof *all) : NULL;
+        if (st == FFNRT_OK && !all)
+            st = ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "listing devices: out of host memory");
+        if (all) {
+            size_t at = 0;
             for (size_t i = 0; i < REGISTRY_BACKENDS; i++) {
                 if (!registry_lists[i].count) /* its infos may be NULL */
                     continue;
-                memcpy(registry_infos + registry_count, registry_lists[i].infos,
-                       registry_lists[i].count * sizeof *registry_infos);
-                registry_count += registry_lists[i].count;
+                memcpy(all + at, registry_lists[i].infos, registry_lists[i].count * sizeof *all);
+                at += registry_lists[i].count;
             }
-        registry_done = 1;
+            registry_infos = all;
+            registry_count = at;
+            registry_done = 1;
+        }
     }
+    /* Read under the lock: another thread may be filling them. */
+    *infos = registry_done ? registry_infos : NULL;
+    *count = registry_done ? registry_count : 0;
     pthread_mutex_unlock(&registry_lock);
-    *infos = registry_infos;
-    *count = registry_count;
-    return FFNRT_OK;
+    return st;
 }
 
 ffnrt_status ffnrt_device_count(size_t *count)
@@ -115,7 +134,9 @@ ffnrt_status ffnrt_device_count(size_t *count)
         return err.status;
     }
     const ffnrt_device_info *infos;
-    return ffnrt_registry_devices(&infos, count, &err);
+    ffnrt_registry_devices(&infos, count, &err);
+    ffnrt_error_publish(&err);
+    return err.status;
 }
 
 ffnrt_status ffnrt_device_get_info(size_t i, ffnrt_device_info *info)
@@ -126,7 +147,9 @@ ffnrt_status ffnrt_device_get_info(size_t i, ffnrt_device_info *info)
     size_t count;
     if (!info)
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_device_get_info: info is NULL");
-    else if (ffnrt_registry_devices(&infos, &count, &err) == FFNRT_OK && i >= count)
+    else if (ffnrt_registry_devices(&infos, &count, &err) != FFNRT_OK)
+        ; /* err says why */
+    else if (i >= count)
         ffnrt_fail(&err, FFNRT_ERROR_DEVICE_NOT_FOUND,
                    "ffnrt_device_get_info: device %zu requested, %zu found", i, count);
     else

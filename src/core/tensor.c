@@ -97,11 +97,23 @@ ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t n
      * buffer is padded to whole words; empty tensors still get one word,
      * as APIs refuse size 0. */
     uint64_t padded = (t->bytes + 3) & ~(uint64_t)3;
-    st = ctx->ops->buffer_create(ctx->dev, padded ? padded : 4, &t->buffer, err);
+    if (padded == 0)
+        padded = 4;
+    /* FFNRT_LIMITS=max_memory: a budget, so running out can be tested. */
+    if (ctx->max_memory && padded > ctx->max_memory - ctx->allocated) {
+        free(t);
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_OUT_OF_DEVICE_MEMORY,
+                                                         "ffnrt_tensor_create: %llu more bytes would pass the context's max_memory budget (%llu of %llu bytes in use)",
+                                                         (unsigned long long)padded, (unsigned long long)ctx->allocated,
+                                                         (unsigned long long)ctx->max_memory));
+    }
+    st = ctx->ops->buffer_create(ctx->dev, padded, &t->buffer, err);
     if (st != FFNRT_OK) {
         free(t);
         return ffnrt_context_finish_call(ctx, st);
     }
+    t->charged = padded;
+    ctx->allocated += padded;
     ffnrt_tensor_link(ctx, t);
     *out = t;
     return ffnrt_context_finish_call(ctx, FFNRT_OK);
@@ -120,6 +132,7 @@ void ffnrt_tensor_destroy(ffnrt_tensor *t)
     if (t->next)
         t->next->prev = t->prev;
     ctx->ops->buffer_destroy(ctx->dev, t->buffer);
+    ctx->allocated -= t->charged; /* 0 for the app's wrapped buffers */
     free(t);
 }
 

@@ -52,11 +52,12 @@ const ffnrt_profile *ffnrt_profile_at(size_t i);
 typedef struct ffnrt_limit_request {
     uint64_t max_buffer_range, max_shared_memory, max_workgroup_count, max_workgroup_size;
     int no_fp16_arithmetic, no_16bit_storage;
+    uint64_t max_memory; /* a device-memory budget over the context's tensors (tests running out) */
 } ffnrt_limit_request;
 
 /* FFNRT_LIMITS="max_buffer_range=65536,max_shared_memory=16384,
  * max_workgroup_count=64,max_workgroup_size=32,fp16_arithmetic=0,
- * storage_16bit=0": merged into req. */
+ * storage_16bit=0,max_memory=1048576": merged into req. */
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err);
 
 /* Lowers info/limits by the caller's request (a value above the device's

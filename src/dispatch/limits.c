@@ -62,6 +62,7 @@ static const limit_key limit_keys[] = {
     {"max_workgroup_size", offsetof(ffnrt_limit_request, max_workgroup_size), 0},
     {"fp16_arithmetic", offsetof(ffnrt_limit_request, no_fp16_arithmetic), 1},
     {"storage_16bit", offsetof(ffnrt_limit_request, no_16bit_storage), 1},
+    {"max_memory", offsetof(ffnrt_limit_request, max_memory), 0},
 };
 
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err)

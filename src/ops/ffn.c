@@ -1192,5 +1192,8 @@ int64_t ffnrt_ffn_gated_hidden(int64_t dense_hidden, int64_t multiple)
     if (dense_hidden < 1 || multiple < 1 || dense_hidden > INT64_MAX / 2)
         return 0;
     int64_t g = 2 * dense_hidden / 3;
-    return (g + multiple - 1) / multiple * multiple;
+    /* Rounded up without forming g + multiple - 1, which overflows for a
+     * huge multiple (found by fuzz/fuzz_api.c); the result always fits. */
+    int64_t r = g % multiple;
+    return r ? g + (multiple - r) : g;
 }

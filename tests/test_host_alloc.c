@@ -1,0 +1,200 @@
+/* Host allocation failure: this test's own malloc, calloc and realloc make
+ * the Nth allocation that libffnrt's code asks for (the caller's address
+ * lies in libffnrt.so) return NULL, for N = 1, 2, ... until a whole
+ * sequence of calls (context, tensors, an activation with its kernel
+ * build, a gated FFN layer and its forward) runs without reaching N. Each
+ * call must then return OK or a failure status with a message, never
+ * crash, and what succeeded must still work and tear down cleanly (the
+ * Vulkan validation layer reports unfreed objects at vkDestroyDevice).
+ *
+ * glslang (linked into libffnrt.so) allocates through operator new, whose
+ * caller is libstdc++, so its allocations are not failed: a C++ bad_alloc
+ * cannot cross the C API. Not built in the sanitizer build: ASan owns
+ * malloc there. */
+#define _GNU_SOURCE
+#include "device_fixture.h"
+
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern void *__libc_malloc(size_t);
+extern void *__libc_calloc(size_t, size_t);
+extern void *__libc_realloc(void *, size_t);
+
+static atomic_long countdown;       /* fail when it reaches 0; negative: off */
+static atomic_long failures;        /* allocations failed so far */
+/* libffnrt.so's loaded address range, found once (no loader calls, and so
+ * no loader lock, inside malloc). */
+static uintptr_t ffnrt_lo, ffnrt_hi;
+
+static int find_range(struct dl_phdr_info *info, size_t size, void *base)
+{
+    (void)size;
+    if ((void *)info->dlpi_addr != base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!ffnrt_lo || lo < ffnrt_lo)
+            ffnrt_lo = lo;
+        if (hi > ffnrt_hi)
+            ffnrt_hi = hi;
+    }
+    return 1;
+}
+
+static int from_ffnrt(void *caller)
+{
+    return (uintptr_t)caller >= ffnrt_lo && (uintptr_t)caller < ffnrt_hi;
+}
+
+static int should_fail(void *caller)
+{
+    if (atomic_load(&countdown) < 0 || !from_ffnrt(caller))
+        return 0;
+    if (atomic_fetch_sub(&countdown, 1) == 1) {
+        atomic_fetch_add(&failures, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* Exported (the build hides symbols by default) so libffnrt.so binds to them. */
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT void *malloc(size_t n)
+{
+    return should_fail(__builtin_return_address(0)) ? NULL : __libc_malloc(n);
+}
+
+EXPORT void *calloc(size_t n, size_t size)
+{
+    return should_fail(__builtin_return_address(0)) ? NULL : __libc_calloc(n, size);
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    return should_fail(__builtin_return_address(0)) ? NULL : __libc_realloc(p, n);
+}
+
+/* The sequence; returns 1 if every call succeeded. Failed calls must give
+ * a status and message; the rest of the sequence is skipped. */
+static int run_sequence(ffnrt_backend backend)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.backend = backend;
+    o.device_index = 0;
+    o.validation = backend == FFNRT_BACKEND_VULKAN;
+    ffnrt_context *ctx = NULL;
+    ffnrt_ffn *layer = NULL;
+    ffnrt_tensor *x = NULL, *y = NULL;
+    float v[16], out[16], w[16 * 8];
+    for (int i = 0; i < 16; i++)
+        v[i] = (float)i - 8;
+    for (int i = 0; i < 16 * 8; i++)
+        w[i] = (float)(i % 7) / 7.0f;
+    int64_t shape[2] = {2, 8};
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    ffnrt_ffn_desc fd = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 8, 16);
+    ffnrt_ffn_weights fw = {0};
+    fw.w_gate = w;
+    fw.w_value = w;
+    fw.w_out = w;
+    ffnrt_status st;
+    int ok = 0;
+#define STEP(call)                                                                                      \
+    do {                                                                                                \
+        st = (call);                                                                                    \
+        if (st != FFNRT_OK) {                                                                           \
+            cr_assert(strlen(ffnrt_last_error_message()) > 0, "%s failed without a message", #call);    \
+            goto done;                                                                                  \
+        }                                                                                               \
+    } while (0)
+    STEP(ffnrt_context_create(&o, &ctx));
+    STEP(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x));
+    STEP(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y));
+    STEP(ffnrt_tensor_write(x, v, sizeof v));
+    STEP(ffnrt_activation_forward(ctx, &d, x, y));
+    STEP(ffnrt_ffn_create(ctx, &fd, &fw, &layer));
+    STEP(ffnrt_ffn_forward(layer, x, y));
+    STEP(ffnrt_tensor_read(y, out, sizeof out));
+    ok = 1;
+done:
+    /* Tear-down allocates nothing that may fail; check the context is
+     * still sound after the failure: a copy still runs. */
+    atomic_store(&countdown, -1);
+    if (ctx && x && y)
+        cr_assert_eq(ffnrt_copy(ctx, x, y), FFNRT_OK, "after an allocation failure: %s",
+                     ffnrt_context_last_error(ctx));
+    ffnrt_ffn_destroy(layer);
+    uint64_t messages = ffnrt_context_validation_messages(ctx);
+    ffnrt_context_destroy(ctx);
+    cr_assert_eq(messages, 0, "the validation layer reported %llu messages", (unsigned long long)messages);
+    return ok;
+}
+
+BACKEND_PARAMETERS(host_alloc, nth_allocation_fails)
+
+ParameterizedTest(ffnrt_backend *b, host_alloc, nth_allocation_fails)
+{
+    atomic_store(&countdown, -1);
+    Dl_info info;
+    cr_assert(dladdr((void *)ffnrt_context_create, &info), "libffnrt.so not found");
+    dl_iterate_phdr(find_range, info.dli_fbase);
+    cr_assert_gt(ffnrt_hi, ffnrt_lo, "libffnrt.so's address range not found");
+    test_context_done(test_context(*b, NULL)); /* devices listed, kernels in the drivers' caches */
+    long n;
+    for (n = 1; n < 2000; n++) {
+        long before = atomic_load(&failures);
+        atomic_store(&countdown, n);
+        int ok = run_sequence(*b);
+        if (atomic_load(&failures) == before) {
+            cr_assert(ok, "the sequence failed at N = %ld without an injected failure: %s", n,
+                      ffnrt_last_error_message());
+            break;
+        }
+    }
+    cr_assert_lt(n, 2000);
+    cr_log_info("%s: %ld allocations, each failed once", ffnrt_backend_name(*b), n - 1);
+}
+
+/* The first listing of the devices (once per process, cached) with each
+ * of its allocations failed in turn: a failure is reported, not cached as
+ * a shorter device list, and the next call lists every device. */
+Test(host_alloc, first_device_listing)
+{
+    atomic_store(&countdown, -1);
+    Dl_info info;
+    cr_assert(dladdr((void *)ffnrt_context_create, &info), "libffnrt.so not found");
+    dl_iterate_phdr(find_range, info.dli_fbase);
+    size_t count = 0;
+    long n;
+    for (n = 1; n < 1000; n++) {
+        long before = atomic_load(&failures);
+        atomic_store(&countdown, n);
+        ffnrt_status st = ffnrt_device_count(&count);
+        atomic_store(&countdown, -1);
+        if (atomic_load(&failures) == before) {
+            cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_last_error_message());
+            break;
+        }
+        if (st != FFNRT_OK) {
+            cr_assert_eq(st, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s", ffnrt_status_string(st));
+            cr_assert_str_not_empty(ffnrt_last_error_message());
+        }
+    }
+    ffnrt_device_info d;
+    size_t backends_seen = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (size_t i = 0; i < count; i++)
+            if (ffnrt_device_get_info(i, &d) == FFNRT_OK && d.backend == test_backends[b]) {
+                backends_seen++;
+                break;
+            }
+    cr_assert_eq(backends_seen, TEST_BACKENDS, "after %ld injected failures the list lacks a backend", n - 1);
+}

@@ -1,0 +1,152 @@
+/* Running out of resources: allocations past what the device allows, a
+ * device-memory budget that runs out, kernels that fail to build. Each
+ * failure gives a clear status and message, leaves nothing allocated
+ * (the sanitizer run checks leaks, the validation layer unfreed Vulkan
+ * objects), and the context stays usable for a normal op afterwards. */
+#include "device_fixture.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPECT(call, status)                                                                                  \
+    do {                                                                                                      \
+        ffnrt_status st_ = (call);                                                                            \
+        cr_assert_eq(st_, (status), "%s returned %s, expected %s (%s)", #call, ffnrt_status_string(st_),     \
+                     ffnrt_status_string(status), ffnrt_last_error_message());                                \
+        cr_assert(strlen(ffnrt_last_error_message()) > 0, "%s gave no message", #call);                      \
+    } while (0)
+
+/* A normal op still works: SiLU of 4 values. */
+static void still_usable(ffnrt_context *ctx)
+{
+    float v[4] = {-2, -0.5f, 0.5f, 2}, out[4];
+    ffnrt_tensor *x = test_tensor_1d(ctx, 4, v);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_read(x, out, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(out[i], v[i] / (1.0 + exp(-v[i])), 1e-6, "silu(%g) = %g", v[i], out[i]);
+    cr_assert_str_empty(ffnrt_context_last_error(ctx));
+    ffnrt_tensor_destroy(x);
+}
+
+BACKEND_PARAMETERS(resources, past_largest_allocation)
+
+/* One byte past the device's largest allocation is refused before the
+ * driver is asked; the largest shapes that overflow 64 bits too. */
+ParameterizedTest(ffnrt_backend *b, resources, past_largest_allocation)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    cr_assert_gt(info.max_allocation, 0);
+    ffnrt_tensor *t = NULL;
+    int64_t past = (int64_t)(info.max_allocation / 4 + 1); /* f32 elements */
+    if (past <= UINT32_MAX) {
+        EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &past, &t), FFNRT_ERROR_LIMIT_EXCEEDED);
+        cr_assert_null(t);
+    }
+    int64_t overflow[3] = {INT64_MAX, INT64_MAX, 2};
+    EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 3, overflow, &t), FFNRT_ERROR_LIMIT_EXCEEDED);
+    int64_t over_u32 = (int64_t)UINT32_MAX + 1;
+    EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, &over_u32, &t), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_assert_null(t);
+    /* An FFN whose weights cannot be allocated: nothing is left behind. */
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, INT64_C(1) << 20, INT64_C(1) << 20);
+    ffnrt_tensor *w = NULL;
+    ffnrt_ffn_weight_tensors wt = {0};
+    ffnrt_ffn *layer = NULL;
+    int64_t small[2] = {2, 2};
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, small, &w), FFNRT_OK);
+    wt.w_in = w;
+    wt.w_out = w;
+    cr_assert_neq(ffnrt_ffn_create_from_tensors(ctx, &desc, &wt, &layer), FFNRT_OK);
+    cr_assert_null(layer);
+    ffnrt_tensor_destroy(w);
+    still_usable(ctx);
+    test_context_done(ctx);
+}
+
+BACKEND_PARAMETERS(resources, memory_budget)
+
+/* FFNRT_LIMITS=max_memory=B caps the context's device memory: tensors are
+ * allocated until the budget is spent, the next one fails with
+ * FFNRT_ERROR_OUT_OF_DEVICE_MEMORY, and freeing one makes room again. An
+ * FFN layer that does not fit fails cleanly midway through its weights. */
+ParameterizedTest(ffnrt_backend *b, resources, memory_budget)
+{
+    enum { BUDGET = 1 << 20, CHUNK = 64 << 10, MAX_TENSORS = 64 };
+    setenv("FFNRT_LIMITS", "max_memory=1048576", 1);
+    ffnrt_context *ctx = test_context(*b, NULL);
+    unsetenv("FFNRT_LIMITS");
+    ffnrt_tensor *t[MAX_TENSORS] = {0};
+    int64_t n = CHUNK / 4;
+    int made = 0;
+    ffnrt_status st = FFNRT_OK;
+    while (made < MAX_TENSORS && (st = ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &n, &t[made])) == FFNRT_OK)
+        made++;
+    cr_assert_eq(made, BUDGET / CHUNK, "%d tensors of %d bytes fit a budget of %d", made, CHUNK, BUDGET);
+    cr_assert_eq(st, FFNRT_ERROR_OUT_OF_DEVICE_MEMORY, "%s", ffnrt_status_string(st));
+    cr_assert(strstr(ffnrt_last_error_message(), "max_memory"), "%s", ffnrt_last_error_message());
+    cr_assert_null(t[made]);
+
+    /* No room for even the small op's tensor; then free one and it runs. */
+    int64_t four = 4;
+    ffnrt_tensor *x = NULL;
+    EXPECT(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &four, &x), FFNRT_ERROR_OUT_OF_DEVICE_MEMORY);
+    ffnrt_tensor_destroy(t[--made]);
+    still_usable(ctx);
+
+    /* A 256 x 520 dense layer needs just over 1 MiB of weights: it fails
+     * partway and frees what it had allocated. */
+    for (int i = 0; i < made; i++)
+        ffnrt_tensor_destroy(t[i]);
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, 256, 520);
+    float *weights = calloc(256 * 520, sizeof *weights);
+    ffnrt_ffn_weights w = {0};
+    w.w_in = weights;
+    w.w_out = weights;
+    ffnrt_ffn *layer = NULL;
+    EXPECT(ffnrt_ffn_create(ctx, &desc, &w, &layer), FFNRT_ERROR_OUT_OF_DEVICE_MEMORY);
+    cr_assert_null(layer);
+    /* The whole budget is free again: half the layer's width fits. */
+    desc.hidden = 256;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &desc, &w, &layer), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_ffn_destroy(layer);
+    free(weights);
+    still_usable(ctx);
+    test_context_done(ctx);
+}
+
+BACKEND_PARAMETERS(resources, compile_failure_recovers)
+
+/* A kernel that fails to build is not cached as built or as failed: once
+ * the cause is gone, the same context builds and runs it. */
+ParameterizedTest(ffnrt_backend *b, resources, compile_failure_recovers)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    float v[4] = {1, 2, 3, 4};
+    ffnrt_tensor *x = test_tensor_1d(ctx, 4, v);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    setenv("FFNRT_INJECT_COMPILE_ERROR", "1", 1);
+    EXPECT(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_ERROR_COMPILE_FAILED);
+    cr_assert_str_not_empty(ffnrt_context_build_log(ctx));
+    unsetenv("FFNRT_INJECT_COMPILE_ERROR");
+    ffnrt_tensor_destroy(x);
+    still_usable(ctx);
+    test_context_done(ctx);
+}
+
+/* What a lost device looks like cannot be produced on the CPU drivers; the
+ * backends map VK_ERROR_DEVICE_LOST and OpenCL's execution errors to
+ * FFNRT_ERROR_DEVICE_FAILURE (with the API's code in the message),
+ * CL_OUT_OF_RESOURCES / CL_MEM_OBJECT_ALLOCATION_FAILURE and
+ * VK_ERROR_OUT_OF_DEVICE_MEMORY to FFNRT_ERROR_OUT_OF_DEVICE_MEMORY. The
+ * status names stay distinct so callers can tell them apart. */
+Test(resources, failure_statuses_are_distinct)
+{
+    cr_assert_str_eq(ffnrt_status_string(FFNRT_ERROR_DEVICE_FAILURE), "device failure");
+    cr_assert_str_eq(ffnrt_status_string(FFNRT_ERROR_OUT_OF_DEVICE_MEMORY), "out of device memory");
+    cr_assert_str_eq(ffnrt_status_string(FFNRT_ERROR_OUT_OF_HOST_MEMORY), "out of host memory");
+}
