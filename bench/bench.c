@@ -322,6 +322,7 @@ typedef struct bench_part {
 static const bench_part parts[] = {
     {"elementwise", bench_part_elementwise},
     {"ffn", bench_part_ffn},
+    {"start", bench_part_start},
 };
 #define NPARTS (sizeof parts / sizeof parts[0])
 
@@ -336,7 +337,8 @@ static void usage(FILE *f)
             "         the host C loop at 1M. --full: 1M, 4M, 16M and 64M in f32, f16, bf16 and fp16 arithmetic,\n"
             "         every FFN shape at 1, 8, 64 and 512 tokens, f32 and f16, the host C loop at every size (the default)\n"
             "selection (comma-separated lists; each replaces the preset's choice):\n"
-            "  --only PARTS       elementwise,ffn,peer (the host C loop; CLBlast runs with ffn)\n"
+            "  --only PARTS       elementwise,ffn,start,peer (start: cold and warm start of a gated layer;\n"
+            "                     peer: the host C loop; CLBlast runs with ffn)\n"
             "  --op NAMES         activations and GLU kinds (gelu,swiglu), FFN workloads (dense-gelu,swiglu)\n"
             "  --device NAMES     backend (opencl, vulkan) or a substring of the device's name, vendor or API (pocl)\n"
             "  --precision LIST   f32,f16,bf16,f16a (f16a: fp16 arithmetic on f16 storage)\n"

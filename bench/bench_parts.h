@@ -71,6 +71,8 @@ void bench_row_done(const bench_config *cfg, const bench_row *r);
 /* The parts. */
 int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
 int bench_part_ffn(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
+/* Cold and warm start of a gated layer (bench_start.c). */
+int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
 /* The host C loop peer for activations (peer_host.c); runs once per run. */
 int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *rows);
 

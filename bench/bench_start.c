@@ -4,11 +4,16 @@
  * target): bench_start opencl|vulkan CACHE_DIR|off [runs] prints one
  * line per run with the time and the cache's hits. */
 #include "bench_start.h"
+#ifndef BENCH_START_MAIN
+#include "bench_parts.h"
+#include "bench_util.h"
+#endif
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define START_D 512
 #define START_HIDDEN 1376
@@ -28,7 +33,7 @@ static void fill(float *w, size_t n, unsigned seed)
     }
 }
 
-double bench_start_ms(ffnrt_backend backend, const char *cache_dir, uint64_t *hits)
+double bench_start_ms(ffnrt_backend backend, uint32_t index, const char *cache_dir, uint64_t *hits)
 {
     size_t wn = (size_t)START_D * START_HIDDEN;
     float *wg = malloc(wn * sizeof *wg), *wv = malloc(wn * sizeof *wv), *wo = malloc(wn * sizeof *wo);
@@ -43,7 +48,7 @@ double bench_start_ms(ffnrt_backend backend, const char *cache_dir, uint64_t *hi
 
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     o.backend = backend;
-    o.device_index = 0;
+    o.device_index = (int)index;
     o.cache_dir = cache_dir;
     o.disable_disk_cache = cache_dir == NULL;
     ffnrt_context *ctx = NULL;
@@ -81,6 +86,145 @@ out:
     return ms;
 }
 
+#ifndef BENCH_START_MAIN
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A start in a fresh process whose drivers' caches (PoCL's, Mesa's, which
+ * a process reads once) are empty directories under dir, with ffnrt's disk
+ * cache in ffnrt_dir: the bench_start command beside this one.
+ * Milliseconds, or a negative number when it cannot run. */
+static double process_ms(const bench_device *dev, const char *dir, const char *ffnrt_dir)
+{
+    char exe[512];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0 || dev->info.index != 0) /* bench_start takes a backend's first device */
+        return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return -1;
+    snprintf(slash + 1, sizeof exe - (size_t)(slash + 1 - exe), "bench_start");
+    if (access(exe, X_OK) != 0)
+        return -1;
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "POCL_CACHE_DIR='%s/pocl' MESA_SHADER_CACHE_DIR='%s/mesa' XDG_CACHE_HOME='%s/xdg' '%s' %s '%s' 1",
+             dir, dir, dir, exe, ffnrt_backend_name(dev->info.backend), ffnrt_dir);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char line[256];
+    double ms = -1;
+    while (fgets(line, sizeof line, p)) {
+        const char *at = strstr(line, " start ");
+        if (at)
+            ms = atof(at + 7);
+    }
+    return pclose(p) == 0 ? ms : -1;
+}
+
+/* The "start" rows of a gated SwiGLU layer, host time from
+ * ffnrt_context_create through the first result read back: cold (every
+ * cache empty, in a fresh process), ffnrt-warm (a fresh process, ffnrt's
+ * disk cache filled, the drivers' empty), ffnrt-cold (in this process:
+ * ffnrt's cache empty, the drivers' as found) and warm (ffnrt's cache
+ * filled, the drivers' as found: an app's second launch). */
+int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_rows *rows)
+{
+    if (!bench_wants_op(cfg, "swiglu"))
+        return 0;
+    char base[] = "/tmp/ffnrt-bench-start-XXXXXX";
+    if (!mkdtemp(base))
+        return -1;
+    int runs[2] = {3, 5};
+    double t[2][8];
+    uint64_t hits[2] = {0, 0};
+    int rc = 0;
+    char dir[64];
+    /* In fresh processes: every cache empty, then ffnrt's filled by that
+     * start while the drivers' are empty again. */
+    static const char *const names[2] = {"cold", "ffnrt-warm"};
+    static const char *const notes[2] = {"every cache empty (ffnrt's, PoCL's, Mesa's)",
+                                         "ffnrt's cache warm, the drivers' empty"};
+    char ffnrt_dir[128];
+    snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/process-ffnrt", base);
+    for (int k = 0; k < 2; k++) {
+        double ts[3];
+        int nt = 0;
+        for (int i = 0; i < 3; i++) {
+            char fresh[64];
+            snprintf(fresh, sizeof fresh, "%s/%s%d", base, names[k], i);
+            if (k == 0) /* each cold start its own ffnrt cache too; the last one's is kept for ffnrt-warm */
+                snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/ffnrt", fresh);
+            double ms = process_ms(dev, fresh, ffnrt_dir);
+            if (ms >= 0)
+                ts[nt++] = 1e-3 * ms;
+        }
+        if (nt == 0)
+            continue;
+        qsort(ts, (size_t)nt, sizeof ts[0], cmp_double);
+        bench_row *r = bench_rows_push(rows);
+        if (!r)
+            return -1;
+        bench_row_device(r, dev, "start");
+        BENCH_SET(r->op, "swiglu 512x1376");
+        BENCH_SET(r->dtype, "f32");
+        BENCH_SET(r->path, names[k]);
+        BENCH_SET(r->shape, "t1");
+        r->size = 1;
+        bench_row_times(r, NULL, ts, nt);
+        BENCH_SET(r->note, notes[k]);
+        bench_row_done(cfg, r);
+    }
+    for (int warm = 0; warm < 2 && rc == 0; warm++) {
+        if (warm) { /* fill the warm directory once */
+            snprintf(dir, sizeof dir, "%s/warm", base);
+            if (bench_start_ms(dev->info.backend, dev->info.index, dir, NULL) < 0)
+                rc = -1;
+        }
+        for (int i = 0; i < runs[warm] && rc == 0; i++) {
+            if (!warm)
+                snprintf(dir, sizeof dir, "%s/cold%d", base, i);
+            uint64_t h = 0;
+            double ms = bench_start_ms(dev->info.backend, dev->info.index, dir, &h);
+            if (ms < 0) {
+                fprintf(stderr, "ffnrt bench: start: %s\n", ffnrt_last_error_message());
+                rc = -1;
+            }
+            t[warm][i] = 1e-3 * ms;
+            hits[warm] = h;
+        }
+        if (rc != 0)
+            break;
+        qsort(t[warm], (size_t)runs[warm], sizeof t[warm][0], cmp_double);
+        bench_row *r = bench_rows_push(rows);
+        if (!r) {
+            rc = -1;
+            break;
+        }
+        bench_row_device(r, dev, "start");
+        BENCH_SET(r->op, "swiglu 512x1376");
+        BENCH_SET(r->dtype, "f32");
+        BENCH_SET(r->path, warm ? "warm" : "ffnrt-cold");
+        BENCH_SET(r->shape, "t1");
+        r->size = 1;
+        bench_row_times(r, NULL, t[warm], runs[warm]);
+        snprintf(r->note, sizeof r->note, "ffnrt's cache %s, drivers' as found; %llu hits",
+                 warm ? "warm" : "empty", (unsigned long long)hits[warm]);
+        bench_row_done(cfg, r);
+    }
+    char cmd[96];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
+    if (system(cmd) != 0)
+        fprintf(stderr, "ffnrt bench: could not remove %s\n", base);
+    return rc;
+}
+#endif
+
 #ifdef BENCH_START_MAIN
 int main(int argc, char **argv)
 {
@@ -93,7 +237,7 @@ int main(int argc, char **argv)
     int runs = argc > 3 ? atoi(argv[3]) : 1;
     for (int i = 0; i < runs; i++) {
         uint64_t hits = 0;
-        double ms = bench_start_ms(b, dir, &hits);
+        double ms = bench_start_ms(b, 0, dir, &hits);
         if (ms < 0) {
             fprintf(stderr, "bench_start: %s\n", ffnrt_last_error_message());
             return 1;

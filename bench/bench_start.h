@@ -11,6 +11,6 @@
  * weights and destroying the context (which saves the Vulkan pipeline
  * cache) are not timed. Negative when a call fails (the message is
  * ffnrt_last_error_message). hits, if not NULL, gets the cache's hits. */
-double bench_start_ms(ffnrt_backend backend, const char *cache_dir, uint64_t *hits);
+double bench_start_ms(ffnrt_backend backend, uint32_t index, const char *cache_dir, uint64_t *hits);
 
 #endif
