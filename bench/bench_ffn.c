@@ -219,14 +219,25 @@ static double gemm_limit(const bench_device *dev, const bench_config *cfg, bench
 
 /* Runs every token count of one workload and dtype. */
 
-/* The dispatcher's regret on one FFN row: every candidate the dispatcher
- * weighs on this device (fused and unfused; the blocked, matrix-vector and
- * tiled kernels as ffnrt_ffn_autotune times them) is timed, then the
- * automatic choice (cost model, no tuning) and the tuned choice (after
- * ffnrt_ffn_autotune) are timed again on their own. Times are host end to
- * end, what the caller waits for (the unfused path's separate submissions
- * count). Rows: group "dispatch", path "auto" / "tuned", ratio = best
- * candidate's time over the choice's (1 = no regret). */
+/* The dispatcher's regret on one FFN row. Every candidate the dispatcher
+ * weighs on this device (fused and unfused paths; the blocked,
+ * matrix-vector and tiled kernels as ffnrt_ffn_autotune times them) is
+ * timed in interleaved rounds, so that load on the machine falls on all of
+ * them alike; the automatic choice (the cost model, stored tuning results
+ * ignored) and the tuned choice (after ffnrt_ffn_autotune) are candidates,
+ * and their regret is their median over the best median. Times are host
+ * end to end, what the caller waits for (the unfused path's separate
+ * submissions count). Rows: group "dispatch", path "auto" / "tuned",
+ * ratio = best / choice (1 = no regret). */
+#define MAX_CANDIDATES 6
+#define MAX_ROUNDS 15
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
 static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
                          ffnrt_ffn_weight_tensors *wt, const ffnrt_tensor *x, ffnrt_tensor *y, int64_t tokens,
                          bench_rows *rows)
@@ -234,58 +245,83 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
     ffnrt_context *ctx = dev->ctx;
     int cpu = dev->info.type == FFNRT_DEVICE_TYPE_CPU;
     static const char *const kernels[] = {"blocked", "matvec", "tiled"};
-    double best = 0;
-    char best_name[48] = "";
-    bench_row scratch;
-    int rc = 0;
-    for (int p = 0; p < 2 && rc == 0; p++)
-        for (int k = 0; k < 3 && rc == 0; k++) {
+    struct {
+        ffnrt_ffn *layer;
+        int unfused, kernel;
+        char name[24];
+        double t[MAX_ROUNDS];
+        double median;
+    } cand[MAX_CANDIDATES];
+    int nc = 0, rc = 0;
+    for (int p = 0; p < 2; p++)
+        for (int k = 0; k < 3; k++) {
             /* The candidate set of ffnrt_ffn_autotune (src/ops/ffn.c). */
-            int candidate = k == 1 ? tokens <= (cpu ? 8 : 32) : (!cpu || k == 0);
-            if (!candidate)
+            if (!(k == 1 ? tokens <= (cpu ? 8 : 32) : (!cpu || k == 0)))
                 continue;
             ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
             desc.dtype = dtype;
             desc.path = p ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
-            ffnrt_ffn *layer = NULL;
-            if (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &layer) != FFNRT_OK ||
-                ffnrt_context_force(ctx, "ffn.kernel", kernels[k]) != FFNRT_OK) {
-                ffnrt_ffn_destroy(layer);
-                return -1;
-            }
-            memset(&scratch, 0, sizeof scratch);
-            bench_row_device(&scratch, dev, "dispatch");
-            snprintf(scratch.op, sizeof scratch.op, "%s %lldx%lld", w->name, (long long)w->d_model,
-                     (long long)w->hidden);
-            ffn_call_arg a = {layer, x, y};
-            if (bench_measure(ctx, ffn_call, &a, cfg, &scratch) != 0)
+            cand[nc].layer = NULL;
+            if (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &cand[nc].layer) != FFNRT_OK) {
                 rc = -1;
-            else if (best == 0 || scratch.host_ns < best) {
-                best = scratch.host_ns;
-                snprintf(best_name, sizeof best_name, "%s/%s", p ? "unfused" : "fused", kernels[k]);
+                break;
             }
-            ffnrt_context_force(ctx, "ffn.kernel", NULL);
-            ffnrt_ffn_destroy(layer);
+            cand[nc].unfused = p;
+            cand[nc].kernel = k;
+            snprintf(cand[nc].name, sizeof cand[nc].name, "%s/%s", p ? "unfused" : "fused", kernels[k]);
+            nc++;
         }
-    if (rc != 0 || best == 0)
-        return rc;
+    int rounds = cfg->max_runs < MAX_ROUNDS ? cfg->max_runs : MAX_ROUNDS;
+    if (rounds < 3)
+        rounds = 3;
+    for (int r = -1; r < rounds && rc == 0; r++) /* round -1: warm-up, builds the kernels */
+        for (int i = 0; i < nc && rc == 0; i++) {
+            if (ffnrt_context_force(ctx, "ffn.kernel", kernels[cand[i].kernel]) != FFNRT_OK)
+                rc = -1;
+            double t0 = bench_now_s();
+            if (rc == 0 && ffnrt_ffn_forward(cand[i].layer, x, y) != FFNRT_OK) {
+                fprintf(stderr, "ffnrt bench: dispatch %s: %s\n", cand[i].name, ffnrt_last_error_message());
+                rc = -1;
+            }
+            if (r >= 0)
+                cand[i].t[r] = bench_now_s() - t0;
+        }
+    ffnrt_context_force(ctx, "ffn.kernel", NULL);
+    int best = -1;
+    for (int i = 0; i < nc && rc == 0; i++) {
+        qsort(cand[i].t, (size_t)rounds, sizeof cand[i].t[0], cmp_dbl);
+        cand[i].median = cand[i].t[rounds / 2];
+        if (best < 0 || cand[i].median < cand[best].median)
+            best = i;
+    }
+    /* The two choices, read from plans: without tuning, then tuned. */
     ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
     desc.dtype = dtype;
-    ffnrt_ffn *layer = NULL;
-    if (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &layer) != FFNRT_OK)
-        return -1;
-    for (int tuned = 0; tuned < 2 && rc == 0; tuned++) {
-        if (tuned && ffnrt_ffn_autotune(layer, x, y) != FFNRT_OK) {
+    ffnrt_ffn *tuned_layer = NULL;
+    for (int tuned = 0; tuned < 2 && rc == 0 && best >= 0; tuned++) {
+        if (tuned && (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &tuned_layer) != FFNRT_OK ||
+                      ffnrt_ffn_autotune(tuned_layer, x, y) != FFNRT_OK)) {
             fprintf(stderr, "ffnrt bench: autotune: %s\n", ffnrt_last_error_message());
             rc = -1;
             break;
         }
+        ffnrt_context_force(ctx, "ffn.tuning", tuned ? NULL : "off");
         ffnrt_plan *plan = NULL;
-        char chose[48] = "?";
-        if (ffnrt_ffn_plan(ctx, &desc, tokens, &plan) == FFNRT_OK)
-            snprintf(chose, sizeof chose, "%s/%s", ffnrt_plan_choice(plan, "ffn.path"),
-                     ffnrt_plan_choice(plan, "ffn.kernel"));
+        int chose = -1;
+        if (ffnrt_ffn_plan(ctx, &desc, tokens, &plan) == FFNRT_OK) {
+            const char *path = ffnrt_plan_choice(plan, "ffn.path"), *kernel = ffnrt_plan_choice(plan, "ffn.kernel");
+            for (int i = 0; i < nc; i++)
+                if (path && kernel && strcmp(path, cand[i].unfused ? "unfused" : "fused") == 0 &&
+                    strcmp(kernel, kernels[cand[i].kernel]) == 0)
+                    chose = i;
+        }
         ffnrt_plan_destroy(plan);
+        ffnrt_context_force(ctx, "ffn.tuning", NULL);
+        if (chose < 0) {
+            fprintf(stderr, "ffnrt bench: the dispatcher chose outside the candidates\n");
+            rc = -1;
+            break;
+        }
         bench_row *r = bench_rows_push(rows);
         if (!r) {
             rc = -1;
@@ -298,22 +334,27 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
         BENCH_SET(r->path, tuned ? "tuned" : "auto");
         snprintf(r->shape, sizeof r->shape, "t%lld", (long long)tokens);
         r->size = (double)tokens;
-        ffn_call_arg a = {layer, x, y};
-        if (bench_measure(ctx, ffn_call, &a, cfg, r) != 0) {
-            rows->n--;
-            rc = -1;
-            break;
-        }
+        bench_row_times(r, NULL, cand[chose].t, rounds);
         ffnrt_ffn_cost cost;
         ffnrt_ffn_cost_of(&desc, tokens, FFNRT_FFN_PATH_FUSED, &cost);
         r->rate = (double)cost.flops / r->host_ns;
         BENCH_SET(r->rate_unit, "GFLOP/s");
-        r->ratio = best / r->host_ns;
+        r->ratio = cand[best].median / cand[chose].median;
         BENCH_SET(r->ratio_to, "best");
-        snprintf(r->note, sizeof r->note, "regret %+.1f%%: chose %s, best %s", 100.0 * (r->host_ns / best - 1.0),
-                 chose, best_name);
+        /* The same kernel on the other path: fused over unfused speed, interleaved. */
+        double fu = 0;
+        for (int i = 0; i < nc; i++)
+            if (cand[i].kernel == cand[chose].kernel && cand[i].unfused != cand[chose].unfused)
+                fu = cand[chose].unfused ? cand[chose].median / cand[i].median : cand[i].median / cand[chose].median;
+        if (chose == best)
+            snprintf(r->note, sizeof r->note, "regret 0%%: chose %s, the best; f/u %.2f", cand[chose].name, fu);
+        else
+            snprintf(r->note, sizeof r->note, "regret %.1f%%: chose %s, best %s", 100.0 * (1.0 / r->ratio - 1.0),
+                     cand[chose].name, cand[best].name);
     }
-    ffnrt_ffn_destroy(layer);
+    ffnrt_ffn_destroy(tuned_layer);
+    for (int i = 0; i < nc; i++)
+        ffnrt_ffn_destroy(cand[i].layer);
     return rc;
 }
 

@@ -152,10 +152,11 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
                                          "ffnrt's cache warm, the drivers' empty"};
     char ffnrt_dir[128];
     snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/process-ffnrt", base);
+    int process_runs = cfg->quick ? 1 : 3; /* a cold PoCL start is seconds */
     for (int k = 0; k < 2; k++) {
         double ts[3];
         int nt = 0;
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < process_runs; i++) {
             char fresh[64];
             snprintf(fresh, sizeof fresh, "%s/%s%d", base, names[k], i);
             if (k == 0) /* each cold start its own ffnrt cache too; the last one's is kept for ffnrt-warm */

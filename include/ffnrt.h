@@ -300,7 +300,8 @@ FFNRT_API void ffnrt_plan_destroy(ffnrt_plan *plan); /* NULL is a no-op */
  * variable does (and before it): "ffn.path" ("fused", "unfused"),
  * "ffn.kernel" ("blocked", "matvec", "tiled"), "ffn.tiles" ("bm,bn,bk,tm,tn"),
  * "ffn.matvec" ("rows,lanes"), "ffn.block" ("tm,tn,wg_n,wg_m": a start,
- * fitted to the device). NULL or "" lifts it. A value the device cannot
+ * fitted to the device), "ffn.tuning" ("off": stored tuning results are
+ * not used; FFNRT_TUNING). NULL or "" lifts it. A value the device cannot
  * run makes the op fail with the reason. Device, precision and limits are
  * forced through ffnrt_context_options. */
 FFNRT_API ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const char *value);

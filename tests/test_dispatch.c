@@ -311,6 +311,12 @@ ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
     cr_expect(strstr(ffnrt_plan_text(plan), "tuned for this device") != NULL, "%s", ffnrt_plan_text(plan));
     ffnrt_plan_destroy(plan);
+    /* Stored results can be set aside (the bench's untuned choice). */
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.tuning", "off"), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
+    cr_expect(strstr(ffnrt_plan_text(plan), "no tuning result") != NULL, "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.tuning", NULL), FFNRT_OK);
     /* Another token bucket has no result yet. */
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 100, &plan), FFNRT_OK);
     cr_expect(strstr(ffnrt_plan_text(plan), "no tuning result") != NULL);

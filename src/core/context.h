@@ -62,7 +62,7 @@ struct ffnrt_context {
     ffnrt_tuning_entry *tuning;
     size_t tuning_count, tuning_capacity;
     ffnrt_calibration calibration;     /* valid once measured or loaded */
-    char forced[5][64];                /* ffnrt_context_force values, by FORCE_* index */
+    char forced[6][64];                /* ffnrt_context_force values, in plan.c's force_names order */
     ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
     /* Interop (src/core/interop_*.c). */
     int app_handles; /* made from the app's device/context: its buffers may be wrapped */

@@ -187,14 +187,15 @@ ffnrt_status ffnrt_context_precision(const ffnrt_context *ctx, ffnrt_dtype *stor
 
 /* What ffnrt_context_force accepts, and the environment variable that
  * forces the same choice. */
-static const char *const force_names[5][2] = {
+#define FORCE_COUNT 6
+static const char *const force_names[FORCE_COUNT][2] = {
     {"ffn.path", "FFNRT_FFN_PATH"},     {"ffn.kernel", "FFNRT_GEMM_KERNEL"}, {"ffn.tiles", "FFNRT_GEMM_TILES"},
-    {"ffn.matvec", "FFNRT_GEMV_SHAPE"}, {"ffn.block", "FFNRT_GEMM_BLOCK"},
+    {"ffn.matvec", "FFNRT_GEMV_SHAPE"}, {"ffn.block", "FFNRT_GEMM_BLOCK"},   {"ffn.tuning", "FFNRT_TUNING"},
 };
 
 const char *ffnrt_context_forced(const ffnrt_context *ctx, const char *env)
 {
-    for (int i = 0; i < 5; i++)
+    for (int i = 0; i < FORCE_COUNT; i++)
         if (strcmp(force_names[i][1], env) == 0 && ctx->forced[i][0])
             return ctx->forced[i];
     const char *v = getenv(env);
@@ -207,13 +208,13 @@ ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const cha
         return ffnrt_null_context("ffnrt_context_force");
     ffnrt_status st = FFNRT_OK;
     int at = -1;
-    for (int i = 0; i < 5 && what; i++)
+    for (int i = 0; i < FORCE_COUNT && what; i++)
         if (strcmp(force_names[i][0], what) == 0)
             at = i;
     if (at < 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
                         "ffnrt_context_force: \"%s\" is not a choice (ffn.path, ffn.kernel, ffn.tiles, ffn.matvec, "
-                        "ffn.block)", what ? what : "(null)");
+                        "ffn.block, ffn.tuning)", what ? what : "(null)");
     else if (value && strlen(value) >= sizeof ctx->forced[at])
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_force: value too long");
     else

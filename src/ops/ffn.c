@@ -1043,7 +1043,9 @@ static ffnrt_status choose_ffn(ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint
     int tuned = -1;
     tuning_key(ctx, d, tokens, key, sizeof key);
     double ms[2];
-    if (ffnrt_tuning_get(ctx, key, &tuned, ms))
+    const char *tuning = ffnrt_context_forced(ctx, "FFNRT_TUNING");
+    int use_tuning = !tuning || strcmp(tuning, "off") != 0;
+    if (use_tuning && ffnrt_tuning_get(ctx, key, &tuned, ms))
         snprintf(why, sizeof why, "tuned for this device and shape class (%s): %.3f ms against %.3f ms for the next "
                  "candidate", key, ms[0], ms[1]);
     ffnrt_status st = choose_path(ctx, d, tokens, c, tuned, why, plan);
