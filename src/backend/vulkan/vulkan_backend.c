@@ -472,6 +472,63 @@ static int find_memory_type(const VkPhysicalDeviceMemoryProperties *m, VkMemoryP
     return 0;
 }
 
+/* ffnrt's own objects on an open device (its own or the app's): command
+ * pool and buffer, fence, timestamp queries and the memory types of its
+ * tensors and staging. Staging is needed where buffers are not mapped in
+ * place, and always on the app's device (its wrapped buffers are read and
+ * written through it). The caller closes the device on failure. */
+static ffnrt_status vk_device_objects(ffnrt_bdevice *dev, const ffnrt_device_info *info, uint32_t timestamp_bits,
+                                      ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    const ffnrt_vk_instance_api *ia = &dev->vi.api;
+    VkCommandPoolCreateInfo cpci = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
+        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+        .queueFamilyIndex = dev->queue_family,
+    };
+    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkResult rc;
+    if ((rc = a->vkCreateCommandPool(dev->device, &cpci, NULL, &dev->command_pool)) != VK_SUCCESS ||
+        (rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->fence)) != VK_SUCCESS)
+        return vk_fail(err, rc, "creating the command pool");
+    VkCommandBufferAllocateInfo cbai = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+        .commandPool = dev->command_pool,
+        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
+        .commandBufferCount = 1,
+    };
+    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->cmd)) != VK_SUCCESS)
+        return vk_fail(err, rc, "vkAllocateCommandBuffers");
+    if (timestamp_bits) {
+        VkQueryPoolCreateInfo qpci = {
+            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+            .queryType = VK_QUERY_TYPE_TIMESTAMP,
+            .queryCount = 2,
+        };
+        if (a->vkCreateQueryPool(dev->device, &qpci, NULL, &dev->timestamps) != VK_SUCCESS)
+            dev->timestamps = VK_NULL_HANDLE;
+        VkPhysicalDeviceProperties pr;
+        ia->vkGetPhysicalDeviceProperties(dev->physical, &pr);
+        dev->timestamp_period = pr.limits.timestampPeriod;
+        dev->timestamp_mask = timestamp_bits >= 64 ? UINT64_MAX : ((1ull << timestamp_bits) - 1);
+    }
+    /* On CPUs and unified-memory GPUs the host reads and writes buffers in
+     * place; elsewhere through a staging buffer. FFNRT_VULKAN_STAGING=1
+     * forces staging so that path is tested on such devices too. */
+    ia->vkGetPhysicalDeviceMemoryProperties(dev->physical, &dev->memory);
+    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    const char *force_staging = getenv("FFNRT_VULKAN_STAGING");
+    int uma = info->type == FFNRT_DEVICE_TYPE_CPU || info->type == FFNRT_DEVICE_TYPE_INTEGRATED_GPU;
+    dev->direct_mapping = uma && !(force_staging && strcmp(force_staging, "0") != 0) &&
+                          find_memory_type(&dev->memory, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->direct_type);
+    if (!find_memory_type(&dev->memory, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->device_type))
+        dev->device_type = 0;
+    if ((dev->external || !dev->direct_mapping) && !find_memory_type(&dev->memory, host, &dev->staging_type))
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED, "Vulkan: the device has no host-visible memory");
+    return FFNRT_OK;
+}
+
 static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnrt_bdevice **out,
                             ffnrt_device_info *info, ffnrt_limits *limits, ffnrt_error *err)
 {
@@ -546,55 +603,10 @@ static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnr
     if (a->vkCreatePipelineCache(dev->device, &pcci, NULL, &dev->pipeline_cache) != VK_SUCCESS)
         dev->pipeline_cache = VK_NULL_HANDLE; /* pipelines are then built without one */
 
-    VkCommandPoolCreateInfo cpci = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-        .queueFamilyIndex = dev->queue_family,
-    };
-    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    if ((rc = a->vkCreateCommandPool(dev->device, &cpci, NULL, &dev->command_pool)) != VK_SUCCESS ||
-        (rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->fence)) != VK_SUCCESS) {
+    st = vk_device_objects(dev, info, timestamp_bits, err);
+    if (st != FFNRT_OK) {
         vk_close(dev);
-        return vk_fail(err, rc, "creating the command pool");
-    }
-    VkCommandBufferAllocateInfo cbai = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = dev->command_pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->cmd)) != VK_SUCCESS) {
-        vk_close(dev);
-        return vk_fail(err, rc, "vkAllocateCommandBuffers");
-    }
-    if (timestamp_bits) {
-        VkQueryPoolCreateInfo qpci = {
-            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-            .queryType = VK_QUERY_TYPE_TIMESTAMP,
-            .queryCount = 2,
-        };
-        if (a->vkCreateQueryPool(dev->device, &qpci, NULL, &dev->timestamps) != VK_SUCCESS)
-            dev->timestamps = VK_NULL_HANDLE;
-        VkPhysicalDeviceProperties pr;
-        ia->vkGetPhysicalDeviceProperties(dev->physical, &pr);
-        dev->timestamp_period = pr.limits.timestampPeriod;
-        dev->timestamp_mask = timestamp_bits >= 64 ? UINT64_MAX : ((1ull << timestamp_bits) - 1);
-    }
-
-    /* On CPUs and unified-memory GPUs the host reads and writes buffers in
-     * place; elsewhere through a staging buffer. FFNRT_VULKAN_STAGING=1
-     * forces staging so that path is tested on such devices too. */
-    ia->vkGetPhysicalDeviceMemoryProperties(dev->physical, &dev->memory);
-    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    const char *force_staging = getenv("FFNRT_VULKAN_STAGING");
-    int uma = info->type == FFNRT_DEVICE_TYPE_CPU || info->type == FFNRT_DEVICE_TYPE_INTEGRATED_GPU;
-    dev->direct_mapping = uma && !(force_staging && strcmp(force_staging, "0") != 0) &&
-                          find_memory_type(&dev->memory, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->direct_type);
-    if (!find_memory_type(&dev->memory, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->device_type))
-        dev->device_type = 0;
-    if (!dev->direct_mapping && !find_memory_type(&dev->memory, host, &dev->staging_type)) {
-        vk_close(dev);
-        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED, "Vulkan: the device has no host-visible memory");
+        return st;
     }
     *out = dev;
     return FFNRT_OK;
@@ -1241,58 +1253,6 @@ ffnrt_status ffnrt_vk_buffer_wrap(ffnrt_bdevice *dev, VkBuffer buffer, ffnrt_bbu
     return FFNRT_OK;
 }
 
-/* ffnrt's own objects on the app's device: command pool and buffer, fence,
- * timestamp queries and the memory types of its tensors and staging. */
-static ffnrt_status vk_external_objects(ffnrt_bdevice *dev, const ffnrt_device_info *info, uint32_t timestamp_bits,
-                                        ffnrt_error *err)
-{
-    const ffnrt_vk_device_api *a = &dev->api;
-    const ffnrt_vk_instance_api *ia = &dev->vi.api;
-    VkCommandPoolCreateInfo cpci = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
-        .flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-        .queueFamilyIndex = dev->queue_family,
-    };
-    VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkResult rc;
-    if ((rc = a->vkCreateCommandPool(dev->device, &cpci, NULL, &dev->command_pool)) != VK_SUCCESS ||
-        (rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->fence)) != VK_SUCCESS)
-        return vk_fail(err, rc, "creating the command pool");
-    VkCommandBufferAllocateInfo cbai = {
-        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
-        .commandPool = dev->command_pool,
-        .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
-        .commandBufferCount = 1,
-    };
-    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->cmd)) != VK_SUCCESS)
-        return vk_fail(err, rc, "vkAllocateCommandBuffers");
-    if (timestamp_bits) {
-        VkQueryPoolCreateInfo qpci = {
-            .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
-            .queryType = VK_QUERY_TYPE_TIMESTAMP,
-            .queryCount = 2,
-        };
-        if (a->vkCreateQueryPool(dev->device, &qpci, NULL, &dev->timestamps) != VK_SUCCESS)
-            dev->timestamps = VK_NULL_HANDLE;
-        VkPhysicalDeviceProperties pr;
-        ia->vkGetPhysicalDeviceProperties(dev->physical, &pr);
-        dev->timestamp_period = pr.limits.timestampPeriod;
-        dev->timestamp_mask = timestamp_bits >= 64 ? UINT64_MAX : ((1ull << timestamp_bits) - 1);
-    }
-    ia->vkGetPhysicalDeviceMemoryProperties(dev->physical, &dev->memory);
-    const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    const char *force_staging = getenv("FFNRT_VULKAN_STAGING");
-    int uma = info->type == FFNRT_DEVICE_TYPE_CPU || info->type == FFNRT_DEVICE_TYPE_INTEGRATED_GPU;
-    dev->direct_mapping = uma && !(force_staging && strcmp(force_staging, "0") != 0) &&
-                          find_memory_type(&dev->memory, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->direct_type);
-    if (!find_memory_type(&dev->memory, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->device_type))
-        dev->device_type = 0;
-    /* Wrapped buffers are always read and written through staging. */
-    if (!find_memory_type(&dev->memory, host, &dev->staging_type))
-        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED, "Vulkan: the device has no host-visible memory");
-    return FFNRT_OK;
-}
-
 ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, ffnrt_bdevice **out, ffnrt_device_info *info,
                                     ffnrt_limits *limits, ffnrt_error *err)
 {
@@ -1376,7 +1336,7 @@ ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, ffnrt_bdevic
         free(dev);
         return st;
     }
-    st = vk_external_objects(dev, info, timestamp_bits, err);
+    st = vk_device_objects(dev, info, timestamp_bits, err);
     if (st != FFNRT_OK) {
         vk_close(dev);
         return st;
