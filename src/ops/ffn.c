@@ -977,6 +977,7 @@ static int tuning_candidate(int cpu, product_kernel k, uint64_t tokens, const ff
  * shape class. Time is host end to end, what the caller waits for: the
  * unfused path's separate submissions count. */
 #define TUNING_ROUNDS 5
+#define TUNING_MAX_ROUNDS 31
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -992,7 +993,7 @@ static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
     tuning_key(ctx, d, tokens, key, sizeof key);
     int cpu = ctx->info.type == FFNRT_DEVICE_TYPE_CPU;
     ffn_choice cand[6];
-    double t[6][TUNING_ROUNDS];
+    double t[6][TUNING_MAX_ROUNDS];
     int nc = 0;
     for (int unfused = 0; unfused < 2; unfused++)
         for (int k = 0; k < 3; k++) {
@@ -1005,8 +1006,12 @@ static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
             cand[nc++] = c;
         }
     /* Rounds over every candidate in turn, so that whatever else loads the
-     * device falls on all of them alike; round -1 builds the kernels. */
-    for (int r = -1; r < TUNING_ROUNDS; r++)
+     * device falls on all of them alike; round -1 builds the kernels and
+     * sets the count: at least TUNING_ROUNDS, more for short runs (decode),
+     * up to about 60 ms a candidate, since their timings jitter most. */
+    int rounds = TUNING_ROUNDS;
+    for (int r = -1; r < rounds; r++) {
+        double slowest = 0;
         for (int i = 0; i < nc; i++) {
             uint64_t ns;
             double t0 = now_ms();
@@ -1014,14 +1019,19 @@ static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
                 return ffnrt_fail(&ctx->error, ctx->error.status, "autotune (%s, %s): %s",
                                   cand[i].unfused ? "unfused" : "fused", kernel_names[cand[i].kernel],
                                   ctx->error.message);
+            double dt = now_ms() - t0;
             if (r >= 0)
-                t[i][r] = now_ms() - t0;
+                t[i][r] = dt;
+            slowest = dt > slowest ? dt : slowest;
         }
+        if (r < 0 && slowest > 0 && 60.0 / slowest > TUNING_ROUNDS)
+            rounds = 60.0 / slowest < TUNING_MAX_ROUNDS ? (int)(60.0 / slowest) : TUNING_MAX_ROUNDS;
+    }
     int best = -1, second = -1;
     double med[6];
     for (int i = 0; i < nc; i++) {
-        qsort(t[i], TUNING_ROUNDS, sizeof t[i][0], cmp_double);
-        med[i] = t[i][TUNING_ROUNDS / 2];
+        qsort(t[i], (size_t)rounds, sizeof t[i][0], cmp_double);
+        med[i] = t[i][rounds / 2];
         if (best < 0 || med[i] < med[best])
             second = best, best = i;
         else if (second < 0 || med[i] < med[second])
