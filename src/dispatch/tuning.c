@@ -84,7 +84,8 @@ void ffnrt_tuning_load(ffnrt_context *ctx)
     if (text) {
         memcpy(text, blob, len);
         text[len] = '\0';
-        for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        char *save = NULL;
+        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
             char key[sizeof ctx->tuning[0].key];
             int value;
             double ms[2];
