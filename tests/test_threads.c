@@ -281,6 +281,42 @@ static const char *first_use_check(char *msg, size_t cap)
     return msg;
 }
 
+
+#ifdef FFNRT_THREADS_MAIN
+/* Leaves a tuning result in the disk cache for backend's device, so that
+ * contexts created at once on many threads each read it back (a parser
+ * with hidden state raced there once). Returns 0 on success. */
+static int seed_tuning(ffnrt_backend backend)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.backend = backend;
+    o.device_index = 0;
+    ffnrt_context *ctx = NULL;
+    if (ffnrt_context_create(&o, &ctx) != FFNRT_OK)
+        return -1;
+    float w[3 * 8 * 12];
+    for (int i = 0; i < 3 * 8 * 12; i++)
+        w[i] = (float)(i % 5 - 2) / 16.0f;
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 8, 12);
+    ffnrt_ffn_weights wt = {0};
+    wt.w_gate_value = w;
+    wt.w_out = w + 2 * 8 * 12;
+    ffnrt_ffn *layer = NULL;
+    ffnrt_tensor *x = NULL, *y = NULL;
+    int64_t shape[2] = {1, 8};
+    int rc = ffnrt_ffn_create(ctx, &d, &wt, &layer) == FFNRT_OK &&
+                     ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x) == FFNRT_OK &&
+                     ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y) == FFNRT_OK &&
+                     ffnrt_tensor_write(x, w, 8 * sizeof(float)) == FFNRT_OK &&
+                     ffnrt_ffn_autotune(layer, x, y) == FFNRT_OK
+                 ? 0
+                 : -1;
+    ffnrt_ffn_destroy(layer);
+    ffnrt_context_destroy(ctx);
+    return rc;
+}
+#endif
+
 #ifndef FFNRT_THREADS_MAIN
 /* Criterion runs each test in a fresh process: this is its first call. */
 Test(threads, first_use)
@@ -298,6 +334,10 @@ int main(void)
         failed = 1;
     }
     for (int b = 0; b < TEST_BACKENDS; b++) {
+        if (seed_tuning(test_backends[b]) != 0) {
+            fprintf(stderr, "threads seed_tuning: %s\n", ffnrt_last_error_message());
+            failed = 1;
+        }
         if (*run_workers(test_backends[b], NULL, NULL, msg, sizeof msg)) {
             fprintf(stderr, "threads own_contexts: %s\n", msg);
             failed = 1;
