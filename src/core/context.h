@@ -82,6 +82,11 @@ struct ffnrt_context {
  * environment's, else NULL. */
 const char *ffnrt_context_forced(const ffnrt_context *ctx, const char *env);
 
+/* Timing for the calibration and the tuner: a monotonic clock, and the
+ * median of n > 0 values (sorted in place). */
+double ffnrt_now_ms(void);
+double ffnrt_median(double *v, int n);
+
 /* Measures the calibration once (then returns the kept one). */
 ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out);
 

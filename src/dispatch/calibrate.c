@@ -7,20 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 /* Median seconds of `runs` calls of op (device time where the API has it). */
 static ffnrt_status time_op(ffnrt_context *ctx, int runs, ffnrt_status (*op)(void *), void *arg, double *out)
@@ -28,13 +14,12 @@ static ffnrt_status time_op(ffnrt_context *ctx, int runs, ffnrt_status (*op)(voi
     double t[9];
     ffnrt_status st = op(arg); /* warm-up: builds the kernel */
     for (int i = 0; i < runs && st == FFNRT_OK; i++) {
-        double t0 = now_s();
+        double t0 = ffnrt_now_ms();
         st = op(arg);
-        t[i] = ctx->last_op_ns ? 1e-9 * (double)ctx->last_op_ns : now_s() - t0;
+        t[i] = ctx->last_op_ns ? 1e-9 * (double)ctx->last_op_ns : 1e-3 * (ffnrt_now_ms() - t0);
     }
     if (st == FFNRT_OK) {
-        qsort(t, (size_t)runs, sizeof t[0], cmp_double);
-        *out = t[runs / 2];
+        *out = ffnrt_median(t, runs);
     }
     return st;
 }

@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define DEFAULT_MATVEC_TOKENS 8u
 #define MAX_MATVEC_TOKENS 32u /* registers per work-item grow with it */
@@ -720,6 +719,15 @@ static ffnrt_status record_product(ffnrt_context *ctx, const ffn_choice *c, cons
 
 /* ---------------------------------------------------------------- paths */
 
+/* Publishes and returns the error for a call made with a NULL layer. */
+static ffnrt_status null_layer(const char *fn)
+{
+    ffnrt_error err;
+    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: layer is NULL", fn);
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
 static ffnrt_status check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn)
 {
     ffnrt_context *ctx = layer->ctx;
@@ -952,13 +960,6 @@ static void tuning_key(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64
              bucket);
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
 /* The kernels worth timing: on CPU devices the blocked one, and for
  * decode the matrix-vector one (the tiled kernel's barriers and shared
  * memory only cost there); on GPUs all three, matvec up to 4x its tokens a
@@ -978,12 +979,6 @@ static int tuning_candidate(int cpu, product_kernel k, uint64_t tokens, const ff
  * unfused path's separate submissions count. */
 #define TUNING_ROUNDS 5
 #define TUNING_MAX_ROUNDS 31
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens)
 {
@@ -1014,12 +1009,12 @@ static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
         double slowest = 0;
         for (int i = 0; i < nc; i++) {
             uint64_t ns;
-            double t0 = now_ms();
+            double t0 = ffnrt_now_ms();
             if (forward_with(layer, x, y, tokens, &cand[i], &ns) != FFNRT_OK)
                 return ffnrt_fail(&ctx->error, ctx->error.status, "autotune (%s, %s): %s",
                                   cand[i].unfused ? "unfused" : "fused", kernel_names[cand[i].kernel],
                                   ctx->error.message);
-            double dt = now_ms() - t0;
+            double dt = ffnrt_now_ms() - t0;
             if (r >= 0)
                 t[i][r] = dt;
             slowest = dt > slowest ? dt : slowest;
@@ -1030,8 +1025,7 @@ static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
     int best = -1, second = -1;
     double med[6];
     for (int i = 0; i < nc; i++) {
-        qsort(t[i], (size_t)rounds, sizeof t[i][0], cmp_double);
-        med[i] = t[i][rounds / 2];
+        med[i] = ffnrt_median(t[i], rounds);
         if (best < 0 || med[i] < med[best])
             second = best, best = i;
         else if (second < 0 || med[i] < med[second])
@@ -1047,12 +1041,8 @@ static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
 ffnrt_status ffnrt_ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
 {
     static const char fn[] = "ffnrt_ffn_autotune";
-    if (!layer) {
-        ffnrt_error err;
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: layer is NULL", fn);
-        ffnrt_error_publish(&err);
-        return err.status;
-    }
+    if (!layer)
+        return null_layer(fn);
     ffnrt_context *ctx = layer->ctx;
     ffnrt_status st = check_io(layer, x, y, fn);
     if (st == FFNRT_OK && x->numel)
@@ -1096,12 +1086,8 @@ static ffnrt_status forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
 ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
 {
     static const char fn[] = "ffnrt_ffn_forward";
-    if (!layer) {
-        ffnrt_error err;
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: layer is NULL", fn);
-        ffnrt_error_publish(&err);
-        return err.status;
-    }
+    if (!layer)
+        return null_layer(fn);
     ffnrt_context *ctx = layer->ctx;
     const ffnrt_ffn_desc *d = &layer->desc;
     ffnrt_status st = check_io(layer, x, y, fn);

@@ -992,10 +992,11 @@ static ffnrt_status vk_dispatch(ffnrt_bdevice *dev, ffnrt_bkernel *k, const ffnr
     return FFNRT_OK;
 }
 
-static ffnrt_status vk_submit(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
+/* Closes ffnrt's batch: its shader writes made visible to the host and to
+ * transfers, the end timestamp, and the command buffer ended. */
+static ffnrt_status vk_end_batch(ffnrt_bdevice *dev, ffnrt_error *err)
 {
     const ffnrt_vk_device_api *a = &dev->api;
-    *device_ns = 0;
     VkMemoryBarrier mb = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
@@ -1009,6 +1010,16 @@ static ffnrt_status vk_submit(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_err
     VkResult rc = a->vkEndCommandBuffer(dev->cmd);
     if (rc != VK_SUCCESS)
         return vk_fail(err, rc, "vkEndCommandBuffer");
+    return FFNRT_OK;
+}
+
+static ffnrt_status vk_submit(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    *device_ns = 0;
+    ffnrt_status est = vk_end_batch(dev, err);
+    if (est != FFNRT_OK)
+        return est;
     ffnrt_status st = vk_wait(dev, err);
     if (st == FFNRT_OK && dev->timestamps) {
         uint64_t ts[2];
@@ -1176,25 +1187,15 @@ static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err)
 static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err)
 {
     const ffnrt_vk_device_api *a = &dev->api;
-    VkMemoryBarrier mb = {
-        .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
-        .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
-        .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT,
-    };
-    a->vkCmdPipelineBarrier(dev->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
-                            VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0,
-                            NULL);
-    if (dev->timestamps)
-        a->vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, 1);
-    VkResult rc = a->vkEndCommandBuffer(dev->cmd);
-    if (rc != VK_SUCCESS)
-        return vk_fail(err, rc, "vkEndCommandBuffer");
+    ffnrt_status est = vk_end_batch(dev, err);
+    if (est != FFNRT_OK)
+        return est;
     VkSubmitInfo si = {
         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
         .commandBufferCount = 1,
         .pCommandBuffers = &dev->cmd,
     };
-    rc = a->vkQueueSubmit(dev->queue, 1, &si, dev->fence);
+    VkResult rc = a->vkQueueSubmit(dev->queue, 1, &si, dev->fence);
     if (rc != VK_SUCCESS)
         return vk_fail(err, rc, "vkQueueSubmit");
     dev->pending = 1;
