@@ -243,7 +243,6 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
                          bench_rows *rows)
 {
     ffnrt_context *ctx = dev->ctx;
-    int cpu = dev->info.type == FFNRT_DEVICE_TYPE_CPU;
     static const char *const kernels[] = {"blocked", "matvec", "tiled"};
     struct {
         ffnrt_ffn *layer;
@@ -253,24 +252,42 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
         double median;
     } cand[MAX_CANDIDATES];
     int nc = 0, rc = 0;
-    for (int p = 0; p < 2; p++)
-        for (int k = 0; k < 3; k++) {
-            /* The candidate set of ffnrt_ffn_autotune (src/ops/ffn.c). */
-            if (!(k == 1 ? tokens <= (cpu ? 8 : 32) : (!cpu || k == 0)))
-                continue;
-            ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
-            desc.dtype = dtype;
-            desc.path = p ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
-            cand[nc].layer = NULL;
-            if (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &cand[nc].layer) != FFNRT_OK) {
-                rc = -1;
-                break;
-            }
-            cand[nc].unfused = p;
-            cand[nc].kernel = k;
-            snprintf(cand[nc].name, sizeof cand[nc].name, "%s/%s", p ? "unfused" : "fused", kernels[k]);
-            nc++;
+    /* The candidates are the library's own list (what ffnrt_ffn_autotune
+     * times), read from the layer's plan. */
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
+    desc.dtype = dtype;
+    ffnrt_plan *plan = NULL;
+    char list[128] = "";
+    if (ffnrt_ffn_plan(ctx, &desc, tokens, &plan) == FFNRT_OK && ffnrt_plan_choice(plan, "ffn.candidates"))
+        snprintf(list, sizeof list, "%s", ffnrt_plan_choice(plan, "ffn.candidates"));
+    ffnrt_plan_destroy(plan);
+    char *save = NULL;
+    for (char *item = strtok_r(list, ",", &save); item && nc < MAX_CANDIDATES && rc == 0;
+         item = strtok_r(NULL, ",", &save)) {
+        char *slash = strchr(item, '/');
+        int k = -1;
+        for (int j = 0; slash && j < 3; j++)
+            if (strcmp(slash + 1, kernels[j]) == 0)
+                k = j;
+        if (k < 0)
+            continue;
+        int p = strncmp(item, "unfused", 7) == 0;
+        ffnrt_ffn_desc cd = desc;
+        cd.path = p ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+        cand[nc].layer = NULL;
+        if (ffnrt_ffn_create_from_tensors(ctx, &cd, wt, &cand[nc].layer) != FFNRT_OK) {
+            rc = -1;
+            break;
         }
+        cand[nc].unfused = p;
+        cand[nc].kernel = k;
+        snprintf(cand[nc].name, sizeof cand[nc].name, "%s/%s", p ? "unfused" : "fused", kernels[k]);
+        nc++;
+    }
+    if (nc == 0 && rc == 0) {
+        fprintf(stderr, "ffnrt bench: the plan lists no candidates\n");
+        return -1;
+    }
     int rounds = cfg->max_runs < MAX_ROUNDS ? cfg->max_runs : MAX_ROUNDS;
     if (rounds < 3)
         rounds = 3;
@@ -295,8 +312,6 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
             best = i;
     }
     /* The two choices, read from plans: without tuning, then tuned. */
-    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
-    desc.dtype = dtype;
     ffnrt_ffn *tuned_layer = NULL;
     for (int tuned = 0; tuned < 2 && rc == 0 && best >= 0; tuned++) {
         if (tuned && (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &tuned_layer) != FFNRT_OK ||
@@ -306,7 +321,7 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
             break;
         }
         ffnrt_context_force(ctx, "ffn.tuning", tuned ? NULL : "off");
-        ffnrt_plan *plan = NULL;
+        plan = NULL;
         int chose = -1;
         if (ffnrt_ffn_plan(ctx, &desc, tokens, &plan) == FFNRT_OK) {
             const char *path = ffnrt_plan_choice(plan, "ffn.path"), *kernel = ffnrt_plan_choice(plan, "ffn.kernel");

@@ -963,8 +963,8 @@ static void tuning_key(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64
 /* The kernels worth timing: on CPU devices the blocked one, and for
  * decode the matrix-vector one (the tiled kernel's barriers and shared
  * memory only cost there); on GPUs all three, matvec up to 4x its tokens a
- * dispatch (past that it rereads the weights too often). ffnrt bench's
- * regret rows time the same set. */
+ * dispatch (past that it rereads the weights too often). Plans list the
+ * set ("ffn.candidates"), which ffnrt bench's regret rows time. */
 static int tuning_candidate(int cpu, product_kernel k, uint64_t tokens, const ffnrt_ffn_desc *d)
 {
     uint64_t mv = d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
@@ -1137,6 +1137,17 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
                                  : "every product accumulates in fp32 (fp16 accumulation not allowed)");
         ffn_choice c;
         st = choose_ffn(ctx, desc, (uint64_t)tokens, &c, plan);
+        char list[128] = "";
+        for (int unfused = 0; unfused < 2; unfused++)
+            for (int k = 0; k < 3; k++)
+                if (tuning_candidate(ctx->info.type == FFNRT_DEVICE_TYPE_CPU, (product_kernel)k, (uint64_t)tokens,
+                                     desc)) {
+                    size_t len = strlen(list);
+                    snprintf(list + len, sizeof list - len, "%s%s/%s", len ? "," : "", unfused ? "unfused" : "fused",
+                             kernel_names[k]);
+                }
+        ffnrt_plan_add(plan, "ffn.candidates", list,
+                       "what ffnrt_ffn_autotune times for this device and token count (path/kernel)");
         ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0};
         if (st == FFNRT_OK)
             st = c.unfused ? forward_unfused(&r, NULL, NULL) : forward_fused(&r, NULL, NULL);
