@@ -133,7 +133,7 @@ typedef struct ffnrt_context_options {
      * "vulkan:llvmpipe", "pocl"). */
     ffnrt_backend backend;
     int device_index;        /* index within the backend, or -1 */
-    const char *device_name; /* case-insensitive substring of the name, or NULL */
+    const char *device_name; /* case-insensitive substring of the name, vendor or API version, or NULL */
     /* Vulkan: enable the Khronos validation layer and count its messages
      * (ffnrt_context_validation_messages). Also set by FFNRT_VALIDATION=1. */
     int validation;

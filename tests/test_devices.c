@@ -62,6 +62,14 @@ Test(devices, chosen_by_environment)
     cr_assert_eq(backend_for_env("opencl:0"), FFNRT_BACKEND_OPENCL);
     cr_assert_eq(backend_for_env("vulkan:llvmpipe"), FFNRT_BACKEND_VULKAN);
     cr_assert_eq(backend_for_env("LLVMPIPE"), FFNRT_BACKEND_VULKAN); /* a name, any case */
+    /* PoCL's devices are named after the CPU; "pocl" is in their API version. */
+    ffnrt_device_info first_cl;
+    size_t n = 0;
+    cr_assert_eq(ffnrt_device_count(&n), FFNRT_OK);
+    for (size_t i = 0; i < n; i++)
+        if (ffnrt_device_get_info(i, &first_cl) == FFNRT_OK && first_cl.backend == FFNRT_BACKEND_OPENCL &&
+            strstr(first_cl.api_version, "PoCL"))
+            cr_assert_eq(backend_for_env("pocl"), FFNRT_BACKEND_OPENCL);
     setenv("FFNRT_DEVICE", "no-such-gpu", 1);
     ffnrt_context *ctx = NULL;
     cr_assert_eq(ffnrt_context_create(NULL, &ctx), FFNRT_ERROR_DEVICE_NOT_FOUND);

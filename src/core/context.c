@@ -100,7 +100,10 @@ static ffnrt_status choose_device(const device_request *req, const ffnrt_device_
             continue;
         if (req->index >= 0 && (long)d->index != req->index)
             continue;
-        if (req->name && !name_matches(d->name, req->name))
+        /* A name pattern may name the device, its vendor or its driver's API
+         * version string ("pocl": PoCL's devices are named after the CPU). */
+        if (req->name && !name_matches(d->name, req->name) && !name_matches(d->vendor, req->name) &&
+            !name_matches(d->api_version, req->name))
             continue;
         candidates++;
         /* A twin left out of the ranking is still there when asked for by
