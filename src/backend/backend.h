@@ -4,8 +4,8 @@
 #define FFNRT_BACKEND_H
 
 #include "ffnrt.h"
-#include "core/disk_cache.h"
-#include "core/error.h"
+#include "base/cache_kind.h"
+#include "base/error.h"
 
 typedef struct ffnrt_bdevice ffnrt_bdevice; /* an opened device with its queue */
 typedef struct ffnrt_bbuffer ffnrt_bbuffer; /* device memory */

@@ -4,7 +4,7 @@
 
 #include "backend/backend.h"
 #include "core/disk_cache.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "dispatch/dispatch.h"
 
 typedef struct ffnrt_kernel_entry {

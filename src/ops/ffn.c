@@ -552,21 +552,6 @@ static ffnrt_binding bind_elements(const ffnrt_context *ctx, const ffnrt_tensor 
     return (ffnrt_binding){t->buffer, t->offset + offset, end - offset};
 }
 
-static void append(char *buf, size_t cap, const char *fmt, unsigned v)
-{
-    size_t len = strlen(buf);
-    snprintf(buf + len, cap - len, fmt, v);
-}
-
-static const char *storage_define(ffnrt_dtype dtype)
-{
-    switch (dtype) {
-    case FFNRT_DTYPE_F16: return "#define STORAGE_F16 1\n";
-    case FFNRT_DTYPE_BF16: return "#define STORAGE_BF16 1\n";
-    default: return "#define STORAGE_F32 1\n";
-    }
-}
-
 /* Records the dispatches of one product into the open batch; or, with
  * plan non-NULL, only says what they would be (shapes, kernel, splits),
  * dispatching nothing: the plan and the run share this code. */
@@ -579,23 +564,14 @@ static ffnrt_status record_product(ffnrt_context *ctx, const ffn_choice *c, cons
     uint32_t tokens = 0;
     matvec_shape mv = {0, 0};
     tiled_shape tl = c->tiled;
-    char defines[512] = "";
+    ffnrt_defines defines = {0};
     char shape_text[160] = "";
-    snprintf(defines, sizeof defines, "%s", storage_define(pr->dtype));
-    if (pr->act == FFNRT_ACT_COUNT) {
-        append(defines, sizeof defines, "#define ACT_NONE %u\n", 1);
-    } else {
-        char name[32];
-        snprintf(name, sizeof name, "%s", ffnrt_activation_name(pr->act));
-        for (char *c = name; *c; c++)
-            *c = (char)toupper((unsigned char)*c);
-        size_t len = strlen(defines);
-        snprintf(defines + len, sizeof defines - len, "#define ACT_%s 1\n", name);
-    }
+    ffnrt_defines_storage(&defines, pr->dtype);
+    ffnrt_defines_activation(&defines, pr->act);
     if (gated)
-        append(defines, sizeof defines, "#define GATED %u\n", 1);
+        ffnrt_defines_add(&defines, "#define GATED 1");
     if (bias)
-        append(defines, sizeof defines, "#define BIAS %u\n", 1);
+        ffnrt_defines_add(&defines, "#define BIAS 1");
     uint64_t smem_floats, wg;
     uint64_t esize = ffnrt_dtype_size(pr->dtype);
     uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
@@ -608,13 +584,13 @@ static ffnrt_status record_product(ffnrt_context *ctx, const ffn_choice *c, cons
         int aligned = esize == 4 ? pr->k % 4 == 0 && align % 16 == 0 : pr->k % 2 == 0 && align % 4 == 0;
         smem_floats = esize == 4 ? 1 : (uint64_t)bs.wg_n * bs.tn * bs.wg_m * bs.tm;
         wg = (uint64_t)bs.wg_n * bs.wg_m;
-        append(defines, sizeof defines, "#define BLOCKED %u\n", 1);
+        ffnrt_defines_add(&defines, "#define BLOCKED %u", 1);
         if (aligned)
-            append(defines, sizeof defines, "#define ALIGNED4 %u\n", 1);
-        append(defines, sizeof defines, "#define TM %uu\n", bs.tm);
-        append(defines, sizeof defines, "#define TN %uu\n", bs.tn);
-        append(defines, sizeof defines, "#define WG_N %uu\n", bs.wg_n);
-        append(defines, sizeof defines, "#define WG_M %uu\n", bs.wg_m);
+            ffnrt_defines_add(&defines, "#define ALIGNED4 %u", 1);
+        ffnrt_defines_add(&defines, "#define TM %uu", bs.tm);
+        ffnrt_defines_add(&defines, "#define TN %uu", bs.tn);
+        ffnrt_defines_add(&defines, "#define WG_N %uu", bs.wg_n);
+        ffnrt_defines_add(&defines, "#define WG_M %uu", bs.wg_m);
         snprintf(shape_text, sizeof shape_text, "blocked: %ux%u a work-item, %ux%u work-items%s", bs.tm, bs.tn,
                  bs.wg_n, bs.wg_m, aligned ? ", vector loads" : "");
     } else if (matvec) {
@@ -624,30 +600,30 @@ static ffnrt_status record_product(ffnrt_context *ctx, const ffn_choice *c, cons
             return mst;
         smem_floats = matvec_smem_floats(mv, tokens);
         wg = (uint64_t)mv.rows * mv.lanes;
-        append(defines, sizeof defines, "#define GEMV %u\n", 1);
-        append(defines, sizeof defines, "#define TOKENS %uu\n", tokens);
-        append(defines, sizeof defines, "#define GEMV_ROWS %uu\n", mv.rows);
-        append(defines, sizeof defines, "#define GEMV_LANES %uu\n", mv.lanes);
+        ffnrt_defines_add(&defines, "#define GEMV %u", 1);
+        ffnrt_defines_add(&defines, "#define TOKENS %uu", tokens);
+        ffnrt_defines_add(&defines, "#define GEMV_ROWS %uu", mv.rows);
+        ffnrt_defines_add(&defines, "#define GEMV_LANES %uu", mv.lanes);
         snprintf(shape_text, sizeof shape_text, "matvec: %u rows x %u lanes a group, %u tokens a dispatch", mv.rows,
                  mv.lanes, tokens);
     } else {
         uint64_t staged = (uint64_t)tl.bk * ((tl.bm + 1) + 2 * (tl.bn + 1));
         smem_floats = staged > (uint64_t)tl.bm * tl.bn ? staged : (uint64_t)tl.bm * tl.bn;
         wg = (uint64_t)(tl.bm / tl.tm) * (tl.bn / tl.tn);
-        append(defines, sizeof defines, "#define BM %uu\n", tl.bm);
-        append(defines, sizeof defines, "#define BN %uu\n", tl.bn);
-        append(defines, sizeof defines, "#define BK %uu\n", tl.bk);
-        append(defines, sizeof defines, "#define TM %uu\n", tl.tm);
-        append(defines, sizeof defines, "#define TN %uu\n", tl.tn);
+        ffnrt_defines_add(&defines, "#define BM %uu", tl.bm);
+        ffnrt_defines_add(&defines, "#define BN %uu", tl.bn);
+        ffnrt_defines_add(&defines, "#define BK %uu", tl.bk);
+        ffnrt_defines_add(&defines, "#define TM %uu", tl.tm);
+        ffnrt_defines_add(&defines, "#define TN %uu", tl.tn);
         snprintf(shape_text, sizeof shape_text, "tiled: %ux%ux%u, %ux%u a work-item", tl.bm, tl.bn, tl.bk, tl.tm,
                  tl.tn);
     }
-    append(defines, sizeof defines, "#define SMEM_FLOATS %uu", (unsigned)smem_floats);
+    ffnrt_defines_add(&defines, "#define SMEM_FLOATS %uu", (unsigned)smem_floats);
     uint32_t buffers = 3 + (uint32_t)gated + (uint32_t)bias * (1 + (uint32_t)gated);
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = FFNRT_OK;
     if (!plan)
-        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines, buffers, sizeof(product_params),
+        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines.text, buffers, sizeof(product_params),
                                   (uint32_t)wg, &kernel);
     if (st != FFNRT_OK)
         return st;
@@ -816,7 +792,8 @@ static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const projection *pj, 
     uint64_t width = (uint64_t)y->shape[y->ndim - 1];
     uint32_t params[4] = {0, 0, (uint32_t)width, (uint32_t)pj->b_first};
     ffnrt_ew_binding b[3] = {{y, 1}, {y, 1}, {pj->b, 0}};
-    ffnrt_ew_launch launch = {"bias.kernel", "", y->dtype, y->numel, 1, b, 3, params, sizeof params};
+    ffnrt_defines none = {0};
+    ffnrt_ew_launch launch = {"bias.kernel", &none, y->dtype, y->numel, 1, b, 3, params, sizeof params};
     ffnrt_status st = ffnrt_run_elementwise(r->ctx, &launch);
     r->ns += r->ctx->last_op_ns;
     return st;

@@ -1,31 +1,21 @@
 /* The gated family, element-wise: GLU, ReGLU, GEGLU, SwiGLU. */
 #include "ops/ops.h"
+#include "base/op_table.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *const glu_names[FFNRT_GLU_COUNT] = {
-    [FFNRT_GLU] = "glu",       [FFNRT_REGLU] = "reglu",   [FFNRT_GEGLU] = "geglu",
-    [FFNRT_GEGLU_TANH] = "geglu_tanh", [FFNRT_SWIGLU] = "swiglu",
-};
-
-/* The gate function each kind applies, as glu.kernel selects it. */
-static const char *const glu_defines[FFNRT_GLU_COUNT] = {
-    [FFNRT_GLU] = "#define GLU_SIGMOID 1",     [FFNRT_REGLU] = "#define GLU_RELU 1",
-    [FFNRT_GEGLU] = "#define GLU_GELU 1",      [FFNRT_GEGLU_TANH] = "#define GLU_GELU_TANH 1",
-    [FFNRT_SWIGLU] = "#define GLU_SWISH 1",
-};
-
 /* Parameters of shaders/glu.kernel, in its Params order. */
 typedef struct glu_params {
     uint32_t n, base, h;
-    float beta;
+    float alpha, beta;
 } glu_params;
 
 const char *ffnrt_glu_name(ffnrt_glu kind)
 {
-    return (unsigned)kind < FFNRT_GLU_COUNT ? glu_names[kind] : "unknown";
+    const char *name = ffnrt_glu_row_name(kind);
+    return name ? name : "unknown";
 }
 
 ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out)
@@ -37,7 +27,7 @@ ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out)
     } else {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "\"%s\" is not a GLU kind", name);
         for (int i = 0; i < FFNRT_GLU_COUNT; i++)
-            if (strcmp(name, glu_names[i]) == 0) {
+            if (strcmp(name, ffnrt_glu_row_name((ffnrt_glu)i)) == 0) {
                 *out = (ffnrt_glu)i;
                 ffnrt_error_clear(&err);
             }
@@ -46,17 +36,7 @@ ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out)
     return err.status;
 }
 
-ffnrt_activation ffnrt_glu_gate_activation(ffnrt_glu kind)
-{
-    switch (kind) {
-    case FFNRT_GLU: return FFNRT_ACT_SIGMOID;
-    case FFNRT_REGLU: return FFNRT_ACT_RELU;
-    case FFNRT_GEGLU: return FFNRT_ACT_GELU;
-    case FFNRT_GEGLU_TANH: return FFNRT_ACT_GELU_TANH;
-    case FFNRT_SWIGLU: return FFNRT_ACT_SWISH;
-    default: return FFNRT_ACT_COUNT;
-    }
-}
+ffnrt_activation ffnrt_glu_gate_activation(ffnrt_glu kind) { return ffnrt_glu_row_gate(kind); }
 
 static ffnrt_status check_desc(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *fn)
 {
@@ -100,14 +80,14 @@ static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const
                            uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb,
                            const char *fn)
 {
-    const char *compute;
-    ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &compute);
+    ffnrt_defines defines = {0};
+    ffnrt_defines_activation(&defines, ffnrt_glu_row_gate(desc->kind));
+    ffnrt_defines_add(&defines, "%s", layout);
+    ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &defines);
     if (st != FFNRT_OK)
         return st;
-    glu_params p = {0, 0, h, desc->beta};
-    char defines[192];
-    snprintf(defines, sizeof defines, "%s\n%s\n%s", glu_defines[desc->kind], layout, compute);
-    ffnrt_ew_launch l = {"glu.kernel", defines, dtype, rows, row_elems, b, nb, &p, sizeof p};
+    glu_params p = {0, 0, h, 0.0f, desc->beta}; /* no GLU kind takes alpha */
+    ffnrt_ew_launch l = {"glu.kernel", &defines, dtype, rows, row_elems, b, nb, &p, sizeof p};
     return ffnrt_run_elementwise(ctx, &l);
 }
 

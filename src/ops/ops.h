@@ -1,35 +1,8 @@
-/* What the op files share: the element-wise launcher and dtype helpers. */
+/* What the op files share: argument checks, the compute precision, plans. */
 #ifndef FFNRT_OPS_H
 #define FFNRT_OPS_H
 
-#include "core/context.h"
-
-/* One tensor argument of an element-wise kernel. The launcher iterates over
- * rows x row_elems output elements; a binding holds per_row of its own
- * elements for each row (0: bound whole, e.g. PReLU's slopes). */
-typedef struct ffnrt_ew_binding {
-    const ffnrt_tensor *tensor;
-    uint64_t per_row;
-} ffnrt_ew_binding;
-
-typedef struct ffnrt_ew_launch {
-    const char *file;    /* the op's file in shaders/ */
-    const char *defines; /* the op's build defines; the storage type is added */
-    ffnrt_dtype dtype;   /* storage type of every tensor argument */
-    uint64_t rows;
-    uint64_t row_elems;
-    const ffnrt_ew_binding *bindings;
-    uint32_t binding_count;
-    /* The kernel's Params block; it starts with uint n (elements in the
-     * dispatch's range) and uint base (index of its first element). */
-    void *params;
-    uint32_t params_size;
-} ffnrt_ew_launch;
-
-/* Runs an element-wise kernel over the whole iteration space, split into
- * dispatches that respect the device's buffer range, offset alignment and
- * workgroup counts. */
-ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *launch);
+#include "launch/launch.h"
 
 /* FFNRT_OK when t is non-NULL and belongs to ctx; names the argument otherwise. */
 ffnrt_status ffnrt_check_tensor(ffnrt_context *ctx, const ffnrt_tensor *t, const char *fn, const char *name);
@@ -39,7 +12,7 @@ ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, 
 /* Checks that the device and dtype allow the compute precision; *define
  * gets the build define that selects it ("" for fp32). */
 ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
-                                  const char **define);
+                                  ffnrt_defines *defines);
 /* Publishes and returns the error for a call made with a NULL context. */
 ffnrt_status ffnrt_null_context(const char *fn);
 

@@ -1,0 +1,115 @@
+/* What every op shares: argument checks, the compute precision, and plans
+ * made by running an op against the context's plan sink. */
+#include "ops/ops.h"
+
+#include <stdio.h>
+#include <string.h>
+
+ffnrt_status ffnrt_check_tensor(ffnrt_context *ctx, const ffnrt_tensor *t, const char *fn, const char *name)
+{
+    if (!t)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, name);
+    if (t->ctx != ctx)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_WRONG_CONTEXT, "%s: %s was created in another context", fn, name);
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
+                                     const char *fn, const char *a_name, const char *b_name)
+{
+    ffnrt_status st = ffnrt_check_tensor(ctx, a, fn, a_name);
+    if (st == FFNRT_OK)
+        st = ffnrt_check_tensor(ctx, b, fn, b_name);
+    if (st != FFNRT_OK)
+        return st;
+    if (a->dtype != b->dtype)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: %s is %s, %s is %s", fn, a_name,
+                          ffnrt_dtype_name(a->dtype), b_name, ffnrt_dtype_name(b->dtype));
+    int same = a->ndim == b->ndim;
+    for (size_t i = 0; same && i < a->ndim; i++)
+        same = a->shape[i] == b->shape[i];
+    if (!same)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                          "%s: %s and %s differ in shape (%zu and %zu elements, %zu and %zu dims)", fn, a_name,
+                          b_name, a->numel, b->numel, a->ndim, b->ndim);
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
+                                  ffnrt_defines *defines)
+{
+    int automatic = compute == FFNRT_COMPUTE_AUTO;
+    if (automatic) /* the policy, which already knows what the device has */
+        compute = ctx->precision.fp16_arithmetic && dtype == FFNRT_DTYPE_F16 ? FFNRT_COMPUTE_F16 : FFNRT_COMPUTE_F32;
+    if (ctx->plan_sink && (compute == FFNRT_COMPUTE_F32 || compute == FFNRT_COMPUTE_F16))
+        ffnrt_plan_add(ctx->plan_sink, "compute", compute == FFNRT_COMPUTE_F16 ? "fp16" : "fp32", "%s",
+                       !automatic ? "forced by the descriptor's compute"
+                       : compute == FFNRT_COMPUTE_F16 ? "AUTO under the fast policy, on f16 tensors"
+                       : ctx->policy == FFNRT_PRECISION_FAST && dtype == FFNRT_DTYPE_F16
+                           ? "AUTO: the fast policy fell back (see precision)"
+                           : "AUTO: fp32 arithmetic, rounded once to the storage type");
+    if (compute == FFNRT_COMPUTE_F32)
+        return FFNRT_OK;
+    if (compute != FFNRT_COMPUTE_F16)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a compute precision", fn,
+                          (int)compute);
+    if (!ctx->info.fp16_arithmetic)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: fp16 arithmetic asked for, but %s has none (no %s); use FFNRT_COMPUTE_F32", fn,
+                          ctx->info.name, ctx->info.backend == FFNRT_BACKEND_VULKAN ? "shaderFloat16" : "cl_khr_fp16");
+    if (ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: fp16 arithmetic asked for, but the quirk table vetoes it on %s (%s); "
+                          "FFNRT_QUIRKS=ignore or the ignore_quirks option overrides", fn, ctx->info.name,
+                          ctx->quirk_notes);
+    if (dtype != FFNRT_DTYPE_F16)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: fp16 arithmetic works on f16 tensors, these are %s", fn, ffnrt_dtype_name(dtype));
+    ffnrt_defines_add(defines, "#define ARITH_F16 1");
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_null_context(const char *fn)
+{
+    ffnrt_error err;
+    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
+void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape, ffnrt_tensor *t)
+{
+    memset(t, 0, sizeof *t);
+    t->ctx = ctx;
+    t->dtype = dtype;
+    t->ndim = ndim;
+    t->numel = 1;
+    for (size_t i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->numel *= (size_t)shape[i];
+    }
+    t->bytes = t->numel * ffnrt_dtype_size(dtype);
+}
+
+ffnrt_status ffnrt_plan_op(ffnrt_context *ctx, const char *fn, ffnrt_plan **out, const char *op_text,
+                           ffnrt_status (*run)(ffnrt_context *ctx, const void *arg), const void *arg)
+{
+    if (!out)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                         "%s: out is NULL", fn));
+    *out = NULL;
+    ffnrt_plan *plan = ffnrt_plan_new();
+    if (!plan)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY,
+                                                         "%s: out of host memory", fn));
+    ffnrt_plan_add_context(plan, ctx);
+    ffnrt_plan_add(plan, "op", op_text, "as asked");
+    ctx->plan_sink = plan;
+    ffnrt_status st = run(ctx, arg);
+    ctx->plan_sink = NULL;
+    if (st == FFNRT_OK)
+        *out = plan;
+    else
+        ffnrt_plan_destroy(plan);
+    return ffnrt_context_finish_call(ctx, st);
+}
