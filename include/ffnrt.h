@@ -59,7 +59,8 @@ FFNRT_API const char *ffnrt_last_error_message(void);
 typedef enum ffnrt_backend {
     FFNRT_BACKEND_ANY = 0,
     FFNRT_BACKEND_OPENCL = 1,
-    FFNRT_BACKEND_VULKAN = 2
+    FFNRT_BACKEND_VULKAN = 2,
+    FFNRT_BACKEND_COUNT      /* backends are 1 .. FFNRT_BACKEND_COUNT - 1 */
 } ffnrt_backend;
 
 typedef enum ffnrt_device_type {

@@ -37,10 +37,9 @@ static int cmd_devices(int argc, char **argv)
 {
     if (argc > 0 && strcmp(argv[0], "--profiles") == 0)
         return cmd_profiles();
-    static const ffnrt_backend backends[] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
-    for (size_t b = 0; b < 2; b++)
-        if (ffnrt_backend_available(backends[b]) != FFNRT_OK)
-            printf("%s: unavailable (%s)\n", ffnrt_backend_name(backends[b]), ffnrt_last_error_message());
+    for (int b = 1; b < FFNRT_BACKEND_COUNT; b++)
+        if (ffnrt_backend_available((ffnrt_backend)b) != FFNRT_OK)
+            printf("%s: unavailable (%s)\n", ffnrt_backend_name((ffnrt_backend)b), ffnrt_last_error_message());
     size_t n = 0;
     if (ffnrt_device_count(&n) != FFNRT_OK) {
         fprintf(stderr, "ffnrt: %s\n", ffnrt_last_error_message());

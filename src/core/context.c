@@ -50,11 +50,8 @@ static void parse_device_env(const char *spec, device_request *req, char *name_b
 {
     const char *colon = strchr(spec, ':');
     size_t head = colon ? (size_t)(colon - spec) : strlen(spec);
-    ffnrt_backend b = FFNRT_BACKEND_ANY;
-    if (head == 6 && strncasecmp(spec, "opencl", 6) == 0)
-        b = FFNRT_BACKEND_OPENCL;
-    else if (head == 6 && strncasecmp(spec, "vulkan", 6) == 0)
-        b = FFNRT_BACKEND_VULKAN;
+    const ffnrt_backend_ops *named = ffnrt_backend_named(spec, head);
+    ffnrt_backend b = named ? named->kind : FFNRT_BACKEND_ANY;
     const char *rest = b == FFNRT_BACKEND_ANY ? spec : colon ? colon + 1 : "";
     req->backend = b;
     if (*rest) {
@@ -325,6 +322,7 @@ static ffnrt_status configure(ffnrt_context *ctx, const ffnrt_context_options *o
     if (ffnrt_limits_apply(&ctx->info, &ctx->limits, &lreq, profile, ctx->limit_notes, sizeof ctx->limit_notes,
                            err) != FFNRT_OK)
         return err->status;
+    ffnrt_kernel_params_for(&ctx->info, &ctx->kparams, ctx->kparams_why, sizeof ctx->kparams_why);
     ctx->vetoes = ffnrt_quirks_for(&ctx->info, o->ignore_quirks, getenv("FFNRT_QUIRKS"), ctx->quirk_notes,
                                    sizeof ctx->quirk_notes);
     ctx->policy = policy;
@@ -354,8 +352,7 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
         goto done;
     }
     *out = NULL;
-    if (o->backend != FFNRT_BACKEND_ANY && o->backend != FFNRT_BACKEND_OPENCL &&
-        o->backend != FFNRT_BACKEND_VULKAN) {
+    if (o->backend != FFNRT_BACKEND_ANY && !ffnrt_backend_find(o->backend)) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_create: %d is not a backend",
                    (int)o->backend);
         goto done;
@@ -460,12 +457,11 @@ ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx, uint64_t *devi
 static char *concat_source(const ffnrt_context *ctx, const char *file, const char *defines,
                            uint32_t workgroup_size, int inject_error)
 {
-    int vulkan = ctx->ops->kind == FFNRT_BACKEND_VULKAN;
     const char *parts[] = {
-        vulkan ? "#version 450\n" : "",
+        ctx->ops->version_line,
         NULL, /* defines, below */
         inject_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "",
-        ffnrt_shader_source(vulkan ? "prelude_glsl.glsl" : "prelude_opencl.cl"),
+        ffnrt_shader_source(ctx->ops->prelude),
         ffnrt_shader_source("math.inc"),
         ffnrt_shader_source("math_grad.inc"),
         ffnrt_shader_source("storage.inc"),

@@ -62,6 +62,8 @@ struct ffnrt_context {
     ffnrt_tuning_entry *tuning;
     size_t tuning_count, tuning_capacity;
     ffnrt_calibration calibration;     /* valid once measured or loaded */
+    ffnrt_kernel_params kparams;       /* kernel shapes for this device (dispatch/kernel_params.inc) */
+    char kparams_why[128];
     char forced[6][64];                /* ffnrt_context_force values, in plan.c's force_names order */
     ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
     /* Interop (src/core/interop_*.c). */

@@ -11,25 +11,23 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
  * on a named backend does not pay for starting the other API's drivers
  * (PoCL's start alone is about 30 ms here), which matters for a start-up
  * whose kernels come from the disk cache. */
-#define REGISTRY_BACKENDS 2
-static const ffnrt_backend registry_order[REGISTRY_BACKENDS] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
+#define REGISTRY_BACKENDS 8 /* at most; the backend table (backend/backends.c) has the list */
 static struct {
     int done;
     ffnrt_device_info *infos;
     size_t count;
 } registry_lists[REGISTRY_BACKENDS];
-/* Every backend's devices in registry_order, made once all are listed. */
+/* Every backend's devices in the table's order, made once all are listed. */
 static int registry_done;
 static ffnrt_device_info *registry_infos;
 static size_t registry_count;
 
-const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind)
+const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind) { return ffnrt_backend_find(kind); }
+
+static size_t registry_backends(void)
 {
-    switch (kind) {
-    case FFNRT_BACKEND_OPENCL: return ffnrt_opencl_backend();
-    case FFNRT_BACKEND_VULKAN: return ffnrt_vulkan_backend();
-    default: return NULL;
-    }
+    size_t n = ffnrt_backend_count();
+    return n < REGISTRY_BACKENDS ? n : REGISTRY_BACKENDS;
 }
 
 /* Lists backend i; called with registry_lock held. One listing in the
@@ -41,7 +39,7 @@ static ffnrt_status registry_scan(size_t i, ffnrt_error *err)
 {
     if (registry_lists[i].done)
         return FFNRT_OK;
-    const ffnrt_backend_ops *ops = ffnrt_registry_backend(registry_order[i]);
+    const ffnrt_backend_ops *ops = ffnrt_backend_at(i);
     ffnrt_device_info first[8];
     size_t cap = sizeof first / sizeof first[0], n = 0;
     ffnrt_error why;
@@ -79,8 +77,8 @@ ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_devi
     *infos = NULL;
     *count = 0;
     ffnrt_status st = FFNRT_OK;
-    for (size_t i = 0; i < REGISTRY_BACKENDS; i++)
-        if (registry_order[i] == kind) {
+    for (size_t i = 0; i < registry_backends(); i++)
+        if (ffnrt_backend_at(i)->kind == kind) {
             pthread_mutex_lock(&registry_lock);
             st = registry_scan(i, err);
             *infos = registry_lists[i].infos;
@@ -97,7 +95,7 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
     pthread_mutex_lock(&registry_lock);
     if (!registry_done) {
         size_t total = 0;
-        for (size_t i = 0; i < REGISTRY_BACKENDS && st == FFNRT_OK; i++) {
+        for (size_t i = 0; i < registry_backends() && st == FFNRT_OK; i++) {
             st = registry_scan(i, err);
             total += registry_lists[i].count;
         }
@@ -106,7 +104,7 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
             st = ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "listing devices: out of host memory");
         if (all) {
             size_t at = 0;
-            for (size_t i = 0; i < REGISTRY_BACKENDS; i++) {
+            for (size_t i = 0; i < registry_backends(); i++) {
                 if (!registry_lists[i].count) /* its infos may be NULL */
                     continue;
                 memcpy(all + at, registry_lists[i].infos, registry_lists[i].count * sizeof *all);
@@ -175,12 +173,8 @@ ffnrt_status ffnrt_backend_available(ffnrt_backend backend)
 
 const char *ffnrt_backend_name(ffnrt_backend backend)
 {
-    switch (backend) {
-    case FFNRT_BACKEND_ANY: return "any";
-    case FFNRT_BACKEND_OPENCL: return "opencl";
-    case FFNRT_BACKEND_VULKAN: return "vulkan";
-    }
-    return "unknown";
+    const ffnrt_backend_ops *ops = ffnrt_backend_find(backend);
+    return backend == FFNRT_BACKEND_ANY ? "any" : ops ? ops->name : "unknown";
 }
 
 const char *ffnrt_device_type_name(ffnrt_device_type type)

@@ -66,6 +66,24 @@ ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnr
 ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, const ffnrt_limit_request *req,
                                 const ffnrt_profile *profile, char *notes, size_t cap, ffnrt_error *err);
 
+/* ---------------------------------------------------------- kernel shapes */
+
+/* The kernel shapes a device starts from (dispatch/kernel_params.inc):
+ * data keyed by device traits, with defaults at each level. */
+typedef struct ffnrt_kernel_params {
+    uint32_t matvec_tokens;                 /* tokens the matrix-vector kernel takes a dispatch */
+    uint32_t tiled_bm, tiled_bn, tiled_bk, tiled_tm, tiled_tn; /* TILED's start */
+    uint32_t blocked_tm_max;                /* BLOCKED: rows of x a work-item takes */
+    uint32_t blocked_tn, blocked_tn_gated;  /* its columns (output features), prefill */
+    uint32_t blocked_tn_decode;             /* at 4 rows or fewer */
+    uint32_t blocked_wg_n, blocked_wg_m;    /* work-items a group, prefill */
+    uint32_t blocked_wg_n_decode, blocked_wg_m_decode;
+    uint32_t blocked_vec_acc;               /* a vector of partial sums per output (else dot()) */
+} ffnrt_kernel_params;
+
+/* The params for a device; why (may be NULL) names the most specific row. */
+void ffnrt_kernel_params_for(const ffnrt_device_info *info, ffnrt_kernel_params *out, char *why, size_t cap);
+
 /* -------------------------------------------------------------- precision */
 
 /* Features a quirk can veto. */

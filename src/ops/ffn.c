@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_MATVEC_TOKENS 8u
 #define MAX_MATVEC_TOKENS 32u /* registers per work-item grow with it */
 /* Element indices are 32-bit in the kernels: plan with at most 2 GiB a binding. */
 #define MAX_PLANNED_RANGE (1ull << 31)
@@ -203,7 +202,8 @@ static int tiled_fits(const ffnrt_context *ctx, tiled_shape t, uint64_t shared)
  * forces them: an error if they do not fit. */
 static ffnrt_status choose_tiled(ffnrt_context *ctx, tiled_shape *out, ffnrt_plan *plan)
 {
-    tiled_shape t = {64, 64, 16, 4, 4};
+    const ffnrt_kernel_params *kp = &ctx->kparams;
+    tiled_shape t = {kp->tiled_bm, kp->tiled_bn, kp->tiled_bk, kp->tiled_tm, kp->tiled_tn};
     uint64_t shared = ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
     const char *env = ffnrt_context_forced(ctx, "FFNRT_GEMM_TILES");
     if (env && *env) {
@@ -297,7 +297,7 @@ static ffnrt_status choose_kernel(ffnrt_context *ctx, const ffnrt_ffn_desc *d, u
                                   int tuned, const char *tuned_why, ffnrt_plan *plan)
 {
     const char *env = ffnrt_context_forced(ctx, "FFNRT_GEMM_KERNEL");
-    c->matvec_tokens = d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
+    c->matvec_tokens = d->matvec_max_tokens ? d->matvec_max_tokens : ctx->kparams.matvec_tokens;
     if (env && *env) {
         int found = 0;
         for (int k = 0; k < 3; k++)
@@ -350,32 +350,21 @@ static ffnrt_status choose_kernel(ffnrt_context *ctx, const ffnrt_ffn_desc *d, u
     return FFNRT_OK;
 }
 
-/* BLOCKED shape for m rows of x and n outputs. What bounds it differs by
- * driver (measured on 2 cores, fp32, 512 tokens):
- *  - PoCL runs each work-item's float4 code as is (SSE/AVX): registers
- *    bound the block. 4 x 6 (gated 4 x 3: two products) fills the 32
- *    vector registers: 74 GFLOP/s against 62 for 4 x 4 and 55 for 4 x 2.
- *  - llvmpipe (Vulkan) loads every element lane by lane while arithmetic
- *    is 8 lanes wide, so loads per multiply-add bound it and the biggest
- *    block wins even with spills: 16 x 16 (gated 16 x 8) reach 20-22
- *    GFLOP/s against 9 for 4 x 4.
- * TM takes every row up to that (decode reads W once), TN 4 for decode.
- * Groups of 64 work-items (llvmpipe: 16 for decode, 8 x 2), narrowed while
- * that leaves fewer than 16 groups so every core gets work; then fitted to
- * the workgroup size and, for 16-bit outputs staged in shared memory, its
- * size. */
+/* BLOCKED shape for m rows of x and n outputs, from the device's kernel
+ * params (dispatch/kernel_params.inc says what bounds it on each kind of
+ * driver). TM takes every row up to tm_max (decode reads W once), TN the
+ * decode width at 4 rows or fewer. Groups narrowed while that leaves fewer
+ * than 16 groups so every core gets work; then fitted to the workgroup size
+ * and, for 16-bit outputs staged in shared memory, its size. */
 static blocked_shape choose_blocked_shape(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged)
 {
-    int lanes = ctx->info.backend == FFNRT_BACKEND_VULKAN; /* llvmpipe's model */
-    uint32_t tm_max = lanes ? 16 : 4;
+    const ffnrt_kernel_params *kp = &ctx->kparams;
     blocked_shape b;
-    b.tm = m < tm_max ? (uint32_t)m : tm_max;
+    b.tm = m < kp->blocked_tm_max ? (uint32_t)m : kp->blocked_tm_max;
     if (m <= 4)
-        b.tn = 4, b.wg_n = lanes ? 16 : 64, b.wg_m = 1;
-    else if (lanes)
-        b.tn = gated ? 8 : 16, b.wg_n = 8, b.wg_m = 2;
+        b.tn = kp->blocked_tn_decode, b.wg_n = kp->blocked_wg_n_decode, b.wg_m = kp->blocked_wg_m_decode;
     else
-        b.tn = gated ? 3 : 6, b.wg_n = 16, b.wg_m = 4;
+        b.tn = gated ? kp->blocked_tn_gated : kp->blocked_tn, b.wg_n = kp->blocked_wg_n, b.wg_m = kp->blocked_wg_m;
     /* FFNRT_GEMM_BLOCK="tm,tn,wg_n,wg_m" overrides the start (for tuning). */
     const char *env = ffnrt_context_forced(ctx, "FFNRT_GEMM_BLOCK");
     blocked_shape e;
@@ -585,6 +574,8 @@ static ffnrt_status record_product(ffnrt_context *ctx, const ffn_choice *c, cons
         smem_floats = esize == 4 ? 1 : (uint64_t)bs.wg_n * bs.tn * bs.wg_m * bs.tm;
         wg = (uint64_t)bs.wg_n * bs.wg_m;
         ffnrt_defines_add(&defines, "#define BLOCKED %u", 1);
+        if (ctx->kparams.blocked_vec_acc)
+            ffnrt_defines_add(&defines, "#define VEC_ACC 1");
         if (aligned)
             ffnrt_defines_add(&defines, "#define ALIGNED4 %u", 1);
         ffnrt_defines_add(&defines, "#define TM %uu", bs.tm);
@@ -942,9 +933,10 @@ static void tuning_key(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64
  * memory only cost there); on GPUs all three, matvec up to 4x its tokens a
  * dispatch (past that it rereads the weights too often). Plans list the
  * set ("ffn.candidates"), which ffnrt bench's regret rows time. */
-static int tuning_candidate(int cpu, product_kernel k, uint64_t tokens, const ffnrt_ffn_desc *d)
+static int tuning_candidate(const ffnrt_context *ctx, product_kernel k, uint64_t tokens, const ffnrt_ffn_desc *d)
 {
-    uint64_t mv = d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS;
+    int cpu = ctx->info.type == FFNRT_DEVICE_TYPE_CPU;
+    uint64_t mv = d->matvec_max_tokens ? d->matvec_max_tokens : ctx->kparams.matvec_tokens;
     if (k == KERNEL_MATVEC)
         return tokens <= (cpu ? mv : 4 * mv);
     return !cpu || k == KERNEL_BLOCKED;
@@ -963,15 +955,14 @@ static ffnrt_status ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_
     const ffnrt_ffn_desc *d = &layer->desc;
     char key[160];
     tuning_key(ctx, d, tokens, key, sizeof key);
-    int cpu = ctx->info.type == FFNRT_DEVICE_TYPE_CPU;
     ffn_choice cand[6];
     double t[6][TUNING_MAX_ROUNDS];
     int nc = 0;
     for (int unfused = 0; unfused < 2; unfused++)
         for (int k = 0; k < 3; k++) {
-            if (!tuning_candidate(cpu, (product_kernel)k, tokens, d))
+            if (!tuning_candidate(ctx, (product_kernel)k, tokens, d))
                 continue;
-            ffn_choice c = {unfused, (product_kernel)k, d->matvec_max_tokens ? d->matvec_max_tokens : DEFAULT_MATVEC_TOKENS,
+            ffn_choice c = {unfused, (product_kernel)k, d->matvec_max_tokens ? d->matvec_max_tokens : ctx->kparams.matvec_tokens,
                             {0, 0, 0, 0, 0}};
             if (k == KERNEL_TILED && choose_tiled(ctx, &c.tiled, NULL) != FFNRT_OK)
                 continue;
@@ -1117,8 +1108,7 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
         char list[128] = "";
         for (int unfused = 0; unfused < 2; unfused++)
             for (int k = 0; k < 3; k++)
-                if (tuning_candidate(ctx->info.type == FFNRT_DEVICE_TYPE_CPU, (product_kernel)k, (uint64_t)tokens,
-                                     desc)) {
+                if (tuning_candidate(ctx, (product_kernel)k, (uint64_t)tokens, desc)) {
                     size_t len = strlen(list);
                     snprintf(list + len, sizeof list - len, "%s%s/%s", len ? "," : "", unfused ? "unfused" : "fused",
                              kernel_names[k]);

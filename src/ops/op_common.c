@@ -56,7 +56,7 @@ ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffn
     if (!ctx->info.fp16_arithmetic)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
                           "%s: fp16 arithmetic asked for, but %s has none (no %s); use FFNRT_COMPUTE_F32", fn,
-                          ctx->info.name, ctx->info.backend == FFNRT_BACKEND_VULKAN ? "shaderFloat16" : "cl_khr_fp16");
+                          ctx->info.name, ctx->ops->fp16_feature);
     if (ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
                           "%s: fp16 arithmetic asked for, but the quirk table vetoes it on %s (%s); "

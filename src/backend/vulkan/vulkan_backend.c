@@ -1125,6 +1125,9 @@ const ffnrt_backend_ops *ffnrt_vulkan_backend(void)
     static const ffnrt_backend_ops ops = {
         .kind = FFNRT_BACKEND_VULKAN,
         .name = "vulkan",
+        .prelude = "prelude_glsl.glsl",
+        .version_line = "#version 450\n",
+        .fp16_feature = "shaderFloat16",
         .load = vk_load,
         .list_devices = vk_list_devices,
         .open = vk_open,
