@@ -58,15 +58,22 @@ if [ -n "$build" ]; then
     objdir="$build/CMakeFiles/ffnrt_objects.dir/src"
     [ -d "$objdir" ] || { echo "floors.sh: no objects in $objdir (build first)" >&2; exit 2; }
     for o in $(find "$objdir" -name '*.o'); do
-        folder=$(dirname "${o#"$objdir"/}")
+        rel=${o#"$objdir"/}
+        [ -e "$root/src/${rel%.o}" ] || continue # an object left from a source since moved
+        folder=$(dirname "$rel")
         nm --defined-only -g "$o" | awk -v f="$folder" 'NF == 3 { print "D", $3, f }'
         nm -u "$o" | awk -v f="$folder" '{ print "U", $NF, f }'
     done > "$tmp/symbols"
     awk '$1 == "D" { def[$2] = $3 } $1 == "U" { use[++n] = $2 " " $3 }
-         END { for (i = 1; i <= n; i++) { split(use[i], u, " "); if ((u[1] in def) && def[u[1]] != u[2]) print u[2], def[u[1]] } }' \
-        "$tmp/symbols" | sort -u > "$tmp/calls"
+         END { for (i = 1; i <= n; i++) { split(use[i], u, " "); if ((u[1] in def) && def[u[1]] != u[2]) print u[2], def[u[1]], u[1] } }' \
+        "$tmp/symbols" | sort -u > "$tmp/edges"
+    cut -d' ' -f1,2 "$tmp/edges" | sort -u > "$tmp/calls"
     echo "folder call graph (A -> B: code in A calls or reads a symbol of B):"
-    awk '{ printf "  %-24s -> %s\n", $1, $2 }' "$tmp/calls"
+    if [ -n "${FLOORS_SYMBOLS:-}" ]; then # FLOORS_SYMBOLS=1: name the symbols of each edge
+        awk '{ printf "  %-24s -> %-16s %s\n", $1, $2, $3 }' "$tmp/edges"
+    else
+        awk '{ printf "  %-24s -> %s\n", $1, $2 }' "$tmp/calls"
+    fi
     if ! tsort "$tmp/calls" > /dev/null 2> "$tmp/loop"; then
         echo "LOOP in the call graph:" >&2
         cat "$tmp/loop" >&2

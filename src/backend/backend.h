@@ -54,7 +54,8 @@ typedef struct ffnrt_limits {
 } ffnrt_limits;
 
 typedef struct ffnrt_open_options {
-    int validation;
+    int validation; /* the API's validation layer, where it has one */
+    int staging;    /* host transfers through a staging buffer even where memory maps in place */
 } ffnrt_open_options;
 
 /* A backend: what it is, then four groups of functions it must provide

@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -187,4 +188,65 @@ const char *ffnrt_device_type_name(ffnrt_device_type type)
     case FFNRT_DEVICE_TYPE_OTHER: break;
     }
     return "other";
+}
+
+/* ------------------------------------------------- figures of this process */
+
+/* Calibration figures measured or read in this process, by device and
+ * variant: a disk cache that is off still measures each device once. */
+typedef struct known_figures {
+    ffnrt_backend backend;
+    char name[256], driver[128];
+    char variant[640];
+    ffnrt_calibration figures;
+} known_figures;
+
+static known_figures *figures_list;
+static size_t figures_count, figures_capacity;
+
+static int same_figures_key(const known_figures *k, const ffnrt_device_info *info, const char *variant)
+{
+    return k->backend == info->backend && strcmp(k->name, info->name) == 0 &&
+           strcmp(k->driver, info->driver_version) == 0 && strcmp(k->variant, variant) == 0;
+}
+
+int ffnrt_registry_figures_get(const ffnrt_device_info *info, const char *variant, ffnrt_calibration *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < figures_count && !found; i++)
+        if (same_figures_key(&figures_list[i], info, variant)) {
+            *out = figures_list[i].figures;
+            found = 1;
+        }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+void ffnrt_registry_figures_put(const ffnrt_device_info *info, const char *variant, const ffnrt_calibration *c)
+{
+    pthread_mutex_lock(&registry_lock);
+    known_figures *k = NULL;
+    for (size_t i = 0; i < figures_count && !k; i++)
+        if (same_figures_key(&figures_list[i], info, variant))
+            k = &figures_list[i];
+    if (!k && figures_count == figures_capacity) {
+        size_t cap = figures_capacity ? 2 * figures_capacity : 8;
+        known_figures *grown = realloc(figures_list, cap * sizeof *grown);
+        if (grown) {
+            figures_list = grown;
+            figures_capacity = cap;
+        }
+    }
+    if (!k && figures_count < figures_capacity) { /* else not kept: measured again, never wrong */
+        k = &figures_list[figures_count++];
+        memset(k, 0, sizeof *k);
+        k->backend = info->backend;
+        snprintf(k->name, sizeof k->name, "%s", info->name);
+        snprintf(k->driver, sizeof k->driver, "%s", info->driver_version);
+        snprintf(k->variant, sizeof k->variant, "%s", variant);
+    }
+    if (k)
+        k->figures = *c;
+    pthread_mutex_unlock(&registry_lock);
 }

@@ -1,12 +1,11 @@
 /* Tuning results: the winner of timed candidates per shape class, kept for
  * the context's device and driver. */
-#include "core/context.h"
+#include "dispatch/dispatch.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2])
 {
@@ -100,23 +99,4 @@ void ffnrt_tuning_load(ffnrt_context *ctx)
         free(text);
     }
     free(blob);
-}
-
-double ffnrt_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-double ffnrt_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof v[0], cmp_double);
-    return v[n / 2];
 }

@@ -42,3 +42,9 @@ void ffnrt_defines_activation(ffnrt_defines *d, ffnrt_activation act)
     if (row->params & FFNRT_OP_SLOPES)
         ffnrt_defines_add(d, "#define PARAM_SLOPES 1");
 }
+
+void ffnrt_defines_arithmetic(ffnrt_defines *d, int fp16)
+{
+    if (fp16)
+        ffnrt_defines_add(d, "#define ARITH_F16 1");
+}

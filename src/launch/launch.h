@@ -6,7 +6,7 @@
 #ifndef FFNRT_LAUNCH_H
 #define FFNRT_LAUNCH_H
 
-#include "core/context.h"
+#include "dispatch/dispatch.h"
 
 /* ------------------------------------------------------- build defines */
 
@@ -24,6 +24,9 @@ void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype);
  * DACT(v, i), ACT_F16(v, i) and PARAM_SLOPES where it reads slopes;
  * FFNRT_ACT_COUNT gives the identity (no activation). */
 void ffnrt_defines_activation(ffnrt_defines *d, ffnrt_activation act);
+/* ARITH_F16 when fp16 is set: the op's products in fp16 registers (MUL_F16,
+ * ACT_F16), the special functions in fp32. */
+void ffnrt_defines_arithmetic(ffnrt_defines *d, int fp16);
 
 /* ------------------------------------------------------------ element-wise */
 
@@ -53,5 +56,38 @@ typedef struct ffnrt_ew_launch {
  * dispatches that respect the device's buffer range, offset alignment and
  * workgroup counts. */
 ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *launch);
+
+/* -------------------------------------------------------------------- GEMM */
+
+/* One operand of a product: rows [w_row0, w_row0 + n) of w, and its bias
+ * from element b_first (b NULL: none). Stacked gate/value weights are two
+ * operands over one tensor. */
+typedef struct ffnrt_gemm_operand {
+    const ffnrt_tensor *w;
+    uint64_t w_row0;
+    const ffnrt_tensor *b;
+    uint64_t b_first;
+} ffnrt_gemm_operand;
+
+/* y[m, n] = epilogue(sum_k x[m, k] · W[n, k]) for an m x k slice of x and
+ * the n output features of one (or, gated, two) operands; y's row stride
+ * is n. The tensors may be NULL when only planning. */
+typedef struct ffnrt_gemm_launch {
+    const ffnrt_tensor *x;
+    uint64_t m, k;
+    ffnrt_gemm_operand w, wv; /* wv used when gated */
+    uint64_t n;
+    ffnrt_tensor *y;
+    ffnrt_activation act; /* the epilogue's; FFNRT_ACT_COUNT: none */
+    float alpha, beta;
+    ffnrt_dtype dtype;
+    int gated, bias;
+} ffnrt_gemm_launch;
+
+/* Records one product's dispatches into the open batch, with the kernel,
+ * tiles and arithmetic of the choice; with plan non-NULL, adds "ffn.<name>"
+ * saying what they would be, and dispatches nothing. */
+ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_gemm_launch *g,
+                               ffnrt_plan *plan, const char *name);
 
 #endif

@@ -83,8 +83,8 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
 }
 
 /* Forward when dy is NULL, backward otherwise; out is y or dx. */
-static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
-                                   const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
+ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
+                                 const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
 {
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
@@ -122,8 +122,8 @@ ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx, const ffnrt_activation
 {
     static const char fn[] = "ffnrt_activation_forward";
     if (!ctx)
-        return ffnrt_null_context(fn);
-    return ffnrt_context_finish_call(ctx, run_activation(ctx, desc, x, NULL, y, fn));
+        return ffnrt_null_handle(fn, "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_op_activation(ctx, desc, x, NULL, y, fn));
 }
 
 ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
@@ -131,29 +131,33 @@ ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx, const ffnrt_activatio
 {
     static const char fn[] = "ffnrt_activation_backward";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = dy ? FFNRT_OK : ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: dy is NULL", fn);
     if (st == FFNRT_OK)
-        st = run_activation(ctx, desc, x, dy, dx, fn);
+        st = ffnrt_op_activation(ctx, desc, x, dy, dx, fn);
     return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn)
+{
+    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
+    if (st != FFNRT_OK)
+        return st;
+    activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
+    ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
+    ffnrt_defines defines = {0};
+    ffnrt_defines_activation(&defines, FFNRT_ACT_COUNT);
+    ffnrt_defines_add(&defines, "#define COPY_WORDS 1");
+    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, 2, &p, sizeof p};
+    return ffnrt_run_elementwise(ctx, &l);
 }
 
 ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y)
 {
     static const char fn[] = "ffnrt_copy";
     if (!ctx)
-        return ffnrt_null_context(fn);
-    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
-    if (st == FFNRT_OK) {
-        activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
-        ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
-        ffnrt_defines defines = {0};
-        ffnrt_defines_activation(&defines, FFNRT_ACT_COUNT);
-        ffnrt_defines_add(&defines, "#define COPY_WORDS 1");
-        ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, 2, &p, sizeof p};
-        st = ffnrt_run_elementwise(ctx, &l);
-    }
-    return ffnrt_context_finish_call(ctx, st);
+        return ffnrt_null_handle(fn, "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_op_copy(ctx, x, y, fn));
 }
 
 typedef struct activation_plan_arg {
@@ -173,7 +177,7 @@ static ffnrt_status plan_activation(ffnrt_context *ctx, const void *arg)
         ffnrt_plan_tensor(ctx, a->dtype, 1, &one, &s);
         d.slopes = &s;
     }
-    return run_activation(ctx, &d, &x, NULL, &x, "ffnrt_activation_plan");
+    return ffnrt_op_activation(ctx, &d, &x, NULL, &x, "ffnrt_activation_plan");
 }
 
 ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc, ffnrt_dtype dtype,
@@ -181,7 +185,7 @@ ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_de
 {
     static const char fn[] = "ffnrt_activation_plan";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);

@@ -96,7 +96,7 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
 {
     static const char fn[] = "ffnrt_glu_forward";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = check_halves(ctx, x, y, fn, "y");
@@ -108,12 +108,9 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
     return ffnrt_context_finish_call(ctx, st);
 }
 
-ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
-                                     const ffnrt_tensor *value, ffnrt_tensor *y)
+ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn)
 {
-    static const char fn[] = "ffnrt_glu_forward_split";
-    if (!ctx)
-        return ffnrt_null_context(fn);
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
@@ -123,7 +120,16 @@ ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *d
         ffnrt_ew_binding b[3] = {{gate, 1}, {y, 1}, {value, 1}};
         st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3, fn);
     }
-    return ffnrt_context_finish_call(ctx, st);
+    return st;
+}
+
+ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                     const ffnrt_tensor *value, ffnrt_tensor *y)
+{
+    static const char fn[] = "ffnrt_glu_forward_split";
+    if (!ctx)
+        return ffnrt_null_handle(fn, "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_op_glu_split(ctx, desc, gate, value, y, fn));
 }
 
 ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *x,
@@ -131,7 +137,7 @@ ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
 {
     static const char fn[] = "ffnrt_glu_backward";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = check_halves(ctx, x, dy, fn, "dy");
@@ -155,7 +161,7 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
 {
     static const char fn[] = "ffnrt_glu_backward_split";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
@@ -197,7 +203,7 @@ ffnrt_status ffnrt_glu_plan(ffnrt_context *ctx, const ffnrt_glu_desc *desc, ffnr
 {
     static const char fn[] = "ffnrt_glu_plan";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);

@@ -1,6 +1,7 @@
 /* What every op shares: argument checks, the compute precision, and plans
  * made by running an op against the context's plan sink. */
 #include "ops/ops.h"
+#include "dispatch/dispatch.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -38,43 +39,14 @@ ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, 
 ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
                                   ffnrt_defines *defines)
 {
-    int automatic = compute == FFNRT_COMPUTE_AUTO;
-    if (automatic) /* the policy, which already knows what the device has */
-        compute = ctx->precision.fp16_arithmetic && dtype == FFNRT_DTYPE_F16 ? FFNRT_COMPUTE_F16 : FFNRT_COMPUTE_F32;
-    if (ctx->plan_sink && (compute == FFNRT_COMPUTE_F32 || compute == FFNRT_COMPUTE_F16))
-        ffnrt_plan_add(ctx->plan_sink, "compute", compute == FFNRT_COMPUTE_F16 ? "fp16" : "fp32", "%s",
-                       !automatic ? "forced by the descriptor's compute"
-                       : compute == FFNRT_COMPUTE_F16 ? "AUTO under the fast policy, on f16 tensors"
-                       : ctx->policy == FFNRT_PRECISION_FAST && dtype == FFNRT_DTYPE_F16
-                           ? "AUTO: the fast policy fell back (see precision)"
-                           : "AUTO: fp32 arithmetic, rounded once to the storage type");
-    if (compute == FFNRT_COMPUTE_F32)
-        return FFNRT_OK;
-    if (compute != FFNRT_COMPUTE_F16)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a compute precision", fn,
-                          (int)compute);
-    if (!ctx->info.fp16_arithmetic)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
-                          "%s: fp16 arithmetic asked for, but %s has none (no %s); use FFNRT_COMPUTE_F32", fn,
-                          ctx->info.name, ctx->ops->fp16_feature);
-    if (ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
-                          "%s: fp16 arithmetic asked for, but the quirk table vetoes it on %s (%s); "
-                          "FFNRT_QUIRKS=ignore or the ignore_quirks option overrides", fn, ctx->info.name,
-                          ctx->quirk_notes);
-    if (dtype != FFNRT_DTYPE_F16)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
-                          "%s: fp16 arithmetic works on f16 tensors, these are %s", fn, ffnrt_dtype_name(dtype));
-    ffnrt_defines_add(defines, "#define ARITH_F16 1");
+    int fp16 = 0;
+    char why[160];
+    ffnrt_status st = ffnrt_choose_compute(ctx, compute, dtype, fn, &fp16, why, sizeof why, &ctx->error);
+    if (st != FFNRT_OK)
+        return st;
+    ffnrt_plan_add(ctx->plan_sink, "compute", fp16 ? "fp16" : "fp32", "%s", why);
+    ffnrt_defines_arithmetic(defines, fp16);
     return FFNRT_OK;
-}
-
-ffnrt_status ffnrt_null_context(const char *fn)
-{
-    ffnrt_error err;
-    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
-    ffnrt_error_publish(&err);
-    return err.status;
 }
 
 void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape, ffnrt_tensor *t)

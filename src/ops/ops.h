@@ -9,12 +9,11 @@ ffnrt_status ffnrt_check_tensor(ffnrt_context *ctx, const ffnrt_tensor *t, const
 /* FFNRT_OK when a and b have the same shape and dtype. */
 ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
                                      const char *fn, const char *a_name, const char *b_name);
-/* Checks that the device and dtype allow the compute precision; *define
- * gets the build define that selects it ("" for fp32). */
+/* The compute precision (dispatch's choice) as the kernel's build define,
+ * and in the plan being made; an error where the device, its vetoes or
+ * the dtype do not allow it. */
 ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
                                   ffnrt_defines *defines);
-/* Publishes and returns the error for a call made with a NULL context. */
-ffnrt_status ffnrt_null_context(const char *fn);
 
 /* A tensor with a shape and no memory, for plans (never registered). */
 void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape, ffnrt_tensor *t);
@@ -22,5 +21,21 @@ void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const
  * context's plan sink set so that launches describe themselves instead. */
 ffnrt_status ffnrt_plan_op(ffnrt_context *ctx, const char *fn, ffnrt_plan **out, const char *op_text,
                            ffnrt_status (*run)(ffnrt_context *ctx, const void *arg), const void *arg);
+
+/* ------------------------------------------------ internal run functions */
+
+/* What the public entry points do, without publishing: the error stays in
+ * ctx->error. Internal work (the unfused FFN path, calibration, the tuner)
+ * calls these, never the public wrappers. fn names the caller in messages. */
+ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
+                                 const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn); /* dy NULL: forward */
+ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn);
+ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn);
+/* An FFN layer from host weights, and one forward through it (which also
+ * sets ctx->last_op_ns to the block's device time). */
+ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,
+                             const char *fn, ffnrt_ffn **out);
+ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn);
 
 #endif
