@@ -482,6 +482,61 @@ Test(dispatch, ranking_keeps_one_physical_device_once)
     cr_expect_geq(r[1].score, 0);
 }
 
+/* Two CPU drivers tie on type; the more capable one (fp16, subgroups) is
+ * the slower, as lavapipe is against PoCL: made-up figures show the tie
+ * broken by expected speed, capability deciding only without figures or
+ * within 10%. */
+Test(dispatch, device_tie_broken_by_speed)
+{
+    ffnrt_device_info d[3];
+    d[0] = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_CPU, 0x8086, "a CPU through OpenCL");
+    d[1] = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
+    d[1].fp16_arithmetic = 1;
+    d[1].subgroup_size = 8;
+    d[1].device_id = 1; /* not twins */
+    d[2] = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_OTHER, 0x1234, "something else");
+    ffnrt_device_request any = {FFNRT_BACKEND_ANY, -1, NULL, NULL};
+    long chosen = 7;
+    int need[3] = {0};
+    char reason[2048];
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    /* Without figures: the two CPUs need measuring, the third (a lower type) does not. */
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, NULL, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, -1);
+    cr_expect(need[0] && need[1] && !need[2]);
+    /* OpenCL's copy 11 GB/s and GEMM 35 GFLOP/s against 1.0 and 2.7: it wins, though less capable. */
+    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1}, {1.0, 2.7, 60.0, 1}, {0, 0, 0, 0}};
+    memset(need, 0, sizeof need);
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, f, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 0, "%s", reason);
+    cr_expect(strstr(reason, "fastest by calibration") != NULL && strstr(reason, "GB/s") != NULL, "%s", reason);
+    cr_expect_lt(ffnrt_expected_ms(&f[0]), ffnrt_expected_ms(&f[1]));
+    /* The other way round, the capable one is also the fast one. */
+    ffnrt_calibration swapped[3] = {f[1], f[0], f[2]};
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, swapped, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 1, "%s", reason);
+    /* Within 10% of each other: capability decides. */
+    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1}, {9.8, 29.0, 20.0, 1}, {0, 0, 0, 0}};
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, close, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 1, "as fast within 10%%, the more capable: %s", reason);
+    /* A device that could not be measured (valid < 0) leaves capability to decide. */
+    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1}, {0, 0, 0, -1}, {0, 0, 0, 0}};
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, failed, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 1, "%s", reason);
+    /* Asked for by backend: one candidate, no figures needed. */
+    ffnrt_device_request vulkan = {FFNRT_BACKEND_VULKAN, -1, NULL, NULL};
+    memset(need, 0, sizeof need);
+    cr_assert_eq(ffnrt_choose_device(&vulkan, d, 2, NULL, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 1);
+    cr_expect(!need[0] && !need[1]);
+    /* Nothing matches: an error naming the request. */
+    ffnrt_device_request none = {FFNRT_BACKEND_ANY, -1, "no-such", "FFNRT_DEVICE"};
+    cr_expect_eq(ffnrt_choose_device(&none, d, 3, f, &chosen, need, reason, sizeof reason, &err),
+                 FFNRT_ERROR_DEVICE_NOT_FOUND);
+    cr_expect(strstr(err.message, "FFNRT_DEVICE") != NULL, "%s", err.message);
+}
+
 Test(dispatch, limits_parse_and_apply)
 {
     ffnrt_limit_request req = {0};
