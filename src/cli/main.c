@@ -47,8 +47,23 @@ static int cmd_devices(int argc, char **argv)
     }
     for (size_t i = 0; i < n; i++) {
         ffnrt_device_info d;
-        if (ffnrt_device_get_info(i, &d) == FFNRT_OK)
-            print_device(&d);
+        if (ffnrt_device_get_info(i, &d) != FFNRT_OK)
+            continue;
+        print_device(&d);
+        /* The figures the device choice and the cost model use: from the
+         * disk cache, or measured now (a fraction of a second). */
+        ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+        o.backend = d.backend;
+        o.device_index = (int)d.index;
+        ffnrt_context *ctx = NULL;
+        double gbps, gflops, us;
+        if (ffnrt_context_create(&o, &ctx) == FFNRT_OK && ffnrt_context_calibrate(ctx, &gbps, &gflops, &us) == FFNRT_OK)
+            printf("    calibration: copy %.2f GB/s, GEMM %.1f GFLOP/s, dispatch %.0f us (%.0f ms expected for the "
+                   "device choice's reference work)\n",
+                   gbps, gflops, us, 1e3 * (100e6 / (1e9 * gbps) + 10e9 / (1e9 * gflops)) + 50.0 * us / 1e3);
+        else
+            printf("    calibration: not measured (%s)\n", ffnrt_last_error_message());
+        ffnrt_context_destroy(ctx);
     }
     if (n == 0) {
         printf("no device found\n");
@@ -58,9 +73,14 @@ static int cmd_devices(int argc, char **argv)
      * options (and this environment) would use it. */
     ffnrt_context *ctx = NULL;
     ffnrt_cache_stats cs;
-    if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_context_cache_stats(ctx, &cs) == FFNRT_OK)
+    ffnrt_device_info chosen;
+    if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_context_cache_stats(ctx, &cs) == FFNRT_OK &&
+        ffnrt_context_get_device_info(ctx, &chosen) == FFNRT_OK) {
+        printf("default device: %s:%u %s (ffnrt plan says why)\n", ffnrt_backend_name(chosen.backend), chosen.index,
+               chosen.name);
         printf("disk cache: %s%s%s%s\n", cs.status, *cs.directory ? " (" : "", cs.directory,
                *cs.directory ? ")" : "");
+    }
     ffnrt_context_destroy(ctx);
     return 0;
 }
