@@ -603,12 +603,12 @@ FFNRT_API ffnrt_status ffnrt_weight_format_block(ffnrt_weight_format format, uin
  * FFNRT_ERROR_INVALID_ARGUMENT. */
 FFNRT_API ffnrt_status ffnrt_weight_bytes(ffnrt_weight_format format, int64_t rows, int64_t k, size_t *bytes);
 /* fp32 [rows, k] -> format, with the reference rounding of GGUF's tools
- * (ggml's quantize_row_*_ref; the README gives each rule); dst_bytes must
- * equal ffnrt_weight_bytes. A NaN or infinite weight, or a block whose
- * scale or minimum overflows fp16, is FFNRT_ERROR_INVALID_ARGUMENT naming
- * the row and column, and dst is left untouched. Dense formats round to
- * nearest even (NaN and Inf pass through as themselves). Q4_K and Q6_K
- * are read-only here: quantizing to them is FFNRT_ERROR_UNSUPPORTED. */
+ * (ggml's quantize_row_*_ref, byte for byte; for Q4_K and Q6_K their
+ * scale searches; the README gives each rule); dst_bytes must equal
+ * ffnrt_weight_bytes. A NaN or infinite weight, or a block whose scale or
+ * minimum overflows fp16, is FFNRT_ERROR_INVALID_ARGUMENT naming the row
+ * and column, and dst is left untouched. Dense formats round to nearest
+ * even (NaN and Inf pass through as themselves). */
 FFNRT_API ffnrt_status ffnrt_quantize(ffnrt_weight_format format, const float *src, int64_t rows, int64_t k,
                                       void *dst, size_t dst_bytes);
 /* format -> fp32 [rows, k]; src_bytes must equal ffnrt_weight_bytes. Pure

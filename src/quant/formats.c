@@ -18,8 +18,8 @@ static const ffnrt_format_traits formats[FFNRT_WEIGHT_FORMAT_COUNT] = {
     [FFNRT_WEIGHT_Q8_0] = Q("q8_0", "Q8_0", 8, 32, 34, ffnrt_quantize_q8_0, ffnrt_dequantize_q8_0),
     [FFNRT_WEIGHT_Q4_0] = Q("q4_0", "Q4_0", 2, 32, 18, ffnrt_quantize_q4_0, ffnrt_dequantize_q4_0),
     [FFNRT_WEIGHT_Q4_1] = Q("q4_1", "Q4_1", 3, 32, 20, ffnrt_quantize_q4_1, ffnrt_dequantize_q4_1),
-    [FFNRT_WEIGHT_Q4_K] = Q("q4_k", "Q4_K", 12, 256, 144, NULL, ffnrt_dequantize_q4_k),
-    [FFNRT_WEIGHT_Q6_K] = Q("q6_k", "Q6_K", 14, 256, 210, NULL, ffnrt_dequantize_q6_k),
+    [FFNRT_WEIGHT_Q4_K] = Q("q4_k", "Q4_K", 12, 256, 144, ffnrt_quantize_q4_k, ffnrt_dequantize_q4_k),
+    [FFNRT_WEIGHT_Q6_K] = Q("q6_k", "Q6_K", 14, 256, 210, ffnrt_quantize_q6_k, ffnrt_dequantize_q6_k),
 };
 
 /* The largest block, for the scratch block the checking pass writes. */

@@ -42,6 +42,8 @@ int ffnrt_quantize_bf16(const float *x, uint8_t *out, ffnrt_block_problem *p);
 int ffnrt_quantize_q8_0(const float *x, uint8_t *out, ffnrt_block_problem *p);
 int ffnrt_quantize_q4_0(const float *x, uint8_t *out, ffnrt_block_problem *p);
 int ffnrt_quantize_q4_1(const float *x, uint8_t *out, ffnrt_block_problem *p);
+int ffnrt_quantize_q4_k(const float *x, uint8_t *out, ffnrt_block_problem *p);
+int ffnrt_quantize_q6_k(const float *x, uint8_t *out, ffnrt_block_problem *p);
 void ffnrt_dequantize_f32(const uint8_t *in, float *y);
 void ffnrt_dequantize_f16(const uint8_t *in, float *y);
 void ffnrt_dequantize_bf16(const uint8_t *in, float *y);
