@@ -6,7 +6,7 @@
  * Beyond "no crash, no sanitizer report": a refusal is INVALID_FILE (or
  * out of memory) with a message; an accepted file is walked whole (every
  * key through every getter, every tensor, layers 0-3's FFN tensors, and
- * the first row of each tensor ffnrt can dequantize), every tensor lies
+ * the first row of each tensor ffnrt can dequantize, quantized again), every tensor lies
  * inside the input, aligned, and the alignment is a power of two. */
 #include <ffnrt.h>
 #include <ffnrt_gguf.h>
@@ -65,6 +65,15 @@ static void walk_tensors(const ffnrt_gguf *g, const uint8_t *input, size_t size)
             return;
         if (ffnrt_dequantize(t.format, t.data, row_bytes, 1, t.ne[0], row) != FFNRT_OK)
             abort();
+        /* and quantized again: whatever floats a hostile block decodes to
+         * (NaN, Inf, huge, subnormal) is a block or a refusal, never UB */
+        uint8_t *again = malloc(row_bytes ? row_bytes : 1);
+        if (again) {
+            ffnrt_status st = ffnrt_quantize(t.format, row, 1, t.ne[0], again, row_bytes);
+            if (st != FFNRT_OK && st != FFNRT_ERROR_INVALID_ARGUMENT)
+                abort();
+            free(again);
+        }
         free(row);
     }
 }

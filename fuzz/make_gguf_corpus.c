@@ -3,7 +3,7 @@
  *      build/libffnrt.a -lstdc++ -lm -ldl -lpthread -o /tmp/mgc
  *   /tmp/mgc fuzz/corpus/gguf
  * Small valid models (each weight format, v2 and v3, an alignment of 64,
- * biases) and a few broken files. */
+ * biases, a row of each K-quant) and a few broken files. */
 #include "gguf_writer.h"
 
 #include <stdio.h>
@@ -43,7 +43,27 @@ int main(int argc, char **argv)
         }
         gw_free(&b);
     }
+    /* one row of each K-quant (256 weights) */
     gw_buf b = {0};
+    const ffnrt_weight_format kq[2] = {FFNRT_WEIGHT_Q4_K, FFNRT_WEIGHT_Q6_K};
+    const int64_t ne[2] = {256, 1};
+    uint8_t q[2][210];
+    float x[256];
+    for (int i = 0; i < 256; i++)
+        x[i] = (float)((i * 37) % 97 - 48) / 64.0f;
+    gw_header(&b, 3, 2, 0);
+    gw_tensor_info(&b, "q4_k", 2, ne, gw_ggml_type(kq[0]), 0);
+    gw_tensor_info(&b, "q6_k", 2, ne, gw_ggml_type(kq[1]), 160);
+    gw_align(&b, 32);
+    for (int k = 0; k < 2; k++) {
+        size_t bytes = k ? 210 : 144;
+        if (ffnrt_quantize(kq[k], x, 1, 256, q[k], bytes) != FFNRT_OK)
+            return 1;
+        gw_raw(&b, q[k], bytes);
+        gw_align(&b, 32);
+    }
+    save(dir, "k-quants", &b);
+    gw_free(&b);
     gw_header(&b, 3, 0, 2);
     gw_kv_u32(&b, "same", 1);
     gw_kv_u32(&b, "same", 2);
