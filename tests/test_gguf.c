@@ -283,6 +283,7 @@ Test(gguf, layer_shapes_types_and_biases_are_checked)
     layer_refused(t, 4, 96, FFNRT_ERROR_UNSUPPORTED, "biases on 1 of its 3 projections");
     memcpy(t, good, sizeof good);
     layer_refused(t + 1, 2, 96, FFNRT_ERROR_INVALID_ARGUMENT, "no blk.0.ffn_up.weight");
+    layer_refused(t, 1, 96, FFNRT_ERROR_INVALID_ARGUMENT, "no blk.0.ffn_down.weight");
 }
 
 Test(gguf, values_of_the_wrong_type_or_absent)

@@ -365,10 +365,10 @@ static ffnrt_status find_layer(const ffnrt_gguf *g, int64_t layer, ffnrt_gguf_ff
     char have[64] = "";
     if (arch_value(g, "block_count", &blocks))
         snprintf(have, sizeof have, " (block_count: %llu)", (unsigned long long)blocks);
-    if (!layer_tensor(g, layer, "ffn_up", "weight", &f->up) || !layer_tensor(g, layer, "ffn_down", "weight", &f->down))
-        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                          "ffnrt_gguf_ffn_layer: layer %lld has no blk.%lld.ffn_up.weight and ffn_down.weight%s",
-                          (long long)layer, (long long)layer, have);
+    int up = layer_tensor(g, layer, "ffn_up", "weight", &f->up), down = layer_tensor(g, layer, "ffn_down", "weight", &f->down);
+    if (!up || !down)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_ffn_layer: the file has no blk.%lld.%s.weight%s",
+                          (long long)layer, up ? "ffn_down" : "ffn_up", have);
     f->gated = layer_tensor(g, layer, "ffn_gate", "weight", &f->gate);
     f->d_model = f->up.ne[0];
     f->hidden = f->up.ne[1];
