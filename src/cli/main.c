@@ -58,9 +58,7 @@ static int cmd_devices(int argc, char **argv)
         ffnrt_context *ctx = NULL;
         double gbps, gflops, us;
         if (ffnrt_context_create(&o, &ctx) == FFNRT_OK && ffnrt_context_calibrate(ctx, &gbps, &gflops, &us) == FFNRT_OK)
-            printf("    calibration: copy %.2f GB/s, GEMM %.1f GFLOP/s, dispatch %.0f us (%.0f ms expected for the "
-                   "device choice's reference work)\n",
-                   gbps, gflops, us, 1e3 * (100e6 / (1e9 * gbps) + 10e9 / (1e9 * gflops)) + 50.0 * us / 1e3);
+            printf("    calibration: copy %.2f GB/s, GEMM %.1f GFLOP/s, dispatch %.0f us\n", gbps, gflops, us);
         else
             printf("    calibration: not measured (%s)\n", ffnrt_last_error_message());
         ffnrt_context_destroy(ctx);
@@ -76,7 +74,7 @@ static int cmd_devices(int argc, char **argv)
     ffnrt_device_info chosen;
     if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_context_cache_stats(ctx, &cs) == FFNRT_OK &&
         ffnrt_context_get_device_info(ctx, &chosen) == FFNRT_OK) {
-        printf("default device: %s:%u %s (ffnrt plan says why)\n", ffnrt_backend_name(chosen.backend), chosen.index,
+        printf("default device: %s:%u %s (ffnrt plan says why, with the time each device is expected to take)\n", ffnrt_backend_name(chosen.backend), chosen.index,
                chosen.name);
         printf("disk cache: %s%s%s%s\n", cs.status, *cs.directory ? " (" : "", cs.directory,
                *cs.directory ? ")" : "");
@@ -130,8 +128,8 @@ static int cmd_run(int argc, char **argv)
 static void usage(void)
 {
     fprintf(stderr, "usage: ffnrt COMMAND\n"
-                    "  devices [--profiles] list every device of every backend, with its limits (or the\n"
-                    "                       named limit profiles of real GPUs)\n"
+                    "  devices [--profiles] list every device of every backend, with its limits and calibration\n"
+                    "                       figures (or the named limit profiles of real GPUs)\n"
                     "  plan [options]       what the dispatcher chooses for an op, and why (ffnrt plan --help)\n"
                     "  run OP X [X...]      apply an activation to numbers, on the chosen device\n"
                     "  check OP [options]   accuracy of OP on a device, in ULP (ffnrt check --help)\n"

@@ -10,6 +10,19 @@
 
 /* ------------------------------------------------------- build defines */
 
+/* Kernel variants. What makes one build of a kernel differ from another
+ * (beyond its shape) is a define emitted here, from one function per
+ * dimension: the storage type (ffnrt_defines_storage), the activation's
+ * hooks from the op table (ffnrt_defines_activation), the arithmetic
+ * (ffnrt_defines_arithmetic). A new dimension is a field of the launch
+ * (ffnrt_ew_launch, ffnrt_gemm_launch) that the dispatcher chooses, one
+ * function here, and its kernel code under its define: a weight format
+ * (WEIGHTS_Q8_0 ... selecting the kernel's weight loader, ffnrt_weight_format
+ * in ffnrt_gemm_launch, the bytes a row in the launcher's splits), or a
+ * statistics variant (STATS with one more binding for the reduced struct).
+ * The defines are part of the kernel cache's key, so every variant is
+ * built once and kept. */
+
 /* A kernel's build defines, newline-separated "#define" lines. */
 typedef struct ffnrt_defines {
     char text[1024];
