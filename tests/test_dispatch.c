@@ -201,6 +201,18 @@ ParameterizedTest(ffnrt_backend *b, dispatch, malformed_environment)
         test_context_done(ctx);
         unsetenv(good[i][0]);
     }
+    /* Malformed options likewise. */
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.backend = *b;
+    o.device_index = -5;
+    ffnrt_context *none = NULL;
+    cr_expect_eq(ffnrt_context_create(&o, &none), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "device_index") != NULL, "%s", ffnrt_last_error_message());
+    o.device_index = 0;
+    o.precision = (ffnrt_precision)7;
+    cr_expect_eq(ffnrt_context_create(&o, &none), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "precision") != NULL, "%s", ffnrt_last_error_message());
+    cr_expect_null(none);
     /* An option beats the environment, and the plan says so. */
     setenv("FFNRT_DEVICE", "no-such-device", 1);
     ffnrt_context *ctx = test_context(*b, NULL);
