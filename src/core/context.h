@@ -29,6 +29,9 @@ struct ffnrt_tensor {
     ffnrt_context *ctx;
     ffnrt_bbuffer *buffer;
     uint64_t offset; /* bytes into buffer (an app's buffer wrapped at an offset); 0 otherwise */
+    /* The app's VkBuffer or cl_mem (a sub-buffer's parent) for a wrapped
+     * buffer, else 0: two wraps of one buffer may overlap. */
+    uint64_t app_memory;
     ffnrt_dtype dtype;
     size_t ndim;
     int64_t shape[FFNRT_MAX_DIMS];
@@ -127,6 +130,13 @@ ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *de
 ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
                               const char *fn, ffnrt_tensor **out);
 void ffnrt_tensor_link(ffnrt_context *ctx, ffnrt_tensor *t);
+
+/* Whether two tensors' bytes overlap: NONE, SAME (the very same bytes: one
+ * tensor, or two wraps of one range) or PARTIAL. Wraps of one app buffer
+ * are compared by handle and range; two VkBuffers bound to the same memory
+ * are not seen. */
+typedef enum ffnrt_overlap { FFNRT_OVERLAP_NONE, FFNRT_OVERLAP_SAME, FFNRT_OVERLAP_PARTIAL } ffnrt_overlap;
+ffnrt_overlap ffnrt_tensor_overlap(const ffnrt_tensor *a, const ffnrt_tensor *b);
 
 /* Gets the kernel built from the shader file `file` with `defines`
  * (newline-separated "#define" lines), building it on first use. */

@@ -136,6 +136,18 @@ void ffnrt_tensor_destroy(ffnrt_tensor *t)
     free(t);
 }
 
+ffnrt_overlap ffnrt_tensor_overlap(const ffnrt_tensor *a, const ffnrt_tensor *b)
+{
+    if (a == b)
+        return FFNRT_OVERLAP_SAME;
+    /* ffnrt's own tensors each have a buffer of their own. */
+    if (!a->app_memory || a->app_memory != b->app_memory || a->bytes == 0 || b->bytes == 0)
+        return FFNRT_OVERLAP_NONE;
+    if (a->offset + a->bytes <= b->offset || b->offset + b->bytes <= a->offset)
+        return FFNRT_OVERLAP_NONE;
+    return a->offset == b->offset && a->bytes == b->bytes ? FFNRT_OVERLAP_SAME : FFNRT_OVERLAP_PARTIAL;
+}
+
 static ffnrt_status check_transfer(const ffnrt_tensor *t, const void *host, size_t bytes,
                                    const char *fn)
 {

@@ -739,8 +739,20 @@ static ffnrt_status check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnr
     if (st == FFNRT_OK && (x->ndim == 0 || x->shape[x->ndim - 1] != d->d_model))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: x's last dimension is %lld, d_model is %lld",
                         fn, x->ndim ? (long long)x->shape[x->ndim - 1] : 0LL, (long long)d->d_model);
-    if (st == FFNRT_OK && x == y)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: y must not be x", fn);
+    /* A forward may run the layer several times (autotuning) and reads x and
+     * the weights while it writes y: y is refused as any of them. */
+    const projection *p[4] = {&layer->in, &layer->gate, &layer->value, &layer->out};
+    ffnrt_op_arg args[10] = {{x, "x", 0}, {y, "y", 1}};
+    static const char *const names[4][2] = {{"weights.w_in", "weights.b_in"}, {"the gate weights", "the gate bias"},
+                                            {"the value weights", "the value bias"},
+                                            {"weights.w_out", "weights.b_out"}};
+    for (int i = 0; i < 4; i++) {
+        args[2 + 2 * i] = (ffnrt_op_arg){p[i]->w, names[i][0], 0};
+        args[3 + 2 * i] = (ffnrt_op_arg){p[i]->b, names[i][1], 0};
+    }
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 10, 0,
+                                  "y must not be x nor overlap it or the layer's weights and biases");
     return st;
 }
 
