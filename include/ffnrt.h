@@ -171,10 +171,19 @@ typedef struct ffnrt_context_options {
      * cache never makes a call fail. */
     const char *cache_dir;
     int disable_disk_cache;
+    /* How long a wait for the device may last before the call fails with
+     * FFNRT_ERROR_DEVICE_FAILURE, in milliseconds; 0: FFNRT_DEVICE_TIMEOUT_MS,
+     * else 120000. Work that ran past it may still be running: the context
+     * keeps whatever it may touch (tensors and layers destroyed meanwhile
+     * included) until it finishes, which ffnrt_context_wait waits for again
+     * (and any later call notices), or until the context is destroyed,
+     * which waits for it without a limit. Vulkan; OpenCL waits in clFinish,
+     * without a limit, and keeps buffers alive for enqueued work itself. */
+    uint32_t device_timeout_ms;
 } ffnrt_context_options;
 
 #define FFNRT_CONTEXT_OPTIONS_INIT \
-    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_EXACT, 0, 0, NULL, 0 }
+    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_EXACT, 0, 0, NULL, 0, 0 }
 
 /* Profile i's name and a line saying what it models and where its figures
  * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */

@@ -117,6 +117,11 @@ ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *devi
  * for ffnrt_context_wait. */
 ffnrt_status ffnrt_context_settle(ffnrt_context *ctx);
 
+/* The device-wait timeout: options->device_timeout_ms, else
+ * FFNRT_DEVICE_TIMEOUT_MS (malformed: an error), else the default. */
+#define FFNRT_DEFAULT_DEVICE_TIMEOUT_MS 120000u
+ffnrt_status ffnrt_device_timeout(const ffnrt_context_options *options, uint64_t *ns, ffnrt_error *err);
+
 /* A context around a device the backend has opened from the app's handles:
  * applies the options' and FFNRT_LIMITS' lowered limits. Closes dev on
  * failure. */
