@@ -893,23 +893,31 @@ static void vk_kernel_destroy(ffnrt_bdevice *dev, ffnrt_bkernel *k)
     vk_free_kernel(dev, k);
 }
 
-/* SPIR-V from the disk cache, if it looks like SPIR-V (the file's checksum
- * already held; this catches a blob that was never SPIR-V). */
+/* SPIR-V from the disk cache, if it is valid SPIR-V (the file's digest
+ * already held; this catches a blob that was never valid, which a driver
+ * must not be given). */
 static uint32_t *vk_cached_spirv(const ffnrt_kernel_cache *c, size_t *words)
 {
     size_t len = 0;
     uint32_t *code = c->load(c->user, FFNRT_CACHE_SPIRV, &len);
     if (!code)
         return NULL;
-    if (len < 20 || len % 4 != 0 || code[0] != 0x07230203u) {
+    char why[256] = "not SPIR-V";
+    if (len < 20 || len % 4 != 0 || code[0] != 0x07230203u || !ffnrt_spirv_valid(code, len / 4, why, sizeof why)) {
         free(code);
-        c->unusable(c->user, FFNRT_CACHE_SPIRV, "not SPIR-V");
+        c->unusable(c->user, FFNRT_CACHE_SPIRV, why);
         return NULL;
     }
     *words = len / 4;
     return code;
 }
 
+static ffnrt_status vk_kernel_from_spirv(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, uint32_t *spirv,
+                                         size_t words, ffnrt_bkernel **out, ffnrt_error *err);
+
+/* From the cached SPIR-V if there is one and the driver takes it; else (a
+ * driver may still refuse valid SPIR-V) compiled from source, the cache
+ * entry then overwritten. */
 static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, ffnrt_bkernel **out,
                                     char **log, ffnrt_error *err)
 {
@@ -918,15 +926,26 @@ static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
                           src->buffer_count, MAX_BINDINGS);
     uint32_t *spirv = NULL;
     size_t words = 0;
-    if (src->cache)
-        spirv = vk_cached_spirv(src->cache, &words);
-    if (!spirv) {
-        ffnrt_status st = ffnrt_glsl_to_spirv(src->source, dev->max_workgroup_size, &spirv, &words, log, err);
-        if (st != FFNRT_OK)
-            return st;
-        if (src->cache)
-            src->cache->store(src->cache->user, FFNRT_CACHE_SPIRV, spirv, words * sizeof *spirv);
+    if (src->cache && (spirv = vk_cached_spirv(src->cache, &words)) != NULL) {
+        ffnrt_error refused;
+        ffnrt_error_clear(&refused);
+        ffnrt_status st = vk_kernel_from_spirv(dev, src, spirv, words, out, &refused);
+        if (st == FFNRT_OK || st == FFNRT_ERROR_OUT_OF_HOST_MEMORY)
+            return st == FFNRT_OK ? st : ffnrt_fail(err, st, "%s", refused.message);
+        src->cache->unusable(src->cache->user, FFNRT_CACHE_SPIRV, refused.message);
     }
+    ffnrt_status st = ffnrt_glsl_to_spirv(src->source, dev->max_workgroup_size, &spirv, &words, log, err);
+    if (st != FFNRT_OK)
+        return st;
+    if (src->cache)
+        src->cache->store(src->cache->user, FFNRT_CACHE_SPIRV, spirv, words * sizeof *spirv);
+    return vk_kernel_from_spirv(dev, src, spirv, words, out, err);
+}
+
+/* The module, layouts and pipeline of a kernel; frees spirv. */
+static ffnrt_status vk_kernel_from_spirv(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, uint32_t *spirv,
+                                         size_t words, ffnrt_bkernel **out, ffnrt_error *err)
+{
     const ffnrt_vk_device_api *a = &dev->api;
     ffnrt_bkernel *k = calloc(1, sizeof *k);
     if (!k) {
@@ -980,7 +999,7 @@ static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
     if (rc == VK_SUCCESS)
         rc = a->vkCreateComputePipelines(dev->device, dev->pipeline_cache, 1, &cpci, NULL, &k->pipeline);
     if (rc != VK_SUCCESS) {
-        vk_kernel_destroy(dev, k);
+        vk_free_kernel(dev, k);
         return vk_fail(err, rc, "creating the compute pipeline");
     }
     *out = k;
