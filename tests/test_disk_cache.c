@@ -6,6 +6,7 @@
  * Links the static library: the parser and the blob store are internal. */
 #include "core/context.h"
 #include "core/disk_cache.h"
+#include "core/sha256.h"
 #include "device_fixture.h"
 #include "reference.h"
 
@@ -103,7 +104,7 @@ Test(disk_cache_parse, foreign_entries)
     expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, "another ffnrt version");
     free(b);
     b = make(test_key, FFNRT_CACHE_SPIRV, "x", &n);
-    b[8] = 2; /* format version */
+    b[8] = FFNRT_DISK_CACHE_FORMAT + 1; /* format version */
     expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, "format");
     memcpy(b, "GARBAGE!", 8);
     expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, "magic");
@@ -118,8 +119,8 @@ static void put64le(unsigned char *p, uint64_t v)
 
 static void reseal_header(unsigned char *b, size_t key_len)
 {
-    uint64_t h = ffnrt_fnv1a64(b, 48, FFNRT_FNV64_INIT);
-    put64le(b + 48, ffnrt_fnv1a64(b + FFNRT_DISK_CACHE_HEADER_SIZE, key_len, h));
+    uint64_t h = ffnrt_fnv1a64(b, FFNRT_DISK_CACHE_HEADER_CHECK_AT, FFNRT_FNV64_INIT);
+    put64le(b + FFNRT_DISK_CACHE_HEADER_CHECK_AT, ffnrt_fnv1a64(b + FFNRT_DISK_CACHE_HEADER_SIZE, key_len, h));
 }
 
 /* A stored key whose hash matches the expected key's (a collision, forged
@@ -133,6 +134,52 @@ Test(disk_cache_parse, hash_collision_is_caught)
     reseal_header(b, strlen(other));
     expect_reject(b, n, test_key, FFNRT_CACHE_SPIRV, "collision");
     free(b);
+}
+
+/* A payload altered under a resealed header (all an FNV checksum would
+ * ask of a forger) fails the payload's SHA-256. */
+Test(disk_cache_parse, altered_payload_is_caught)
+{
+    size_t n;
+    unsigned char *b = make(test_key, FFNRT_CACHE_CL_BINARY, "the kernel the key names", &n);
+    memcpy(b + n - 6, "other!", 6);
+    reseal_header(b, strlen(test_key));
+    expect_reject(b, n, test_key, FFNRT_CACHE_CL_BINARY, "digest");
+    free(b);
+}
+
+static void expect_sha256(const void *data, size_t n, const char *hex)
+{
+    unsigned char d[FFNRT_SHA256_BYTES];
+    char got[2 * FFNRT_SHA256_BYTES + 1];
+    ffnrt_sha256(data, n, d);
+    for (int i = 0; i < FFNRT_SHA256_BYTES; i++)
+        sprintf(got + 2 * i, "%02x", d[i]);
+    cr_assert_str_eq(got, hex, "SHA-256 of %zu bytes", n);
+}
+
+/* FIPS 180-4's examples, a million 'a's, and the same fed in uneven pieces
+ * (every split of the 64-byte block boundary). */
+Test(disk_cache_parse, sha256_known_answers)
+{
+    expect_sha256("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    expect_sha256("abc", 3, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *m = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    expect_sha256(m, strlen(m), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+    size_t big = 1000000;
+    char *a = malloc(big);
+    memset(a, 'a', big);
+    const char *million = "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
+    expect_sha256(a, big, million);
+    ffnrt_sha256_ctx s;
+    ffnrt_sha256_init(&s);
+    for (size_t at = 0, step = 1; at < big; at += step, step = step % 131 + 1)
+        ffnrt_sha256_update(&s, a + at, step < big - at ? step : big - at);
+    unsigned char d[FFNRT_SHA256_BYTES], whole[FFNRT_SHA256_BYTES];
+    ffnrt_sha256_final(&s, d);
+    ffnrt_sha256(a, big, whole);
+    cr_assert_eq(memcmp(d, whole, sizeof d), 0);
+    free(a);
 }
 
 /* Lengths that would overflow or point past the end, with a header that
@@ -316,6 +363,98 @@ Test(disk_cache_files, directory_choice)
     ffnrt_disk_cache_open(&c, want, 1);
     cr_assert_not(c.enabled);
     cr_assert_not(ffnrt_disk_cache_put(&c, "k", FFNRT_CACHE_TUNING, "x", 1));
+    /* A relative XDG_CACHE_HOME is ignored, as the spec says, and the
+     * reason says so rather than "not set". */
+    char *home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
+    unsetenv("HOME");
+    setenv("XDG_CACHE_HOME", "relative/cache", 1);
+    ffnrt_disk_cache_open(&c, NULL, 0);
+    cr_assert_not(c.enabled);
+    cr_assert(strstr(c.status, "XDG_CACHE_HOME is relative"), "%s", c.status);
+    unsetenv("XDG_CACHE_HOME");
+    if (home)
+        setenv("HOME", home, 1);
+    free(home);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(dir);
+}
+
+static void expect_refused(const char *dir, const char *reason)
+{
+    ffnrt_disk_cache c;
+    ffnrt_disk_cache_open(&c, dir, 0);
+    cr_assert_not(c.enabled, "%s was trusted", dir);
+    cr_assert(strstr(c.status, reason), "%s: \"%s\", expected \"%s\"", dir, c.status, reason);
+    size_t len;
+    cr_assert_null(ffnrt_disk_cache_get(&c, "k", FFNRT_CACHE_CL_BINARY, &len));
+}
+
+/* The cache trusts a directory as ssh trusts a user's files: the user's
+ * own (root's for root), writable by no one else, under directories that
+ * are the user's or root's and writable by no one else unless sticky
+ * (/tmp). It creates its directories 0700 and its files 0600, and refuses
+ * an entry another user owns or may write. */
+Test(disk_cache_files, trust_rules)
+{
+    char *dir = temp_dir(); /* 0700, in the sticky /tmp (or $TMPDIR) */
+    char path[1024], entry[1024];
+    struct stat st;
+    ffnrt_disk_cache c;
+    snprintf(path, sizeof path, "%s/new/cache", dir);
+    ffnrt_disk_cache_open(&c, path, 0);
+    cr_assert(c.enabled, "%s", c.status);
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0700, "created %o", (unsigned)(st.st_mode & 0777));
+    cr_assert(ffnrt_disk_cache_put(&c, "k", FFNRT_CACHE_CL_BINARY, "code", 4));
+    ffnrt_disk_cache_path(&c, "k", FFNRT_CACHE_CL_BINARY, entry, sizeof entry);
+    cr_assert_eq(stat(entry, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "wrote %o", (unsigned)(st.st_mode & 0777));
+
+    /* An entry others may write is refused, then rewritten as the user's. */
+    cr_assert_eq(chmod(entry, 0666), 0);
+    size_t len;
+    cr_assert_null(ffnrt_disk_cache_get(&c, "k", FFNRT_CACHE_CL_BINARY, &len));
+    cr_assert(strstr(c.last_note, "writable by every user"), "%s", c.last_note);
+    cr_assert(ffnrt_disk_cache_put(&c, "k", FFNRT_CACHE_CL_BINARY, "code", 4));
+    char *got = ffnrt_disk_cache_get(&c, "k", FFNRT_CACHE_CL_BINARY, &len);
+    cr_assert_not_null(got, "%s", c.last_note);
+    free(got);
+
+    /* Directories others may write, and their contents. */
+    cr_assert_eq(chmod(path, 0777), 0);
+    expect_refused(path, "writable by every user");
+    cr_assert_eq(chmod(path, 0770), 0);
+    expect_refused(path, "writable by its group");
+    cr_assert_eq(chmod(path, 0700), 0);
+    snprintf(entry, sizeof entry, "%s/new", dir);
+    cr_assert_eq(chmod(entry, 0777), 0); /* a parent without the sticky bit */
+    expect_refused(path, "a directory above it");
+    cr_assert_eq(chmod(entry, 01777), 0); /* sticky, as /tmp */
+    ffnrt_disk_cache_open(&c, path, 0);
+    cr_assert(c.enabled, "%s", c.status);
+    cr_assert_eq(chmod(entry, 0700), 0);
+
+    /* Owned by another user: chown needs root (CI runs as root, for whom
+     * every directory is writable, so ownership is the whole check);
+     * elsewhere a directory of root's stands in for it. */
+    if (geteuid() == 0) {
+        const uid_t nobody = 65534;
+        ffnrt_disk_cache_open(&c, path, 0);
+        ffnrt_disk_cache_path(&c, "k", FFNRT_CACHE_CL_BINARY, entry, sizeof entry);
+        cr_assert_eq(chown(entry, nobody, nobody), 0, "%s", strerror(errno));
+        cr_assert_null(ffnrt_disk_cache_get(&c, "k", FFNRT_CACHE_CL_BINARY, &len));
+        cr_assert(strstr(c.last_note, "owned by uid 65534"), "%s", c.last_note);
+        cr_assert_eq(chown(path, nobody, nobody), 0, "%s", strerror(errno));
+        expect_refused(path, "owned by uid 65534, not by this user (uid 0)");
+        snprintf(entry, sizeof entry, "%s/new", dir);
+        cr_assert_eq(chown(path, 0, 0), 0);
+        cr_assert_eq(chown(entry, nobody, nobody), 0);
+        expect_refused(path, "a directory above it");
+    } else {
+        expect_refused("/", "owned by uid 0");
+    }
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
