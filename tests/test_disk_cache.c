@@ -206,6 +206,100 @@ Test(disk_cache_parse, hostile_lengths)
     free(b);
 }
 
+/* ------------------------------------------------------ the tuning file */
+
+/* Appends a line to a growing text. */
+static void add_line(char **text, size_t *n, size_t *cap, const char *line)
+{
+    size_t len = strlen(line);
+    if (*n + len + 1 > *cap) {
+        *cap = 2 * (*n + len + 1);
+        *text = realloc(*text, *cap);
+    }
+    memcpy(*text + *n, line, len);
+    *n += len;
+    (*text)[(*n)++] = '\n';
+}
+
+/* The reader takes valid lines only, keeps the first result of a key, and
+ * stops at FFNRT_TUNING_MAX_ENTRIES: 100,000 lines (which took more than
+ * 600 s when every line searched every result before it) load in
+ * milliseconds. What it keeps it writes back as it read it. */
+Test(tuning_file, bounded_linear_and_strict, .timeout = 30)
+{
+    char *text = NULL, line[512];
+    size_t n = 0, cap = 0;
+    static const char *const bad[] = {
+        "ffn/x 3 1 1",              /* value 3: no such kernel */
+        "ffn/x 9 1 1",              /* out of range */
+        "ffn/x 12 1 1",             /* two digits */
+        "ffn/x 1 1",                /* a field short */
+        "ffn/x 1 1 1 1",            /* a field more */
+        "ffn/x 1 inf 1",            /* not finite */
+        "ffn/x 1 -1 1",             /* negative */
+        "ffn/x 1 1x 1",             /* trailing letters */
+        "gemm/x 1 1 1",             /* not an FFN shape class */
+        "",                         /* empty */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        add_line(&text, &n, &cap, bad[i]);
+    memset(line, 'k', 300);
+    memcpy(line, "ffn/", 4);
+    snprintf(line + 300, sizeof line - 300, " 1 1 1"); /* a key too long */
+    add_line(&text, &n, &cap, line);
+    for (int i = 0; i < 100000; i++) {
+        snprintf(line, sizeof line, "ffn/dense/gelu/f32/b0/768x3072/t%d %d %d.25 %d.5%s", i, (i % 2) * 4 + i % 3, i,
+                 i + 1, i % 7 == 0 ? "\r" : "");
+        add_line(&text, &n, &cap, line);
+        if (i == 10)
+            add_line(&text, &n, &cap, "ffn/dense/gelu/f32/b0/768x3072/t3 6 9 9"); /* a later duplicate */
+    }
+    ffnrt_tuning_table t = {0};
+    cr_assert_eq(ffnrt_tuning_parse(&t, text, n), FFNRT_TUNING_MAX_ENTRIES);
+    cr_assert_eq(t.count, FFNRT_TUNING_MAX_ENTRIES);
+    for (int i = 0; i < (int)FFNRT_TUNING_MAX_ENTRIES; i++) {
+        snprintf(line, sizeof line, "ffn/dense/gelu/f32/b0/768x3072/t%d", i);
+        const ffnrt_tuning_entry *e = ffnrt_tuning_find(&t, line);
+        cr_assert_not_null(e, "%s", line);
+        cr_assert_eq(e->value, (i % 2) * 4 + i % 3);
+        cr_assert_eq(e->ms[0], i + 0.25);
+        cr_assert_eq(e->ms[1], i + 1.5);
+    }
+    cr_assert_null(ffnrt_tuning_find(&t, "ffn/x"));
+    cr_assert_null(ffnrt_tuning_find(&t, "gemm/x"));
+    cr_assert_null(ffnrt_tuning_insert(&t, "ffn/one/more"), "the table is full");
+    size_t m;
+    char *again = ffnrt_tuning_format(&t, &m);
+    ffnrt_tuning_table u = {0};
+    cr_assert_eq(ffnrt_tuning_parse(&u, again, m), FFNRT_TUNING_MAX_ENTRIES);
+    size_t m2;
+    char *third = ffnrt_tuning_format(&u, &m2);
+    cr_assert_eq(m, m2);
+    cr_assert_eq(memcmp(again, third, m), 0);
+    free(again);
+    free(third);
+    ffnrt_tuning_table_free(&u);
+    ffnrt_tuning_table_free(&t);
+    free(text);
+}
+
+/* A results entry past FFNRT_DISK_CACHE_MAX_RESULTS is refused unread (it
+ * is parsed at every context creation); compiled code may be larger. */
+Test(tuning_file, results_entries_are_bounded)
+{
+    size_t big = (size_t)FFNRT_DISK_CACHE_MAX_RESULTS + 1, n;
+    char *payload = malloc(big);
+    memset(payload, '\n', big);
+    unsigned char *b = ffnrt_disk_cache_format(test_key, FFNRT_CACHE_CL_BINARY, payload, big, &n);
+    cr_assert_not_null(b);
+    cr_assert_null(ffnrt_disk_cache_format(test_key, FFNRT_CACHE_TUNING, payload, big, &n));
+    b[12] = FFNRT_CACHE_TUNING; /* the kind, resealed: a well-formed file but for its size */
+    reseal_header(b, strlen(test_key));
+    expect_reject(b, n, test_key, FFNRT_CACHE_TUNING, "out of bounds");
+    free(b);
+    free(payload);
+}
+
 /* ----------------------------------------------------- files on the host */
 
 static char *temp_dir(void)

@@ -425,7 +425,7 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
     }
     free(ctx->kernels);
     free(ctx->build_log);
-    free(ctx->tuning);
+    ffnrt_tuning_table_free(&ctx->tuning);
     if (ctx->dev)
         ctx->ops->close(ctx->dev);
     free(ctx);

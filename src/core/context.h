@@ -25,6 +25,33 @@ typedef struct ffnrt_tuning_entry {
     double ms[2]; /* the winner's time and the runner-up's */
 } ffnrt_tuning_entry;
 
+/* Tuning results by key: an array and an open-addressed index of it, so a
+ * lookup takes constant time and loading n results linear time. At most
+ * FFNRT_TUNING_MAX_ENTRIES (the file read back is bounded too, by the disk
+ * cache: FFNRT_DISK_CACHE_MAX_RESULTS bytes). */
+#define FFNRT_TUNING_MAX_ENTRIES 4096u
+typedef struct ffnrt_tuning_table {
+    ffnrt_tuning_entry *entries;
+    size_t count, capacity;
+    uint32_t *index;   /* an entry's position + 1, 0 when empty */
+    size_t index_size; /* a power of two, at least twice count */
+} ffnrt_tuning_table;
+
+/* The entry for key, or NULL. */
+const ffnrt_tuning_entry *ffnrt_tuning_find(const ffnrt_tuning_table *t, const char *key);
+/* The entry for key, added (zeroed but for its key) if missing; NULL when
+ * the key is too long, the table full or memory short. */
+ffnrt_tuning_entry *ffnrt_tuning_insert(ffnrt_tuning_table *t, const char *key);
+void ffnrt_tuning_table_free(ffnrt_tuning_table *t);
+/* Adds the results of a tuning file's text (lines "key value ms ms"; n
+ * bytes, no terminator needed) that the table lacks; a line that does not
+ * parse, or holds a value out of range, is skipped (it is re-measured).
+ * Returns the lines taken. */
+size_t ffnrt_tuning_parse(ffnrt_tuning_table *t, const char *text, size_t n);
+/* The table as a tuning file's text (malloc'd, *n bytes), NULL when out
+ * of memory. */
+char *ffnrt_tuning_format(const ffnrt_tuning_table *t, size_t *n);
+
 struct ffnrt_tensor {
     ffnrt_context *ctx;
     ffnrt_bbuffer *buffer;
@@ -62,8 +89,7 @@ struct ffnrt_context {
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
     char quirk_notes[256];
     int autotune;                      /* options.autotune / FFNRT_AUTOTUNE */
-    ffnrt_tuning_entry *tuning;
-    size_t tuning_count, tuning_capacity;
+    ffnrt_tuning_table tuning;
     ffnrt_calibration calibration;     /* valid once measured or loaded */
     char forced[6][64];                /* ffnrt_context_force values, in plan.c's force_names order */
     ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */

@@ -32,6 +32,12 @@ const char *ffnrt_cache_kind_name(ffnrt_cache_kind kind)
     }
 }
 
+uint64_t ffnrt_disk_cache_max_payload(ffnrt_cache_kind kind)
+{
+    return kind == FFNRT_CACHE_CALIBRATION || kind == FFNRT_CACHE_TUNING ? FFNRT_DISK_CACHE_MAX_RESULTS
+                                                                         : FFNRT_DISK_CACHE_MAX_PAYLOAD;
+}
+
 uint64_t ffnrt_fnv1a64(const void *data, size_t n, uint64_t h)
 {
     const unsigned char *p = data;
@@ -97,7 +103,7 @@ int ffnrt_disk_cache_parse(const void *bytes, size_t n, const char *expected_key
     uint64_t key_len = get32(b + 20);
     uint64_t pay_len = get64(b + 32);
     size_t body = n - FFNRT_DISK_CACHE_HEADER_SIZE;
-    if (key_len > FFNRT_DISK_CACHE_MAX_KEY || pay_len > FFNRT_DISK_CACHE_MAX_PAYLOAD)
+    if (key_len > FFNRT_DISK_CACHE_MAX_KEY || pay_len > ffnrt_disk_cache_max_payload(kind))
         return fail(why, "lengths out of bounds");
     if (key_len > body || pay_len > body - key_len)
         return fail(why, "truncated (shorter than its header says)");
@@ -132,7 +138,7 @@ void *ffnrt_disk_cache_format_version(const char *key, ffnrt_cache_kind kind, co
                                       size_t payload_len, uint32_t version, size_t *n)
 {
     size_t key_len = strlen(key);
-    if (key_len > FFNRT_DISK_CACHE_MAX_KEY || payload_len > FFNRT_DISK_CACHE_MAX_PAYLOAD)
+    if (key_len > FFNRT_DISK_CACHE_MAX_KEY || payload_len > ffnrt_disk_cache_max_payload(kind))
         return NULL;
     size_t total = FFNRT_DISK_CACHE_HEADER_SIZE + key_len + payload_len;
     unsigned char *b = malloc(total);
@@ -375,7 +381,7 @@ void *ffnrt_disk_cache_get(ffnrt_disk_cache *c, const char *key, ffnrt_cache_kin
     unsigned char *bytes = NULL;
     void *out = NULL;
     const char *why = NULL;
-    uint64_t limit = FFNRT_DISK_CACHE_HEADER_SIZE + (uint64_t)FFNRT_DISK_CACHE_MAX_KEY + FFNRT_DISK_CACHE_MAX_PAYLOAD;
+    uint64_t limit = FFNRT_DISK_CACHE_HEADER_SIZE + (uint64_t)FFNRT_DISK_CACHE_MAX_KEY + ffnrt_disk_cache_max_payload(kind);
     char untrusted[FFNRT_DISK_CACHE_NOTE];
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         why = "not a regular file";

@@ -35,9 +35,12 @@
 #define FFNRT_DISK_CACHE_FORMAT 2u
 #define FFNRT_DISK_CACHE_HEADER_SIZE 80u
 #define FFNRT_DISK_CACHE_HEADER_CHECK_AT 72u /* where the header's own check lies */
-/* Bounds on what the reader accepts (a larger file is refused unread). */
+/* Bounds on what the reader accepts (a larger file is refused unread):
+ * compiled code up to MAX_PAYLOAD, measured results (calibration, tuning:
+ * text parsed at every context creation) up to MAX_RESULTS. */
 #define FFNRT_DISK_CACHE_MAX_KEY (1u << 20)
 #define FFNRT_DISK_CACHE_MAX_PAYLOAD ((uint64_t)1 << 28)
+#define FFNRT_DISK_CACHE_MAX_RESULTS ((uint64_t)1 << 20)
 
 typedef enum ffnrt_cache_kind {
     FFNRT_CACHE_SPIRV = 1,          /* glslang output for one kernel */
@@ -49,6 +52,8 @@ typedef enum ffnrt_cache_kind {
 } ffnrt_cache_kind;
 
 const char *ffnrt_cache_kind_name(ffnrt_cache_kind kind);
+/* The largest payload an entry of this kind may hold. */
+uint64_t ffnrt_disk_cache_max_payload(ffnrt_cache_kind kind);
 
 /* FNV-1a, 64 bits, continuing from h (start with FFNRT_FNV64_INIT). */
 #define FFNRT_FNV64_INIT 0xcbf29ce484222325ull
