@@ -246,6 +246,27 @@ Test(errors, gated_hidden_huge_multiple)
     cr_assert_eq(ffnrt_ffn_gated_hidden(1, 1), 0);
 }
 
+/* Figures past 64 bits are refused, not wrapped: d = h = 2^32 - 1 with
+ * INT64_MAX tokens returned OK with wrapped numbers. */
+Test(errors, ffn_cost_overflow)
+{
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, UINT32_MAX, UINT32_MAX);
+    ffnrt_ffn_cost c;
+    memset(&c, 0x5a, sizeof c);
+    ffnrt_ffn_cost before = c;
+    EXPECT(ffnrt_ffn_cost_of(&d, INT64_MAX, FFNRT_FFN_PATH_UNFUSED, &c), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_assert(strstr(ffnrt_last_error_message(), "64 bits"), "%s", ffnrt_last_error_message());
+    cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "out changed on failure");
+    EXPECT(ffnrt_ffn_cost_of(&d, INT64_C(1) << 31, FFNRT_FFN_PATH_FUSED, &c), FFNRT_ERROR_LIMIT_EXCEEDED);
+    /* Near the edge, exact: 3 * 2^60 weights, 12 * 2^60 bytes at one token. */
+    d.d_model = d.hidden = INT64_C(1) << 30;
+    uint64_t m = UINT64_C(1) << 30;
+    cr_assert_eq(ffnrt_ffn_cost_of(&d, 1, FFNRT_FFN_PATH_FUSED, &c), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(c.parameters, 3 * m * m);
+    cr_assert_eq(c.weight_bytes, 12 * m * m);
+    cr_assert_eq(c.flops, 2 * 3 * m * m + 2 * m);
+}
+
 BACKEND_PARAMETERS(errors, empty_tensors_with_huge_dimensions)
 
 /* Found by fuzz/fuzz_api.c: a tensor with a 0 dimension is empty whatever

@@ -161,6 +161,10 @@ ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *de
 ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
                               const char *fn, ffnrt_tensor **out);
 void ffnrt_tensor_link(ffnrt_context *ctx, ffnrt_tensor *t);
+/* FFNRT_ERROR_LIMIT_EXCEEDED (with the message) when a tensor of numel
+ * elements could not exist on the context's device; plans check the
+ * tensors an op would need with it. */
+ffnrt_status ffnrt_tensor_check_size(ffnrt_context *ctx, ffnrt_dtype dtype, uint64_t numel, const char *fn);
 
 /* Whether two tensors' bytes overlap: NONE, SAME (the very same bytes: one
  * tensor, or two wraps of one range) or PARTIAL. Wraps of one app buffer

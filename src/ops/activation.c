@@ -210,6 +210,8 @@ ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_de
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_check_size(ctx, dtype, numel, fn);
     if (st != FFNRT_OK)
         return ffnrt_context_finish_call(ctx, st);
     char text[96];

@@ -235,7 +235,9 @@ ffnrt_status ffnrt_glu_plan(ffnrt_context *ctx, const ffnrt_glu_desc *desc, ffnr
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
     if (st == FFNRT_OK && (width > UINT32_MAX || rows > SIZE_MAX / 2 / (width ? width : 1)))
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %zu x %zu is too large", fn, rows, width);
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED, "%s: %zu x %zu is too large", fn, rows, width);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_check_size(ctx, dtype, (uint64_t)rows * 2 * width, fn);
     if (st != FFNRT_OK)
         return ffnrt_context_finish_call(ctx, st);
     char text[96];
