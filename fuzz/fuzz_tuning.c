@@ -1,3 +1,4 @@
+#define _GNU_SOURCE /* memmem */
 /* libFuzzer target over the tuning file's reader (ffnrt_tuning_parse), the
  * text every context creation reads back from the disk cache.
  *

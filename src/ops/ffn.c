@@ -192,6 +192,8 @@ static ffnrt_status check_weight(ffnrt_context *ctx, const ffnrt_ffn_desc *d, co
 static int tiled_fits(const ffnrt_context *ctx, tiled_shape t, uint64_t shared)
 {
     uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
+    if (wg == 2 && (ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES))
+        return 0; /* the quirk table: the driver's compiler aborts on it */
     uint64_t staged = (uint64_t)t.bk * ((t.bm + 1) + 2 * (t.bn + 1)); /* gated: two W slices */
     uint64_t floats = staged > (uint64_t)t.bm * t.bn ? staged : (uint64_t)t.bm * t.bn;
     return wg <= ctx->limits.max_workgroup_size && 4 * floats <= shared;
@@ -213,9 +215,10 @@ static ffnrt_status choose_tiled(ffnrt_context *ctx, tiled_shape *out, ffnrt_pla
                               "FFNRT_GEMM_TILES=%s: expected bm,bn,bk,tm,tn with tm | bm and tn | bn", env);
         if (!tiled_fits(ctx, t, shared))
             return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
-                              "FFNRT_GEMM_TILES=%s does not fit %s: %u work-items (limit %u) or its staged slices "
+                              "FFNRT_GEMM_TILES=%s does not fit %s: %u work-items (limit %u%s) or its staged slices "
                               "in %llu bytes of shared memory",
                               env, ctx->info.name, (t.bm / t.tm) * (t.bn / t.tn), ctx->limits.max_workgroup_size,
+                              ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES ? ", and not 2: see the plan's quirks" : "",
                               (unsigned long long)shared);
         *out = t;
         ffnrt_plan_add(plan, "ffn.tiles", env, "forced by FFNRT_GEMM_TILES (bm,bn,bk,tm,tn)");
