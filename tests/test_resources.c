@@ -158,11 +158,12 @@ static void wait_until_finished(ffnrt_context *ctx)
     cr_assert_fail("the work did not finish in two minutes");
 }
 
-/* A dense layer of 1 GFLOP at 256 tokens (about 50 ms on lavapipe here,
- * far past a 1 ms timeout); its weights and input are zeros. */
-static ffnrt_status long_forward(ffnrt_context *ctx, ffnrt_ffn **layer, ffnrt_tensor **x, ffnrt_tensor **y)
+/* A dense layer of 4 MFLOP a token (1 GFLOP at 256 tokens: about 50 ms
+ * on lavapipe here, far past a 1 ms timeout); weights and input zeros. */
+static ffnrt_status long_forward(ffnrt_context *ctx, int64_t T, ffnrt_ffn **layer, ffnrt_tensor **x,
+                                 ffnrt_tensor **y)
 {
-    enum { D = 512, H = 2048, T = 256 };
+    enum { D = 512, H = 2048 };
     ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, D, H);
     float *w = calloc((size_t)D * H, sizeof *w);
     ffnrt_ffn_weights weights = {0};
@@ -194,7 +195,14 @@ ParameterizedTest(ffnrt_backend *b, resources, device_timeout, .timeout = 300)
     ffnrt_context *ctx = test_context(*b, &o);
     ffnrt_ffn *layer;
     ffnrt_tensor *x, *y;
-    ffnrt_status st = long_forward(ctx, &layer, &x, &y);
+    ffnrt_status st = long_forward(ctx, 256, &layer, &x, &y);
+    /* A GPU may finish 1 GFLOP within 1 ms: more tokens until it cannot. */
+    for (int64_t tokens = 2048; *b == FFNRT_BACKEND_VULKAN && st == FFNRT_OK && tokens <= 65536; tokens *= 2) {
+        ffnrt_ffn_destroy(layer);
+        ffnrt_tensor_destroy(x);
+        ffnrt_tensor_destroy(y);
+        st = long_forward(ctx, tokens, &layer, &x, &y);
+    }
     if (*b == FFNRT_BACKEND_OPENCL) {
         cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
     } else {
@@ -219,7 +227,7 @@ ParameterizedTest(ffnrt_backend *b, resources, device_timeout, .timeout = 300)
     cr_assert_eq(messages, 0, "the validation layer reported %llu messages", (unsigned long long)messages);
 
     /* Destroyed right after a timeout, with the layer and tensors alive. */
-    st = long_forward(ctx, &layer, &x, &y);
+    st = long_forward(ctx, 256, &layer, &x, &y);
     cr_assert(st == FFNRT_OK || st == FFNRT_ERROR_DEVICE_FAILURE, "%s", ffnrt_context_last_error(ctx));
     ffnrt_ffn_destroy(layer);
     ffnrt_context_destroy(ctx);
