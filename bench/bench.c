@@ -423,7 +423,9 @@ static int device_selected(const ffnrt_device_info *info, const char **names, in
     return 0;
 }
 
-int ffnrt_bench_main(int argc, char **argv)
+/* The bench; the option values it copies (split in place) go to lists,
+ * which the caller frees whatever the way out. */
+static int bench_main(int argc, char **argv, char **lists, int *nlists)
 {
     if (argc >= 1 && strcmp(argv[0], "--compare") == 0)
         return bench_compare_main(argc - 1, argv + 1);
@@ -469,8 +471,6 @@ int ffnrt_bench_main(int argc, char **argv)
     const char *devices[BENCH_MAX_LIST];
     int ndevices = 0, repeats = 0, min_runs = 0;
     double budget = -1;
-    char *lists[16];
-    int nlists = 0;
     const char *precisions[8];
     int nprec = -1, ndir = -1;
     const char *dirs[4];
@@ -483,11 +483,11 @@ int ffnrt_bench_main(int argc, char **argv)
                     strcmp(a, "--repeats") == 0 || strcmp(a, "--min-runs") == 0 || strcmp(a, "--budget") == 0 ||
                     strcmp(a, "--out") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0;
         if (takes) {
-            if (i + 1 >= argc || nlists >= 16) {
+            if (i + 1 >= argc || *nlists >= 16) {
                 fprintf(stderr, "ffnrt bench: %s\n", i + 1 >= argc ? "an option needs a value" : "too many options");
                 return 2;
             }
-            v = lists[nlists++] = strdup(argv[++i]);
+            v = lists[(*nlists)++] = strdup(argv[++i]);
             if (!v)
                 return 1;
         }
@@ -763,9 +763,17 @@ int ffnrt_bench_main(int argc, char **argv)
     if (csv_extra && bench_write_csv(csv_extra, &rows, &meta) != 0)
         fprintf(stderr, "ffnrt bench: cannot write %s\n", csv_extra), rc = 1;
     bench_rows_free(&rows);
-    for (int i = 0; i < nlists; i++)
-        free(lists[i]);
     if (device_parts && count == 0)
         return 1;
+    return rc;
+}
+
+int ffnrt_bench_main(int argc, char **argv)
+{
+    char *lists[16];
+    int nlists = 0;
+    int rc = bench_main(argc, argv, lists, &nlists);
+    for (int i = 0; i < nlists; i++)
+        free(lists[i]);
     return rc;
 }
