@@ -191,8 +191,17 @@ BACKEND_PARAMETERS(resources, device_timeout)
 ParameterizedTest(ffnrt_backend *b, resources, device_timeout, .timeout = 300)
 {
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.backend = *b;
+    ffnrt_context *ctx = NULL;
+    static const char *const bad[] = {"abc", "0", "-5", "10x", "99999999999"};
+    for (int i = 0; i < 5; i++) { /* the environment's setting is checked whole */
+        setenv("FFNRT_DEVICE_TIMEOUT_MS", bad[i], 1);
+        EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT);
+        cr_assert(strstr(ffnrt_last_error_message(), "FFNRT_DEVICE_TIMEOUT_MS"), "%s", ffnrt_last_error_message());
+    }
+    unsetenv("FFNRT_DEVICE_TIMEOUT_MS");
     o.device_timeout_ms = 1;
-    ffnrt_context *ctx = test_context(*b, &o);
+    ctx = test_context(*b, &o);
     ffnrt_ffn *layer;
     ffnrt_tensor *x, *y;
     ffnrt_status st = long_forward(ctx, 256, &layer, &x, &y);
