@@ -44,6 +44,7 @@ typedef enum ffnrt_status {
     FFNRT_ERROR_OUT_OF_DEVICE_MEMORY,
     FFNRT_ERROR_COMPILE_FAILED,      /* a kernel did not build; see ffnrt_context_build_log */
     FFNRT_ERROR_DEVICE_FAILURE,      /* the driver reported an error or lost the device */
+    FFNRT_ERROR_INVALID_FILE,        /* a file (GGUF) that is truncated, corrupt or not of its format */
     FFNRT_STATUS_COUNT
 } ffnrt_status;
 
@@ -581,6 +582,59 @@ FFNRT_API void ffnrt_bf16_to_f32_array(const uint16_t *src, float *dst, size_t n
 /* y = x, through the same element-wise machinery; the bench's bandwidth
  * limit and a device sanity check. */
 FFNRT_API ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y);
+
+/* ------------------------------------------------------ weight formats */
+
+/* How a weight matrix [rows, k] (row-major, [out, in] as nn.Linear) is
+ * stored: the dense dtypes, or GGUF's block formats byte for byte, so a
+ * GGUF tensor's bytes are handed over unchanged. Blocks run along k (the
+ * input dimension, GGUF's ne0); a row is k / block_elements blocks.
+ *   Q8_0: fp16 d, 32 x int8 q                      x = d*q          34 B / 32
+ *   Q4_0: fp16 d, 16 B nibbles                     x = d*(q - 8)    18 B / 32
+ *   Q4_1: fp16 d, fp16 m, 16 B nibbles             x = d*q + m      20 B / 32
+ *         (nibbles: byte j holds element j in its low half and
+ *          element j + 16 in its high half)
+ *   Q4_K: 256-element super-blocks of 8 x 32, 6-bit scales and mins  144 B
+ *   Q6_K: 256-element super-blocks of 16 x 16, int8 scales           210 B
+ * The dense values equal ffnrt_dtype's, so a dtype converts to its format. */
+typedef enum ffnrt_weight_format {
+    FFNRT_WEIGHT_F32 = 0,
+    FFNRT_WEIGHT_F16 = 1,
+    FFNRT_WEIGHT_BF16 = 2,
+    FFNRT_WEIGHT_Q8_0 = 3,
+    FFNRT_WEIGHT_Q4_0 = 4,
+    FFNRT_WEIGHT_Q4_1 = 5,
+    FFNRT_WEIGHT_Q4_K = 6,
+    FFNRT_WEIGHT_Q6_K = 7,
+    FFNRT_WEIGHT_FORMAT_COUNT
+} ffnrt_weight_format;
+
+/* "f32", "q4_1", ...; "unknown" for a value out of range. */
+FFNRT_API const char *ffnrt_weight_format_name(ffnrt_weight_format format);
+/* Parses a name as ffnrt_weight_format_name prints it (any case). */
+FFNRT_API ffnrt_status ffnrt_weight_format_from_name(const char *name, ffnrt_weight_format *out);
+/* Elements one block holds along k and its bytes (dense: 1 and the dtype's
+ * size). Either pointer may be NULL. */
+FFNRT_API ffnrt_status ffnrt_weight_format_block(ffnrt_weight_format format, uint32_t *elements,
+                                                 uint32_t *bytes);
+/* Bytes of a [rows, k] matrix (rows = 1: one row). k must be a multiple of
+ * the block (FFNRT_ERROR_SHAPE_MISMATCH otherwise); a size past SIZE_MAX is
+ * FFNRT_ERROR_INVALID_ARGUMENT. */
+FFNRT_API ffnrt_status ffnrt_weight_bytes(ffnrt_weight_format format, int64_t rows, int64_t k, size_t *bytes);
+/* fp32 [rows, k] -> format, with the reference rounding of GGUF's tools
+ * (ggml's quantize_row_*_ref, byte for byte; for Q4_K and Q6_K their
+ * scale searches; the README gives each rule); dst_bytes must equal
+ * ffnrt_weight_bytes. A NaN or infinite weight, or a block whose scale or
+ * minimum overflows fp16, is FFNRT_ERROR_INVALID_ARGUMENT naming the row
+ * and column, and dst is left untouched. Dense formats round to nearest
+ * even (NaN and Inf pass through as themselves). */
+FFNRT_API ffnrt_status ffnrt_quantize(ffnrt_weight_format format, const float *src, int64_t rows, int64_t k,
+                                      void *dst, size_t dst_bytes);
+/* format -> fp32 [rows, k]; src_bytes must equal ffnrt_weight_bytes. Pure
+ * arithmetic on the stored scales, never an error on content: a NaN or
+ * infinite stored scale gives NaN or infinite weights. */
+FFNRT_API ffnrt_status ffnrt_dequantize(ffnrt_weight_format format, const void *src, size_t src_bytes,
+                                        int64_t rows, int64_t k, float *dst);
 
 #ifdef __cplusplus
 }
