@@ -183,10 +183,19 @@ typedef struct ffnrt_context_options {
      * cache never makes a call fail. */
     const char *cache_dir;
     int disable_disk_cache;
+    /* How long a wait for the device may last before the call fails with
+     * FFNRT_ERROR_DEVICE_FAILURE, in milliseconds; 0: FFNRT_DEVICE_TIMEOUT_MS,
+     * else 120000. Work that ran past it may still be running: the context
+     * keeps whatever it may touch (tensors and layers destroyed meanwhile
+     * included) until it finishes, which ffnrt_context_wait waits for again
+     * (and any later call notices), or until the context is destroyed,
+     * which waits for it without a limit. Vulkan; OpenCL waits in clFinish,
+     * without a limit, and keeps buffers alive for enqueued work itself. */
+    uint32_t device_timeout_ms;
 } ffnrt_context_options;
 
 #define FFNRT_CONTEXT_OPTIONS_INIT \
-    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0 }
+    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0, 0 }
 
 /* Profile i's name and a line saying what it models and where its figures
  * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */
@@ -375,13 +384,22 @@ typedef struct ffnrt_activation_desc {
 
 /* y = act(x), element-wise. x and y have the same shape and dtype (f32,
  * f16 or bf16: arithmetic is fp32 and the result is rounded once to the
- * storage type); y may be x (in place). */
+ * storage type); y may be x (in place).
+ *
+ * Aliasing, for every element-wise op (activations, ffnrt_copy, the split
+ * GLU calls, forward and backward): an output may be exactly one of the
+ * inputs (each output element reads its inputs, at its own index, before it
+ * is written); an output that shares memory with an input any other way
+ * (two wraps of one app buffer at overlapping ranges), or with another
+ * output, is FFNRT_ERROR_INVALID_ARGUMENT. The halves layouts
+ * (ffnrt_glu_forward, ffnrt_glu_backward) read two elements per output, so
+ * their output must not overlap an input at all. */
 FFNRT_API ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx,
                                                 const ffnrt_activation_desc *desc,
                                                 const ffnrt_tensor *x, ffnrt_tensor *y);
 /* dx = dy * act'(x). Conventions at the kinks: relu'(0) = 0, leaky/prelu'(0)
  * = alpha (the negative side), elu'(0) = alpha. PReLU's gradient with
- * respect to its slopes is not computed. dx may alias dy. */
+ * respect to its slopes is not computed. dx may be x or dy (in place). */
 /* The plan of ffnrt_activation_forward on `numel` elements of `dtype`
  * (PReLU: with desc->slopes NULL, one shared slope is assumed). */
 FFNRT_API ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
@@ -524,7 +542,8 @@ FFNRT_API ffnrt_status ffnrt_ffn_create_from_tensors(ffnrt_context *ctx, const f
                                                      ffnrt_ffn **out);
 FFNRT_API void ffnrt_ffn_destroy(ffnrt_ffn *layer); /* NULL is a no-op */
 /* y = ffn(x): x and y are [..., d_model] of the layer's dtype and one shape;
- * the leading dimensions are the tokens. y must not be x. The device time of
+ * the leading dimensions are the tokens. y must not be x, nor overlap x or
+ * the layer's weight and bias tensors (FFNRT_ERROR_INVALID_ARGUMENT). The device time of
  * the whole block (every kernel) is ffnrt_context_last_op_time's. */
 FFNRT_API ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
 

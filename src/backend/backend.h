@@ -56,6 +56,9 @@ typedef struct ffnrt_limits {
 typedef struct ffnrt_open_options {
     int validation; /* the API's validation layer, where it has one */
     int staging;    /* host transfers through a staging buffer even where memory maps in place */
+    /* A wait for the device longer than this fails; what the unfinished
+     * work may touch is kept until it finishes or the device is closed. */
+    uint64_t timeout_ns;
 } ffnrt_open_options;
 
 /* A backend: what it is, then four groups of functions it must provide

@@ -3,6 +3,7 @@
 #include "core/shader_sources.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -250,7 +251,7 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
     }
     free(ctx->kernels);
     free(ctx->build_log);
-    free(ctx->tuning);
+    ffnrt_tuning_table_free(&ctx->tuning);
     if (ctx->dev)
         ctx->ops->close(ctx->dev);
     free(ctx);

@@ -36,10 +36,40 @@ typedef struct ffnrt_precision_choice {
 
 struct ffnrt_profile; /* dispatch/dispatch.h */
 
+/* Tuning results by key: an array and an open-addressed index of it, so a
+ * lookup takes constant time and loading n results linear time. At most
+ * FFNRT_TUNING_MAX_ENTRIES (the file read back is bounded too, by the disk
+ * cache: FFNRT_DISK_CACHE_MAX_RESULTS bytes). core/tuning_table.c. */
+#define FFNRT_TUNING_MAX_ENTRIES 4096u
+typedef struct ffnrt_tuning_table {
+    ffnrt_tuning_entry *entries;
+    size_t count, capacity;
+    uint32_t *index;   /* an entry's position + 1, 0 when empty */
+    size_t index_size; /* a power of two, at least twice count */
+} ffnrt_tuning_table;
+
+/* The entry for key, or NULL. */
+const ffnrt_tuning_entry *ffnrt_tuning_find(const ffnrt_tuning_table *t, const char *key);
+/* The entry for key, added (zeroed but for its key) if missing; NULL when
+ * the key is too long, the table full or memory short. */
+ffnrt_tuning_entry *ffnrt_tuning_insert(ffnrt_tuning_table *t, const char *key);
+void ffnrt_tuning_table_free(ffnrt_tuning_table *t);
+/* Adds the results of a tuning file's text (lines "key value ms ms"; n
+ * bytes, no terminator needed) that the table lacks; a line that does not
+ * parse, or holds a value out of range, is skipped (it is re-measured).
+ * Returns the lines taken. */
+size_t ffnrt_tuning_parse(ffnrt_tuning_table *t, const char *text, size_t n);
+/* The table as a tuning file's text (malloc'd, *n bytes), NULL when out
+ * of memory. */
+char *ffnrt_tuning_format(const ffnrt_tuning_table *t, size_t *n);
+
 struct ffnrt_tensor {
     ffnrt_context *ctx;
     ffnrt_bbuffer *buffer;
     uint64_t offset; /* bytes into buffer (an app's buffer wrapped at an offset); 0 otherwise */
+    /* The app's VkBuffer or cl_mem (a sub-buffer's parent) for a wrapped
+     * buffer, else 0: two wraps of one buffer may overlap. */
+    uint64_t app_memory;
     ffnrt_dtype dtype;
     size_t ndim;
     int64_t shape[FFNRT_MAX_DIMS];
@@ -72,8 +102,7 @@ struct ffnrt_context {
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
     char quirk_notes[256];
     int autotune;
-    ffnrt_tuning_entry *tuning;
-    size_t tuning_count, tuning_capacity;
+    ffnrt_tuning_table tuning;
     ffnrt_calibration calibration;     /* valid once measured or loaded */
     ffnrt_plan *plan_sink;             /* non-NULL: launches describe themselves here and run nothing */
     /* Interop (src/core/interop_*.c). */
@@ -133,6 +162,18 @@ ffnrt_status ffnrt_tensor_alloc(ffnrt_context *ctx, ffnrt_dtype dtype, size_t nd
                                 const char *fn, ffnrt_tensor **out);
 ffnrt_status ffnrt_tensor_upload(ffnrt_tensor *t, const void *host, size_t bytes);
 void ffnrt_tensor_free(ffnrt_tensor *t);
+
+/* FFNRT_ERROR_LIMIT_EXCEEDED (with the message) when a tensor of numel
+ * elements could not exist on the context's device; plans check the
+ * tensors an op would need with it. */
+ffnrt_status ffnrt_tensor_check_size(ffnrt_context *ctx, ffnrt_dtype dtype, uint64_t numel, const char *fn);
+
+/* Whether two tensors' bytes overlap: NONE, SAME (the very same bytes: one
+ * tensor, or two wraps of one range) or PARTIAL. Wraps of one app buffer
+ * are compared by handle and range; two VkBuffers bound to the same memory
+ * are not seen. */
+typedef enum ffnrt_overlap { FFNRT_OVERLAP_NONE, FFNRT_OVERLAP_SAME, FFNRT_OVERLAP_PARTIAL } ffnrt_overlap;
+ffnrt_overlap ffnrt_tensor_overlap(const ffnrt_tensor *a, const ffnrt_tensor *b);
 
 /* Gets the kernel built from the shader file `file` with `defines`
  * (newline-separated "#define" lines), building it on first use. */

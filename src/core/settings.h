@@ -35,6 +35,7 @@ typedef enum ffnrt_knob {
     FFNRT_KNOB_CACHE,       /* v[0] 1: the disk cache is off */
     FFNRT_KNOB_CACHE_DIR,   /* text: its directory */
     FFNRT_KNOB_STAGING,     /* v[0] 1: Vulkan transfers through a staging buffer */
+    FFNRT_KNOB_TIMEOUT,     /* v[0] the device-wait timeout in ms (default FFNRT_DEFAULT_DEVICE_TIMEOUT_MS) */
     FFNRT_KNOB_FFN_PATH,    /* v[0] ffnrt_ffn_path (FUSED or UNFUSED) */
     FFNRT_KNOB_FFN_KERNEL,  /* v[0] 0 blocked, 1 matvec, 2 tiled */
     FFNRT_KNOB_FFN_TILES,   /* v[0..4] bm, bn, bk, tm, tn */
@@ -43,6 +44,8 @@ typedef enum ffnrt_knob {
     FFNRT_KNOB_FFN_TUNING,  /* v[0] 1: stored tuning results are not used */
     FFNRT_KNOB_COUNT
 } ffnrt_knob;
+
+#define FFNRT_DEFAULT_DEVICE_TIMEOUT_MS 120000u
 
 /* The limits a caller may lower, in FFNRT_KNOB_LIMITS's v[]. */
 enum {

@@ -87,8 +87,9 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, u
 uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t);
 uint64_t ffnrt_matvec_smem_floats(ffnrt_matvec_shape s, uint32_t tokens);
 uint32_t ffnrt_ffn_matvec_tokens(const ffnrt_context *ctx, const ffnrt_ffn_desc *d);
-/* The cost model of ffnrt_ffn_cost_of, for a checked desc. */
-void ffnrt_ffn_cost_model(const ffnrt_ffn_desc *d, uint64_t tokens, int unfused, ffnrt_ffn_cost *out);
+/* The cost model of ffnrt_ffn_cost_of, for a checked desc; 0 when a
+ * figure would pass 64 bits. */
+int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *d, uint64_t tokens, int unfused, ffnrt_ffn_cost *out);
 /* The shape class a tuning result holds for: kind, function, dtype,
  * biases, sizes and the token count's bucket (1, 2-8, 9-64, more). */
 void ffnrt_ffn_tuning_key(const ffnrt_ffn_desc *d, uint64_t tokens, char *key, size_t cap);
@@ -201,7 +202,7 @@ void ffnrt_kernel_params_for(const ffnrt_device_info *info, ffnrt_kernel_params 
 /* -------------------------------------------------------------- precision */
 
 /* Features a quirk can veto. */
-enum { FFNRT_QUIRK_FP16_ARITHMETIC = 1, FFNRT_QUIRK_STORAGE_16BIT = 2 };
+enum { FFNRT_QUIRK_FP16_ARITHMETIC = 1, FFNRT_QUIRK_STORAGE_16BIT = 2, FFNRT_QUIRK_TWO_ITEM_TILES = 4 };
 
 /* The quirk table's vetoes for a device, with their reasons; ignore drops
  * the table's, asked adds vetoes for the device at hand (FFNRT_QUIRKS). */

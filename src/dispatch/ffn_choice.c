@@ -42,6 +42,8 @@ uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t)
 static int tiled_fits(const ffnrt_context *ctx, ffnrt_tiled_shape t)
 {
     uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
+    if (wg == 2 && (ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES))
+        return 0; /* the quirk table: the driver's compiler aborts on it */
     return wg <= ctx->limits.max_workgroup_size && 4 * ffnrt_tiled_smem_floats(t) <= shared_memory(ctx);
 }
 
@@ -58,10 +60,12 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
                                 (uint32_t)forced->v[3], (uint32_t)forced->v[4]};
         if (!tiled_fits(ctx, t))
             return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED,
-                              "%s=%s does not fit %s: %u work-items (limit %u) or its staged slices in %llu bytes of "
+                              "%s=%s does not fit %s: %u work-items (limit %u%s) or its staged slices in %llu bytes of "
                               "shared memory",
                               forced->from, forced->text, ctx->info.name, (t.bm / t.tm) * (t.bn / t.tn),
-                              ctx->limits.max_workgroup_size, (unsigned long long)shared);
+                              ctx->limits.max_workgroup_size,
+                              ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES ? ", and not 2: see the plan's quirks" : "",
+                              (unsigned long long)shared);
         *out = t;
         ffnrt_plan_add(plan, "ffn.tiles", forced->text, "forced by %s (bm,bn,bk,tm,tn)", forced->from);
         return FFNRT_OK;
@@ -177,39 +181,61 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, u
 
 /* ------------------------------------------------------------------ cost */
 
-void ffnrt_ffn_cost_model(const ffnrt_ffn_desc *d, uint64_t t, int unfused, ffnrt_ffn_cost *out)
+/* uint64 arithmetic that notes an overflow in *ok instead of wrapping. */
+static uint64_t mul(uint64_t a, uint64_t b, int *ok)
 {
-    uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
-    uint64_t es = ffnrt_dtype_size(d->dtype), bias = (uint64_t)d->bias;
-    int gated = is_gated(d);
-    uint64_t up_rows = gated ? 2 * h : h; /* rows of the input projections */
-    uint64_t weights = up_rows * dm + dm * h;
-    uint64_t biases = bias * (up_rows + dm);
-    uint64_t io = 2 * t * dm * es, act = t * h * es; /* x + y; one [tokens, hidden] tensor */
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        *ok = 0;
+    return r;
+}
+
+static uint64_t add(uint64_t a, uint64_t b, int *ok)
+{
+    uint64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        *ok = 0;
+    return r;
+}
+
+int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ffnrt_ffn_cost *out)
+{
+    int ok = 1;
+    uint64_t d = (uint64_t)desc->d_model, h = (uint64_t)desc->hidden;
+    uint64_t es = ffnrt_dtype_size(desc->dtype), bias = (uint64_t)desc->bias;
+    int gated = is_gated(desc);
+    uint64_t up_rows = gated ? 2 * h : h; /* rows of the input projections (h < 2^32) */
+    uint64_t weights = add(mul(up_rows, d, &ok), mul(d, h, &ok), &ok);
+    uint64_t biases = bias * (up_rows + d);
+    uint64_t td = mul(t, d, &ok), th = mul(t, h, &ok);
+    uint64_t io = mul(2 * es, td, &ok), act = mul(th, es, &ok); /* x + y; one [tokens, hidden] tensor */
     memset(out, 0, sizeof *out);
-    out->parameters = weights + biases;
-    out->weight_bytes = out->parameters * es;
-    out->flops = 2 * t * weights + t * biases + t * h * (gated ? 2 : 1); /* activation (and gating) per hidden unit */
+    out->parameters = add(weights, biases, &ok);
+    out->weight_bytes = mul(out->parameters, es, &ok);
+    /* 2 per multiply-add, 1 per bias add, activation (and gating) per hidden unit. */
+    out->flops = add(add(mul(mul(2, t, &ok), weights, &ok), mul(t, biases, &ok), &ok), mul(th, gated ? 2 : 1, &ok),
+                     &ok);
+    /* Multiples of act and of t·d·es (the small factors below), summed. */
+    uint64_t acts, tds, peak_acts;
     if (!unfused) {
         /* up: reads x, weights and biases, writes h; down: reads h, writes y. */
-        out->bytes_moved = out->weight_bytes + io + 2 * act;
-        out->peak_bytes = out->weight_bytes + io + act;
+        acts = 2, tds = 0, peak_acts = 1;
         out->kernels = 2;
     } else if (!gated) {
         /* products write h and y; bias passes read and write them; the
          * activation reads and writes h; the down product reads h. */
-        out->bytes_moved = out->weight_bytes + io + act /* up writes h */ + 2 * act /* act */ + act /* down */ +
-                           bias * (2 * act + 2 * t * dm * es);
-        out->peak_bytes = out->weight_bytes + io + act;
+        acts = 4 + 2 * bias, tds = 2 * bias, peak_acts = 1;
         out->kernels = 3 + 2 * (uint32_t)bias;
     } else {
         /* x read twice; g and v written, biased (read + write), read by
          * the gating pass, which writes h; the down product reads h. */
-        out->bytes_moved = out->weight_bytes + io + t * dm * es + 2 * act + bias * 4 * act + 3 * act + act +
-                           bias * 2 * t * dm * es;
-        out->peak_bytes = out->weight_bytes + io + 3 * act;
+        acts = 6 + 4 * bias, tds = 1 + 2 * bias, peak_acts = 3;
         out->kernels = 4 + 3 * (uint32_t)bias;
     }
+    uint64_t fixed = add(out->weight_bytes, io, &ok);
+    out->bytes_moved = add(add(fixed, mul(acts, act, &ok), &ok), mul(tds, mul(td, es, &ok), &ok), &ok);
+    out->peak_bytes = add(fixed, mul(peak_acts, act, &ok), &ok);
+    return ok;
 }
 
 /* ----------------------------------------------------------------- tuning */

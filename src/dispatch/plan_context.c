@@ -28,9 +28,10 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx)
     snprintf(choice, sizeof choice, "%s: storage %s, arithmetic %s", policy_names[ctx->policy],
              ffnrt_dtype_name(ctx->precision.storage), ctx->precision.fp16_arithmetic ? "fp16" : "fp32");
     ffnrt_plan_add(plan, "precision", choice, "%s", ctx->precision.reason);
-    char vetoes[64];
-    snprintf(vetoes, sizeof vetoes, "%s%s", ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC ? "veto fp16 arithmetic " : "",
-             ctx->vetoes & FFNRT_QUIRK_STORAGE_16BIT ? "veto 16-bit storage" : "");
+    char vetoes[96];
+    snprintf(vetoes, sizeof vetoes, "%s%s%s", ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC ? "veto fp16 arithmetic " : "",
+             ctx->vetoes & FFNRT_QUIRK_STORAGE_16BIT ? "veto 16-bit storage " : "",
+             ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES ? "veto 2-item GEMM tiles" : "");
     if (ctx->calibration.valid)
         snprintf(choice, sizeof choice, "copy %.2f GB/s, GEMM %.2f GFLOP/s, dispatch %.1f us",
                  ctx->calibration.copy_gbps, ctx->calibration.gemm_gflops, ctx->calibration.dispatch_us);

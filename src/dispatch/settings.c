@@ -223,6 +223,15 @@ static ffnrt_status parse_limits(const char *text, ffnrt_setting *out, char *why
     return FFNRT_OK;
 }
 
+/* A whole count of milliseconds in [1, 2^32). */
+static ffnrt_status parse_timeout(const char *text, ffnrt_setting *out, char *why, size_t cap)
+{
+    const char *end;
+    if (!parse_number(text, &end, 1, UINT32_MAX, &out->v[0]) || *end)
+        return bad(why, cap, "not a count of milliseconds in [1, %u]", UINT32_MAX);
+    return FFNRT_OK;
+}
+
 static ffnrt_status parse_text(const char *text, ffnrt_setting *out, char *why, size_t cap)
 {
     (void)text, (void)out, (void)why, (void)cap;
@@ -242,6 +251,7 @@ static const knob_row knobs[FFNRT_KNOB_COUNT] = {
     [FFNRT_KNOB_CACHE] = {"cache", "FFNRT_CACHE", 0, parse_cache},
     [FFNRT_KNOB_CACHE_DIR] = {"cache.dir", "FFNRT_CACHE_DIR", 0, parse_text},
     [FFNRT_KNOB_STAGING] = {"vulkan.staging", "FFNRT_VULKAN_STAGING", 0, parse_bool},
+    [FFNRT_KNOB_TIMEOUT] = {"device.timeout_ms", "FFNRT_DEVICE_TIMEOUT_MS", 0, parse_timeout},
     [FFNRT_KNOB_FFN_PATH] = {"ffn.path", "FFNRT_FFN_PATH", 1, parse_path},
     [FFNRT_KNOB_FFN_KERNEL] = {"ffn.kernel", "FFNRT_GEMM_KERNEL", 1, parse_kernel},
     [FFNRT_KNOB_FFN_TILES] = {"ffn.tiles", "FFNRT_GEMM_TILES", 1, parse_tiles},
@@ -340,6 +350,11 @@ ffnrt_status ffnrt_settings_init(ffnrt_settings *s, const ffnrt_context_options 
         set_option(&c[FFNRT_KNOB_AUTOTUNE], "autotune", "1", 1, 0);
     if (o->disable_disk_cache)
         set_option(&c[FFNRT_KNOB_CACHE], "disable_disk_cache", "1", 1, 0);
+    if (o->device_timeout_ms) {
+        char text[16];
+        snprintf(text, sizeof text, "%u", o->device_timeout_ms);
+        set_option(&c[FFNRT_KNOB_TIMEOUT], "device_timeout_ms", text, o->device_timeout_ms, 0);
+    }
     if (o->cache_dir && *o->cache_dir) {
         if (strlen(o->cache_dir) >= sizeof c->text)
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "options.cache_dir is too long");

@@ -1,26 +1,34 @@
-/* Tuning results: the winner of timed candidates per shape class, kept for
- * the context's device and driver. */
+/* Tuning results of the context: the winner of timed candidates per shape
+ * class, kept for the context's device and driver in the disk cache (the
+ * table itself is core/tuning_table.c). */
 #include "dispatch/dispatch.h"
 
-#include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
+
+/* --------------------------------------------------- the context's table */
 
 int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2])
 {
-    for (size_t i = 0; i < ctx->tuning_count; i++)
-        if (strcmp(ctx->tuning[i].key, key) == 0) {
-            *value = ctx->tuning[i].value;
-            if (ms)
-                ms[0] = ctx->tuning[i].ms[0], ms[1] = ctx->tuning[i].ms[1];
-            return 1;
-        }
-    return 0;
+    const ffnrt_tuning_entry *e = ffnrt_tuning_find(&ctx->tuning, key);
+    if (!e)
+        return 0;
+    *value = e->value;
+    if (ms)
+        ms[0] = e->ms[0], ms[1] = e->ms[1];
+    return 1;
 }
 
-/* Keeps a result in memory only. */
-static void remember(ffnrt_context *ctx, const char *key, int value, const double ms[2], int save);
+static void remember(ffnrt_context *ctx, const char *key, int value, const double ms[2], int save)
+{
+    ffnrt_tuning_entry *e = ffnrt_tuning_insert(&ctx->tuning, key);
+    if (!e)
+        return; /* a result not kept is re-measured, never wrong */
+    e->value = value;
+    e->ms[0] = ms[0];
+    e->ms[1] = ms[1];
+    if (save)
+        ffnrt_tuning_save(ctx);
+}
 
 void ffnrt_tuning_remember(ffnrt_context *ctx, const char *key, int value, const double ms[2])
 {
@@ -32,45 +40,13 @@ void ffnrt_tuning_put(ffnrt_context *ctx, const char *key, int value, const doub
     remember(ctx, key, value, ms, 1);
 }
 
-static void remember(ffnrt_context *ctx, const char *key, int value, const double ms[2], int save)
-{
-    ffnrt_tuning_entry *e = NULL;
-    for (size_t i = 0; i < ctx->tuning_count && !e; i++)
-        if (strcmp(ctx->tuning[i].key, key) == 0)
-            e = &ctx->tuning[i];
-    if (!e) {
-        if (ctx->tuning_count == ctx->tuning_capacity) {
-            size_t cap = ctx->tuning_capacity ? 2 * ctx->tuning_capacity : 16;
-            ffnrt_tuning_entry *t = realloc(ctx->tuning, cap * sizeof *t);
-            if (!t)
-                return; /* a result not kept is re-measured, never wrong */
-            ctx->tuning = t;
-            ctx->tuning_capacity = cap;
-        }
-        e = &ctx->tuning[ctx->tuning_count++];
-        memset(e, 0, sizeof *e);
-        strncpy(e->key, key, sizeof e->key - 1);
-    }
-    e->value = value;
-    e->ms[0] = ms[0];
-    e->ms[1] = ms[1];
-    if (save)
-        ffnrt_tuning_save(ctx);
-}
-
-/* On disk the results are text, a line each: "key value ms ms". A line that
- * does not parse, or a value out of range, is dropped (it is re-measured). */
+/* On disk the results are text, a line each: "key value ms ms". */
 void ffnrt_tuning_save(ffnrt_context *ctx)
 {
-    size_t cap = ctx->tuning_count * (sizeof ctx->tuning[0].key + 64) + 1, at = 0;
-    char *text = malloc(cap);
-    if (!text)
-        return;
-    text[0] = '\0';
-    for (size_t i = 0; i < ctx->tuning_count; i++)
-        at += (size_t)snprintf(text + at, cap - at, "%s %d %.6g %.6g\n", ctx->tuning[i].key, ctx->tuning[i].value,
-                               ctx->tuning[i].ms[0], ctx->tuning[i].ms[1]);
-    ffnrt_context_blob_put(ctx, FFNRT_CACHE_TUNING, "ffn-tuning", text, at);
+    size_t n = 0;
+    char *text = ffnrt_tuning_format(&ctx->tuning, &n);
+    if (text)
+        ffnrt_context_blob_put(ctx, FFNRT_CACHE_TUNING, "ffn-tuning", text, n);
     free(text);
 }
 
@@ -78,25 +54,7 @@ void ffnrt_tuning_load(ffnrt_context *ctx)
 {
     size_t len = 0;
     char *blob = ffnrt_context_blob_get(ctx, FFNRT_CACHE_TUNING, "ffn-tuning", &len);
-    if (!blob)
-        return;
-    char *text = malloc(len + 1);
-    if (text) {
-        memcpy(text, blob, len);
-        text[len] = '\0';
-        char *save = NULL;
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-            char key[sizeof ctx->tuning[0].key];
-            int value;
-            double ms[2];
-            if (sscanf(line, "%159s %d %lf %lf", key, &value, &ms[0], &ms[1]) == 4 && value >= 0 && value < 8 &&
-                value % 4 < 3 && isfinite(ms[0]) && isfinite(ms[1]) && strncmp(key, "ffn/", 4) == 0) {
-                int known;
-                if (!ffnrt_tuning_get(ctx, key, &known, NULL))
-                    ffnrt_tuning_remember(ctx, key, value, ms);
-            }
-        }
-        free(text);
-    }
+    if (blob)
+        ffnrt_tuning_parse(&ctx->tuning, blob, len);
     free(blob);
 }

@@ -82,6 +82,10 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
     return FFNRT_OK;
 }
 
+/* Every output element reads its inputs at its own index (the slopes at its
+ * channel, which equals its index when y can be the slopes tensor). */
+#define ACTIVATION_ALIASING "an output may be exactly one of the inputs (in place), never part of one or another output"
+
 /* Forward when dy is NULL, backward otherwise; out is y or dx. */
 ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
                                  const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
@@ -95,6 +99,12 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
     int slopes = st == FFNRT_OK && (ffnrt_op_row_of(desc->kind)->params & FFNRT_OP_SLOPES);
     if (slopes)
         st = prelu_layout(ctx, desc, x, &p, fn);
+    if (st == FFNRT_OK) {
+        ffnrt_op_arg args[4] = {{x, "x", 0}, {dy, "dy", 0}, {desc->slopes, "desc->slopes", 0}, {out, dy ? "dx" : "y", 1}};
+        if (!slopes)
+            args[2].tensor = NULL;
+        st = ffnrt_check_aliasing(ctx, fn, args, 4, 1, ACTIVATION_ALIASING);
+    }
     ffnrt_defines defines = {0};
     ffnrt_defines_activation(&defines, st == FFNRT_OK ? desc->kind : FFNRT_ACT_COUNT);
     if (dy)
@@ -141,6 +151,9 @@ ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx, const ffnrt_activatio
 ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn)
 {
     ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
+    ffnrt_op_arg args[2] = {{x, "x", 0}, {y, "y", 1}};
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 2, 1, ACTIVATION_ALIASING);
     if (st != FFNRT_OK)
         return st;
     activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
@@ -189,6 +202,8 @@ ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_de
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_check_size(ctx, dtype, numel, fn);
     if (st != FFNRT_OK)
         return ffnrt_context_finish_call(ctx, st);
     char text[96];

@@ -21,8 +21,20 @@ ffnrt_status ffnrt_ffn_check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
     if (st == FFNRT_OK && (x->ndim == 0 || x->shape[x->ndim - 1] != d->d_model))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: x's last dimension is %lld, d_model is %lld",
                         fn, x->ndim ? (long long)x->shape[x->ndim - 1] : 0LL, (long long)d->d_model);
-    if (st == FFNRT_OK && x == y)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: y must not be x", fn);
+    /* A forward may run the layer several times (autotuning) and reads x and
+     * the weights while it writes y: y is refused as any of them. */
+    const projection *p[4] = {&layer->in, &layer->gate, &layer->value, &layer->out};
+    ffnrt_op_arg args[10] = {{x, "x", 0}, {y, "y", 1}};
+    static const char *const names[4][2] = {{"weights.w_in", "weights.b_in"}, {"the gate weights", "the gate bias"},
+                                            {"the value weights", "the value bias"},
+                                            {"weights.w_out", "weights.b_out"}};
+    for (int i = 0; i < 4; i++) {
+        args[2 + 2 * i] = (ffnrt_op_arg){p[i]->w, names[i][0], 0};
+        args[3 + 2 * i] = (ffnrt_op_arg){p[i]->b, names[i][1], 0};
+    }
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 10, 0,
+                                  "y must not be x nor overlap it or the layer's weights and biases");
     return st;
 }
 
@@ -265,6 +277,12 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
     ffnrt_status st = ffnrt_ffn_check_desc(&ctx->error, desc, fn);
     if (st == FFNRT_OK && (!out || tokens < 1))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s", fn, out ? "tokens < 1" : "out is NULL");
+    /* x and the [tokens, hidden] intermediate must be tensors the device can hold. */
+    uint64_t widest = st == FFNRT_OK ? (uint64_t)(desc->hidden > desc->d_model ? desc->hidden : desc->d_model) : 1;
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_check_size(ctx, desc->dtype, (uint64_t)tokens > UINT32_MAX / widest ? UINT64_MAX
+                                                                                              : (uint64_t)tokens * widest,
+                                     fn);
     ffnrt_plan *plan = NULL;
     if (st == FFNRT_OK && !(plan = ffnrt_plan_new()))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);

@@ -257,8 +257,15 @@ ffnrt_status ffnrt_ffn_cost_of(const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt
         else if ((unsigned)path > FFNRT_FFN_PATH_UNFUSED)
             ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a path", fn, (int)path);
     }
-    if (err.status == FFNRT_OK)
-        ffnrt_ffn_cost_model(desc, (uint64_t)tokens, path == FFNRT_FFN_PATH_UNFUSED, out);
+    if (err.status == FFNRT_OK) {
+        ffnrt_ffn_cost c;
+        if (ffnrt_ffn_cost_model(desc, (uint64_t)tokens, path == FFNRT_FFN_PATH_UNFUSED, &c))
+            *out = c;
+        else
+            ffnrt_fail(&err, FFNRT_ERROR_LIMIT_EXCEEDED,
+                       "%s: %lld tokens through d_model %lld, hidden %lld: the figures pass 64 bits", fn,
+                       (long long)tokens, (long long)desc->d_model, (long long)desc->hidden);
+    }
     ffnrt_error_publish(&err);
     return err.status;
 }

@@ -128,7 +128,9 @@ ffnrt_open_options ffnrt_open_options_of(const ffnrt_settings *settings)
 {
     const ffnrt_setting *validation = ffnrt_setting_get(settings, FFNRT_KNOB_VALIDATION, NULL, NULL);
     const ffnrt_setting *staging = ffnrt_setting_get(settings, FFNRT_KNOB_STAGING, NULL, NULL);
-    ffnrt_open_options o = {validation && validation->v[0], staging && staging->v[0]};
+    const ffnrt_setting *timeout = ffnrt_setting_get(settings, FFNRT_KNOB_TIMEOUT, NULL, NULL);
+    ffnrt_open_options o = {validation && validation->v[0], staging && staging->v[0],
+                            (timeout ? timeout->v[0] : FFNRT_DEFAULT_DEVICE_TIMEOUT_MS) * 1000000ull};
     return o;
 }
 

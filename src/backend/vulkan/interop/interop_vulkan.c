@@ -88,6 +88,7 @@ ffnrt_status ffnrt_tensor_wrap_vulkan_buffer(ffnrt_context *ctx, VkBuffer buffer
         return ffnrt_context_finish_call(ctx, st);
     }
     t->offset = offset;
+    t->app_memory = (uint64_t)buffer;
     ffnrt_tensor_link(ctx, t);
     *out = t;
     return ffnrt_context_finish_call(ctx, FFNRT_OK);
