@@ -23,7 +23,7 @@ ffnrt_status ffnrt_ffn_check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
                         fn, x->ndim ? (long long)x->shape[x->ndim - 1] : 0LL, (long long)d->d_model);
     /* A forward may run the layer several times (autotuning) and reads x and
      * the weights while it writes y: y is refused as any of them. */
-    const projection *p[4] = {&layer->in, &layer->gate, &layer->value, &layer->out};
+    const ffnrt_gemm_operand *p[4] = {&layer->in, &layer->gate, &layer->value, &layer->out};
     ffnrt_op_arg args[10] = {{x, "x", 0}, {y, "y", 1}};
     static const char *const names[4][2] = {{"weights.w_in", "weights.b_in"}, {"the gate weights", "the gate bias"},
                                             {"the value weights", "the value bias"},
