@@ -67,7 +67,7 @@ static int cmd_devices(int argc, char **argv)
         ffnrt_context *ctx = NULL;
         double gbps, gflops, us;
         if (ffnrt_context_create(&o, &ctx) == FFNRT_OK && ffnrt_context_calibrate(ctx, &gbps, &gflops, &us) == FFNRT_OK)
-            printf("    calibration: copy %.2f GB/s, GEMM %.1f GFLOP/s, dispatch %.0f us\n", gbps, gflops, us);
+            printf("    calibration: copy %.2f GB/s, GEMM %.1f GFLOP/s, dispatch %.1f us\n", gbps, gflops, us);
         else
             printf("    calibration: not measured (%s)\n", ffnrt_last_error_message());
         ffnrt_context_destroy(ctx);
