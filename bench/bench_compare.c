@@ -10,11 +10,82 @@
  * mirrored, marks improvements.
  * Needs no device: it only reads the two files. */
 #include "bench_report.h"
+#include "numbers.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------ matching */
+
+/* A row's match key and place, sorted by key, then place. */
+typedef struct keyed_row {
+    char key[400];
+    size_t row;
+} keyed_row;
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const keyed_row *x = a, *y = b;
+    int c = strcmp(x->key, y->key);
+    return c ? c : (x->row > y->row) - (x->row < y->row);
+}
+
+/* The key without the device: a run from another machine names its CPU
+ * driver's device after that CPU. */
+static void key_without_device(const bench_row *r, char *out, size_t len)
+{
+    snprintf(out, len, "%s|%s|%s|%s|%s|%s|%s", r->group, r->op, r->dir, r->backend, r->dtype, r->path, r->shape);
+}
+
+/* Pairs each old row without a match (match[i] == SIZE_MAX) with the first
+ * unused new row of the same key, in order: sorted keys and a cursor per
+ * run of equal keys, so n rows take O(n log n), not O(n^2). */
+static int match_rows(const bench_rows *old, const bench_rows *new, size_t *match, char *used, int with_device)
+{
+    keyed_row *k = malloc((new->n + 1) * sizeof *k);
+    size_t *cursor = malloc((new->n + 1) * sizeof *cursor);
+    keyed_row probe;
+    if (!k || !cursor) {
+        free(k);
+        free(cursor);
+        return -1;
+    }
+    size_t n = 0;
+    for (size_t j = 0; j < new->n; j++)
+        if (!used[j]) {
+            (with_device ? bench_row_key : key_without_device)(&new->v[j], k[n].key, sizeof k[n].key);
+            k[n].row = j;
+            cursor[n] = n;
+            n++;
+        }
+    qsort(k, n, sizeof *k, cmp_keyed);
+    for (size_t i = 0; i < old->n; i++) {
+        if (match[i] != SIZE_MAX)
+            continue;
+        (with_device ? bench_row_key : key_without_device)(&old->v[i], probe.key, sizeof probe.key);
+        size_t lo = 0, hi = n; /* the first key >= probe's */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(k[mid].key, probe.key) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        if (lo == n || strcmp(k[lo].key, probe.key) != 0)
+            continue;
+        size_t at = cursor[lo];
+        if (at < n && strcmp(k[at].key, probe.key) == 0) {
+            match[i] = k[at].row;
+            used[k[at].row] = 1;
+            cursor[lo] = at + 1;
+        }
+    }
+    free(k);
+    free(cursor);
+    return 0;
+}
 
 static void compare_usage(void)
 {
@@ -31,9 +102,8 @@ int bench_compare_main(int argc, char **argv)
     int all = 0, nfiles = 0, by_ratio = 0;
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--threshold") == 0 && i + 1 < argc) {
-            char *e;
-            threshold = strtod(argv[++i], &e);
-            if (*e || !(threshold >= 0)) {
+            if (cli_parse_double(argv[++i], 0, 1e6, &threshold) != 0) {
+                fprintf(stderr, "ffnrt bench --compare: --threshold %s: a finite number >= 0\n", argv[i]);
                 compare_usage();
                 return 2;
             }
@@ -73,26 +143,32 @@ int bench_compare_main(int argc, char **argv)
            "max(old jitter, new jitter, %.2f), jitter = (median - min)/median of a row's runs%s\n\n", threshold, all ? "" : "; unchanged rows are hidden (--all shows them)");
     printf("%-8s %-11s %-22s %-3s %-4s %-7s %-15s %10s %10s %7s %7s  %s\n", "backend", "group", "op", "dir", "prec",
            "path", "shape", "old_ms", "new_ms", "new/old", "noise", "verdict");
-    size_t matched = 0, regressions = 0, improvements = 0, only_old = 0, only_new = 0;
+    size_t matched = 0, regressions = 0, improvements = 0, only_old = 0, only_new = 0, across = 0;
     char *used = calloc(rows[1].n + 1, 1);
-    if (!used) {
+    size_t *match = malloc((rows[0].n + 1) * sizeof *match);
+    for (size_t i = 0; match && i < rows[0].n; i++)
+        match[i] = SIZE_MAX;
+    /* Same device first; then rows left over by backend and op, whatever
+     * their device is called (another machine's CPU names PoCL's). */
+    if (!used || !match || match_rows(&rows[0], &rows[1], match, used, 1) != 0 ||
+        match_rows(&rows[0], &rows[1], match, used, 0) != 0) {
+        free(used);
+        free(match);
         bench_rows_free(&rows[0]);
         bench_rows_free(&rows[1]);
+        fprintf(stderr, "ffnrt bench --compare: out of memory\n");
         return 2;
     }
+    for (size_t i = 0; i < rows[0].n; i++)
+        across += match[i] != SIZE_MAX && strcmp(rows[0].v[i].device, rows[1].v[match[i]].device) != 0;
+    if (across || strcmp(meta[0].host, meta[1].host) != 0)
+        printf("note: these runs come from different machines or devices (hosts \"%s\" and \"%s\"; %zu rows matched "
+               "by backend and op across device names, marked *): new/old compares the machines as much as the "
+               "code. A baseline is one machine's run: to see what a change did, compare two runs on one machine "
+               "(scripts/bench before and after).\n\n",
+               meta[0].host, meta[1].host, across);
     for (size_t i = 0; i < rows[0].n; i++) {
-        const bench_row *o = &rows[0].v[i], *n = NULL;
-        char ko[400], kn[400];
-        bench_row_key(o, ko, sizeof ko);
-        for (size_t j = 0; j < rows[1].n && !n; j++) {
-            if (used[j])
-                continue;
-            bench_row_key(&rows[1].v[j], kn, sizeof kn);
-            if (strcmp(ko, kn) == 0) {
-                n = &rows[1].v[j];
-                used[j] = 1;
-            }
-        }
+        const bench_row *o = &rows[0].v[i], *n = match[i] != SIZE_MAX ? &rows[1].v[match[i]] : NULL;
         if (!n) {
             only_old++;
             if (all)
@@ -119,9 +195,10 @@ int bench_compare_main(int argc, char **argv)
             improvements++;
         }
         if (all || verdict[0])
-            printf("%-8s %-11s %-22s %-3s %-4s %-7s %-15s %10.3f %10.3f %7.2f %6.0f%%  %s\n", o->backend, o->group,
+            printf("%-8s %-11s %-22s %-3s %-4s %-7s %-15s %10.3f %10.3f %7.2f %6.0f%%  %s%s\n", o->backend, o->group,
                    o->op, o->dir[0] ? o->dir : "-", o->dtype[0] ? o->dtype : "-", o->path[0] ? o->path : "-",
-                   o->shape, o->median_ns * 1e-6, n->median_ns * 1e-6, ratio, 100.0 * noise, verdict);
+                   o->shape, o->median_ns * 1e-6, n->median_ns * 1e-6, ratio, 100.0 * noise, verdict,
+                   strcmp(o->device, n->device) != 0 ? " *" : "");
     }
     for (size_t j = 0; j < rows[1].n; j++)
         if (!used[j]) {
@@ -135,6 +212,7 @@ int bench_compare_main(int argc, char **argv)
     printf("\n%zu rows compared: %zu regressions, %zu faster, %zu only in old, %zu only in new\n", matched,
            regressions, improvements, only_old, only_new);
     free(used);
+    free(match);
     bench_rows_free(&rows[0]);
     bench_rows_free(&rows[1]);
     if (matched == 0) {

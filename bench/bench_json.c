@@ -371,7 +371,15 @@ int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, 
             get_s(o, "ratio_to", r->ratio_to, sizeof r->ratio_to);
             get_s(o, "note", r->note, sizeof r->note);
             r->size = get_n(o, "size");
-            r->runs = (int)get_n(o, "runs");
+            /* A count read as a double: converted only when it is one (a
+             * cast of 1e300 to int is undefined). */
+            double runs = get_n(o, "runs");
+            if (!(runs >= 0 && runs <= 1e9) || runs != (double)(int)runs) {
+                snprintf(err, err_len, "%s: row %zu: \"runs\" is %g, not a count of runs", path, i, runs);
+                rc = -1;
+                break;
+            }
+            r->runs = (int)runs;
             r->median_ns = get_n(o, "median_ns");
             r->min_ns = get_n(o, "min_ns");
             r->max_ns = get_n(o, "max_ns");

@@ -16,7 +16,11 @@ include_guard(GLOBAL)
 find_package(Threads REQUIRED)
 
 find_path(FFNRT_GLSLANG_INCLUDE_DIR glslang/Include/glslang_c_interface.h REQUIRED)
-set(_ffnrt_glslang_required glslang-default-resource-limits SPIRV glslang MachineIndependent GenericCodeGen)
+# SPIRV-Tools (a dependency of Debian's glslang-dev): its validator checks
+# SPIR-V read back from the disk cache before a driver sees it.
+set(_ffnrt_glslang_required glslang-default-resource-limits SPIRV SPIRV-Tools glslang MachineIndependent
+    GenericCodeGen)
+find_path(FFNRT_SPIRV_TOOLS_INCLUDE_DIR spirv-tools/libspirv.h REQUIRED)
 # Link order: dependents before their dependencies (static archives).
 set(_ffnrt_glslang_order glslang-default-resource-limits SPIRV SPIRV-Tools-opt SPIRV-Tools glslang
     MachineIndependent OSDependent OGLCompiler GenericCodeGen)
@@ -37,6 +41,6 @@ list(APPEND FFNRT_GLSLANG_LIBRARIES ${FFNRT_GLSLANG_LIB_MachineIndependent} ${FF
 if(NOT TARGET ffnrt::glslang)
   add_library(ffnrt::glslang INTERFACE IMPORTED)
   set_target_properties(ffnrt::glslang PROPERTIES
-    INTERFACE_INCLUDE_DIRECTORIES "${FFNRT_GLSLANG_INCLUDE_DIR}"
+    INTERFACE_INCLUDE_DIRECTORIES "${FFNRT_GLSLANG_INCLUDE_DIR};${FFNRT_SPIRV_TOOLS_INCLUDE_DIR}"
     INTERFACE_LINK_LIBRARIES "${FFNRT_GLSLANG_LIBRARIES};Threads::Threads")
 endif()

@@ -1,5 +1,5 @@
 /* Writes the seed corpus of fuzz_cache_reader into the directory given:
- *   cc -I src -I include fuzz/make_corpus.c src/core/disk_cache.c -o /tmp/mc
+ *   cc -I src -I include fuzz/make_corpus.c src/core/disk_cache.c src/core/sha256.c -o /tmp/mc
  *   /tmp/mc fuzz/corpus/cache_reader */
 #include "core/disk_cache.h"
 

@@ -44,6 +44,7 @@ typedef enum ffnrt_status {
     FFNRT_ERROR_OUT_OF_DEVICE_MEMORY,
     FFNRT_ERROR_COMPILE_FAILED,      /* a kernel did not build; see ffnrt_context_build_log */
     FFNRT_ERROR_DEVICE_FAILURE,      /* the driver reported an error or lost the device */
+    FFNRT_ERROR_INVALID_FILE,        /* a file (GGUF) that is truncated, corrupt or not of its format */
     FFNRT_STATUS_COUNT
 } ffnrt_status;
 
@@ -171,10 +172,19 @@ typedef struct ffnrt_context_options {
      * cache never makes a call fail. */
     const char *cache_dir;
     int disable_disk_cache;
+    /* How long a wait for the device may last before the call fails with
+     * FFNRT_ERROR_DEVICE_FAILURE, in milliseconds; 0: FFNRT_DEVICE_TIMEOUT_MS,
+     * else 120000. Work that ran past it may still be running: the context
+     * keeps whatever it may touch (tensors and layers destroyed meanwhile
+     * included) until it finishes, which ffnrt_context_wait waits for again
+     * (and any later call notices), or until the context is destroyed,
+     * which waits for it without a limit. Vulkan; OpenCL waits in clFinish,
+     * without a limit, and keeps buffers alive for enqueued work itself. */
+    uint32_t device_timeout_ms;
 } ffnrt_context_options;
 
 #define FFNRT_CONTEXT_OPTIONS_INIT \
-    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_EXACT, 0, 0, NULL, 0 }
+    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_EXACT, 0, 0, NULL, 0, 0 }
 
 /* Profile i's name and a line saying what it models and where its figures
  * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */
@@ -360,13 +370,22 @@ typedef struct ffnrt_activation_desc {
 
 /* y = act(x), element-wise. x and y have the same shape and dtype (f32,
  * f16 or bf16: arithmetic is fp32 and the result is rounded once to the
- * storage type); y may be x (in place). */
+ * storage type); y may be x (in place).
+ *
+ * Aliasing, for every element-wise op (activations, ffnrt_copy, the split
+ * GLU calls, forward and backward): an output may be exactly one of the
+ * inputs (each output element reads its inputs, at its own index, before it
+ * is written); an output that shares memory with an input any other way
+ * (two wraps of one app buffer at overlapping ranges), or with another
+ * output, is FFNRT_ERROR_INVALID_ARGUMENT. The halves layouts
+ * (ffnrt_glu_forward, ffnrt_glu_backward) read two elements per output, so
+ * their output must not overlap an input at all. */
 FFNRT_API ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx,
                                                 const ffnrt_activation_desc *desc,
                                                 const ffnrt_tensor *x, ffnrt_tensor *y);
 /* dx = dy * act'(x). Conventions at the kinks: relu'(0) = 0, leaky/prelu'(0)
  * = alpha (the negative side), elu'(0) = alpha. PReLU's gradient with
- * respect to its slopes is not computed. dx may alias dy. */
+ * respect to its slopes is not computed. dx may be x or dy (in place). */
 /* The plan of ffnrt_activation_forward on `numel` elements of `dtype`
  * (PReLU: with desc->slopes NULL, one shared slope is assumed). */
 FFNRT_API ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
@@ -509,7 +528,8 @@ FFNRT_API ffnrt_status ffnrt_ffn_create_from_tensors(ffnrt_context *ctx, const f
                                                      ffnrt_ffn **out);
 FFNRT_API void ffnrt_ffn_destroy(ffnrt_ffn *layer); /* NULL is a no-op */
 /* y = ffn(x): x and y are [..., d_model] of the layer's dtype and one shape;
- * the leading dimensions are the tokens. y must not be x. The device time of
+ * the leading dimensions are the tokens. y must not be x, nor overlap x or
+ * the layer's weight and bias tensors (FFNRT_ERROR_INVALID_ARGUMENT). The device time of
  * the whole block (every kernel) is ffnrt_context_last_op_time's. */
 FFNRT_API ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
 
@@ -562,6 +582,59 @@ FFNRT_API void ffnrt_bf16_to_f32_array(const uint16_t *src, float *dst, size_t n
 /* y = x, through the same element-wise machinery; the bench's bandwidth
  * limit and a device sanity check. */
 FFNRT_API ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y);
+
+/* ------------------------------------------------------ weight formats */
+
+/* How a weight matrix [rows, k] (row-major, [out, in] as nn.Linear) is
+ * stored: the dense dtypes, or GGUF's block formats byte for byte, so a
+ * GGUF tensor's bytes are handed over unchanged. Blocks run along k (the
+ * input dimension, GGUF's ne0); a row is k / block_elements blocks.
+ *   Q8_0: fp16 d, 32 x int8 q                      x = d*q          34 B / 32
+ *   Q4_0: fp16 d, 16 B nibbles                     x = d*(q - 8)    18 B / 32
+ *   Q4_1: fp16 d, fp16 m, 16 B nibbles             x = d*q + m      20 B / 32
+ *         (nibbles: byte j holds element j in its low half and
+ *          element j + 16 in its high half)
+ *   Q4_K: 256-element super-blocks of 8 x 32, 6-bit scales and mins  144 B
+ *   Q6_K: 256-element super-blocks of 16 x 16, int8 scales           210 B
+ * The dense values equal ffnrt_dtype's, so a dtype converts to its format. */
+typedef enum ffnrt_weight_format {
+    FFNRT_WEIGHT_F32 = 0,
+    FFNRT_WEIGHT_F16 = 1,
+    FFNRT_WEIGHT_BF16 = 2,
+    FFNRT_WEIGHT_Q8_0 = 3,
+    FFNRT_WEIGHT_Q4_0 = 4,
+    FFNRT_WEIGHT_Q4_1 = 5,
+    FFNRT_WEIGHT_Q4_K = 6,
+    FFNRT_WEIGHT_Q6_K = 7,
+    FFNRT_WEIGHT_FORMAT_COUNT
+} ffnrt_weight_format;
+
+/* "f32", "q4_1", ...; "unknown" for a value out of range. */
+FFNRT_API const char *ffnrt_weight_format_name(ffnrt_weight_format format);
+/* Parses a name as ffnrt_weight_format_name prints it (any case). */
+FFNRT_API ffnrt_status ffnrt_weight_format_from_name(const char *name, ffnrt_weight_format *out);
+/* Elements one block holds along k and its bytes (dense: 1 and the dtype's
+ * size). Either pointer may be NULL. */
+FFNRT_API ffnrt_status ffnrt_weight_format_block(ffnrt_weight_format format, uint32_t *elements,
+                                                 uint32_t *bytes);
+/* Bytes of a [rows, k] matrix (rows = 1: one row). k must be a multiple of
+ * the block (FFNRT_ERROR_SHAPE_MISMATCH otherwise); a size past SIZE_MAX is
+ * FFNRT_ERROR_INVALID_ARGUMENT. */
+FFNRT_API ffnrt_status ffnrt_weight_bytes(ffnrt_weight_format format, int64_t rows, int64_t k, size_t *bytes);
+/* fp32 [rows, k] -> format, with the reference rounding of GGUF's tools
+ * (ggml's quantize_row_*_ref, byte for byte; for Q4_K and Q6_K their
+ * scale searches; the README gives each rule); dst_bytes must equal
+ * ffnrt_weight_bytes. A NaN or infinite weight, or a block whose scale or
+ * minimum overflows fp16, is FFNRT_ERROR_INVALID_ARGUMENT naming the row
+ * and column, and dst is left untouched. Dense formats round to nearest
+ * even (NaN and Inf pass through as themselves). */
+FFNRT_API ffnrt_status ffnrt_quantize(ffnrt_weight_format format, const float *src, int64_t rows, int64_t k,
+                                      void *dst, size_t dst_bytes);
+/* format -> fp32 [rows, k]; src_bytes must equal ffnrt_weight_bytes. Pure
+ * arithmetic on the stored scales, never an error on content: a NaN or
+ * infinite stored scale gives NaN or infinite weights. */
+FFNRT_API ffnrt_status ffnrt_dequantize(ffnrt_weight_format format, const void *src, size_t src_bytes,
+                                        int64_t rows, int64_t k, float *dst);
 
 #ifdef __cplusplus
 }

@@ -71,11 +71,33 @@ printf '' >"$dir/empty.json"
 printf '{"rows": [%s]}' "$(printf '[%.0s' $(seq 1 200))" >"$dir/deep.json"
 printf '{"rows": []} trailing' >"$dir/trailing.json"
 printf '{"rows": [{"group": "a\x01b", "op": "c"}]}' >"$dir/control.json"
-for bad in truncated badnum norows array empty deep trailing control; do
+printf '{"rows": [{"group": "x", "op": "y", "runs": 1e300}]}' >"$dir/runs.json" # was a float-cast UB
+for bad in truncated badnum norows array empty deep trailing control runs; do
     check "malformed ($bad) refused" 2 "$ffnrt" bench --compare "$dir/old.json" "$dir/$bad.json"
     grep -q "$bad.json" "$dir/err" || { echo "FAIL: the message does not name $bad.json"; cat "$dir/err"; fail=1; }
 done
 check "missing file refused" 2 "$ffnrt" bench --compare "$dir/old.json" "$dir/none.json"
+check "an infinite threshold refused" 2 "$ffnrt" bench --compare "$dir/old.json" "$dir/old.json" --threshold inf
+
+# Another machine's run (its CPU names PoCL's device): rows match by backend
+# and op, marked, under a note that the runs come from different machines.
+sed 's/Test Device, rev 1/Another CPU/g; s/"host": "test"/"host": "other"/' "$dir/slow.json" >"$dir/other.json"
+check "another machine's run: matched, the slowdown flagged" 1 "$ffnrt" bench --compare "$dir/old.json" "$dir/other.json"
+grep -q "3 rows compared" "$dir/out" && grep -q "different machines" "$dir/out" && grep REGRESSION "$dir/out" | grep -q ' \*$' ||
+    { echo "FAIL: rows of another device not matched, marked and explained"; cat "$dir/out"; fail=1; }
+
+# Large files match in O(n log n): 20,000 rows of another device's run took
+# minutes when each old row searched (and formatted the key of) every new
+# one; the bound is far above the time it takes (well under a second).
+big() { # file device
+    { printf '{"host": "test", "rows": [\n'
+      awk -v d="$2" 'BEGIN { for (i = 0; i < 20000; i++) printf "%s{\"group\": \"elementwise\", \"op\": \"op%d\", \"backend\": \"opencl\", \"device\": \"%s\", \"shape\": \"%d\", \"runs\": 5, \"median_ns\": 1000, \"min_ns\": 1000}\n", i ? "," : "", i % 997, d, i }'
+      printf ']}\n'; } >"$1"
+}
+big "$dir/big_old.json" "CPU A"
+big "$dir/big_new.json" "CPU B"
+check "20,000 rows against 20,000 of another device compare in seconds" 0 timeout 30 "$ffnrt" bench --compare "$dir/big_old.json" "$dir/big_new.json"
+grep -q "20000 rows compared: 0 regressions" "$dir/out" || { echo "FAIL: large files"; tail -3 "$dir/out"; fail=1; }
 check "one file is a usage error" 2 "$ffnrt" bench --compare "$dir/old.json"
 
 # The writer and the reader: the host peer needs no device.

@@ -74,6 +74,20 @@ ParameterizedTest(ffnrt_backend *b, dispatch, every_op_has_a_plan)
     cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 0, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
     cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 1, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
     cr_expect_eq(ffnrt_plan_item(NULL, 0, NULL, NULL, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    /* Sizes no tensor could have are refused, not planned as 0 dispatches
+     * (ffnrt plan --elements -1 reached here as SIZE_MAX). */
+    ffnrt_activation_desc gelu = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    cr_expect_eq(ffnrt_activation_plan(ctx, &gelu, FFNRT_DTYPE_F32, SIZE_MAX, &plan), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_expect(strstr(ffnrt_context_last_error(ctx), "largest allocation"), "%s", ffnrt_context_last_error(ctx));
+    cr_expect_eq(ffnrt_activation_plan(ctx, &gelu, FFNRT_DTYPE_F16, (size_t)UINT32_MAX + 1, &plan),
+                 FFNRT_ERROR_LIMIT_EXCEEDED);
+    ffnrt_glu_desc geglu = FFNRT_GLU_DESC_INIT(FFNRT_GEGLU);
+    cr_expect_eq(ffnrt_glu_plan(ctx, &geglu, FFNRT_DTYPE_F32, (size_t)1 << 31, 4096, &plan),
+                 FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_expect_eq(ffnrt_glu_plan(ctx, &geglu, FFNRT_DTYPE_F32, SIZE_MAX, SIZE_MAX, &plan), FFNRT_ERROR_LIMIT_EXCEEDED);
+    plan = NULL;
+    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, INT64_MAX, &plan), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_expect_null(plan);
     test_context_done(ctx);
 }
 

@@ -246,6 +246,27 @@ Test(errors, gated_hidden_huge_multiple)
     cr_assert_eq(ffnrt_ffn_gated_hidden(1, 1), 0);
 }
 
+/* Figures past 64 bits are refused, not wrapped: d = h = 2^32 - 1 with
+ * INT64_MAX tokens returned OK with wrapped numbers. */
+Test(errors, ffn_cost_overflow)
+{
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, UINT32_MAX, UINT32_MAX);
+    ffnrt_ffn_cost c;
+    memset(&c, 0x5a, sizeof c);
+    ffnrt_ffn_cost before = c;
+    EXPECT(ffnrt_ffn_cost_of(&d, INT64_MAX, FFNRT_FFN_PATH_UNFUSED, &c), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_assert(strstr(ffnrt_last_error_message(), "64 bits"), "%s", ffnrt_last_error_message());
+    cr_assert_eq(memcmp(&c, &before, sizeof c), 0, "out changed on failure");
+    EXPECT(ffnrt_ffn_cost_of(&d, INT64_C(1) << 31, FFNRT_FFN_PATH_FUSED, &c), FFNRT_ERROR_LIMIT_EXCEEDED);
+    /* Near the edge, exact: 3 * 2^60 weights, 12 * 2^60 bytes at one token. */
+    d.d_model = d.hidden = INT64_C(1) << 30;
+    uint64_t m = UINT64_C(1) << 30;
+    cr_assert_eq(ffnrt_ffn_cost_of(&d, 1, FFNRT_FFN_PATH_FUSED, &c), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(c.parameters, 3 * m * m);
+    cr_assert_eq(c.weight_bytes, 12 * m * m);
+    cr_assert_eq(c.flops, 2 * 3 * m * m + 2 * m);
+}
+
 BACKEND_PARAMETERS(errors, empty_tensors_with_huge_dimensions)
 
 /* Found by fuzz/fuzz_api.c: a tensor with a 0 dimension is empty whatever
@@ -265,5 +286,244 @@ ParameterizedTest(ffnrt_backend *b, errors, empty_tensors_with_huge_dimensions)
     cr_assert_eq(ffnrt_glu_forward(ctx, &g, x, h), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
     ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
     cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    test_context_done(ctx);
+}
+
+/* ------------------------------------------------------------- aliasing */
+
+/* Every op with more than one tensor argument, with each output in turn
+ * made the very tensor of another argument. Where the op allows it (an
+ * output that is exactly an input, for kernels that read each element's
+ * inputs before writing it) the results must equal those of separate
+ * tensors bit for bit; elsewhere the call is refused with a clear status
+ * and leaves every tensor unchanged. The table says what each op allows;
+ * the library is checked against it, forward and backward. Partial
+ * overlaps (two wraps of one app buffer) are in test_interop. */
+
+enum { ALIAS_MAX_ARGS = 6, ALIAS_N = 1001, ALIAS_ROWS = 7, ALIAS_W = 11, ALIAS_D = 8 };
+
+/* Argument shapes. */
+typedef enum alias_shape {
+    SH_N,     /* [ALIAS_N]: the element-wise ops, PReLU's per-element slopes */
+    SH_X2,    /* [ALIAS_ROWS, 2 * ALIAS_W]: the GLU halves layout */
+    SH_X1,    /* [ALIAS_ROWS, ALIAS_W] */
+    SH_DD,    /* [ALIAS_D, ALIAS_D]: an FFN with tokens = d_model = hidden */
+    SH_D      /* [ALIAS_D]: one token, a bias */
+} alias_shape;
+
+typedef struct alias_op {
+    const char *name;
+    int nin, nout; /* args: inputs first, then outputs */
+    alias_shape shape[ALIAS_MAX_ARGS];
+    int same_ok;   /* an output may be exactly an input */
+    int f32_only;
+    ffnrt_status (*run)(ffnrt_context *ctx, ffnrt_tensor *const *a);
+} alias_op;
+
+static ffnrt_status run_gelu(ffnrt_context *ctx, ffnrt_tensor *const *a)
+{
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    return ffnrt_activation_forward(ctx, &d, a[0], a[1]);
+}
+
+static ffnrt_status run_prelu(ffnrt_context *ctx, ffnrt_tensor *const *a)
+{
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
+    d.slopes = a[1];
+    return ffnrt_activation_forward(ctx, &d, a[0], a[2]);
+}
+
+static ffnrt_status run_silu_backward(ffnrt_context *ctx, ffnrt_tensor *const *a)
+{
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    return ffnrt_activation_backward(ctx, &d, a[0], a[1], a[2]);
+}
+
+static ffnrt_status run_prelu_backward(ffnrt_context *ctx, ffnrt_tensor *const *a)
+{
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
+    d.slopes = a[2];
+    return ffnrt_activation_backward(ctx, &d, a[0], a[1], a[3]);
+}
+
+static ffnrt_status run_copy(ffnrt_context *ctx, ffnrt_tensor *const *a) { return ffnrt_copy(ctx, a[0], a[1]); }
+
+static ffnrt_status run_swiglu_split(ffnrt_context *ctx, ffnrt_tensor *const *a)
+{
+    ffnrt_glu_desc g = FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU);
+    return ffnrt_glu_forward_split(ctx, &g, a[0], a[1], a[2]);
+}
+
+static ffnrt_status run_geglu_split_backward(ffnrt_context *ctx, ffnrt_tensor *const *a)
+{
+    ffnrt_glu_desc g = FFNRT_GLU_DESC_INIT(FFNRT_GEGLU);
+    return ffnrt_glu_backward_split(ctx, &g, a[0], a[1], a[2], a[3], a[4]);
+}
+
+static ffnrt_status run_glu_halves(ffnrt_context *ctx, ffnrt_tensor *const *a)
+{
+    ffnrt_glu_desc g = FFNRT_GLU_DESC_INIT(FFNRT_GLU);
+    return ffnrt_glu_forward(ctx, &g, a[0], a[1]);
+}
+
+static ffnrt_status run_reglu_halves_backward(ffnrt_context *ctx, ffnrt_tensor *const *a)
+{
+    ffnrt_glu_desc g = FFNRT_GLU_DESC_INIT(FFNRT_REGLU);
+    return ffnrt_glu_backward(ctx, &g, a[0], a[1], a[2]);
+}
+
+/* A dense layer over the tensors (x, w_in, b_in, w_out, b_out; y), made
+ * for the call; autotune takes the same checks as forward. */
+static ffnrt_status run_ffn(ffnrt_context *ctx, ffnrt_tensor *const *a, int autotune)
+{
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, ALIAS_D, ALIAS_D);
+    desc.bias = 1;
+    ffnrt_ffn_weight_tensors w = {0};
+    w.w_in = a[1], w.b_in = a[2], w.w_out = a[3], w.b_out = a[4];
+    ffnrt_ffn *layer;
+    ffnrt_status st = ffnrt_ffn_create_from_tensors(ctx, &desc, &w, &layer);
+    cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    st = autotune ? ffnrt_ffn_autotune(layer, a[0], a[5]) : ffnrt_ffn_forward(layer, a[0], a[5]);
+    ffnrt_ffn_destroy(layer);
+    return st;
+}
+
+static ffnrt_status run_ffn_forward(ffnrt_context *ctx, ffnrt_tensor *const *a) { return run_ffn(ctx, a, 0); }
+static ffnrt_status run_ffn_autotune(ffnrt_context *ctx, ffnrt_tensor *const *a) { return run_ffn(ctx, a, 1); }
+
+static const alias_op alias_ops[] = {
+    {"activation_forward", 1, 1, {SH_N, SH_N}, 1, 0, run_gelu},
+    {"activation_forward prelu", 2, 1, {SH_N, SH_N, SH_N}, 1, 0, run_prelu},
+    {"activation_backward", 2, 1, {SH_N, SH_N, SH_N}, 1, 0, run_silu_backward},
+    {"activation_backward prelu", 3, 1, {SH_N, SH_N, SH_N, SH_N}, 1, 0, run_prelu_backward},
+    {"copy", 1, 1, {SH_N, SH_N}, 1, 0, run_copy},
+    {"glu_forward_split", 2, 1, {SH_N, SH_N, SH_N}, 1, 0, run_swiglu_split},
+    {"glu_backward_split", 3, 2, {SH_N, SH_N, SH_N, SH_N, SH_N}, 1, 0, run_geglu_split_backward},
+    {"glu_forward", 1, 1, {SH_X2, SH_X1}, 0, 0, run_glu_halves},
+    {"glu_backward", 2, 1, {SH_X2, SH_X1, SH_X2}, 0, 0, run_reglu_halves_backward},
+    {"ffn_forward", 5, 1, {SH_DD, SH_DD, SH_D, SH_DD, SH_D, SH_DD}, 0, 1, run_ffn_forward},
+    {"ffn_forward one token", 5, 1, {SH_D, SH_DD, SH_D, SH_DD, SH_D, SH_D}, 0, 1, run_ffn_forward},
+    {"ffn_autotune", 5, 1, {SH_DD, SH_DD, SH_D, SH_DD, SH_D, SH_DD}, 0, 1, run_ffn_autotune},
+};
+
+static ffnrt_tensor *alias_tensor(ffnrt_context *ctx, alias_shape s, ffnrt_dtype dtype, int seed)
+{
+    static const int64_t shapes[][2] = {
+        [SH_N] = {ALIAS_N, 0}, [SH_X2] = {ALIAS_ROWS, 2 * ALIAS_W}, [SH_X1] = {ALIAS_ROWS, ALIAS_W},
+        [SH_DD] = {ALIAS_D, ALIAS_D}, [SH_D] = {ALIAS_D, 0}};
+    ffnrt_tensor *t;
+    size_t ndim = shapes[s][1] ? 2 : 1;
+    cr_assert_eq(ffnrt_tensor_create(ctx, dtype, ndim, shapes[s], &t), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    size_t n = ffnrt_tensor_numel(t);
+    float *v = malloc(n * sizeof *v);
+    uint16_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++)
+        v[i] = (float)((int)((i * 37u + (size_t)seed * 101u) % 200u) - 100) / 25.0f;
+    if (dtype == FFNRT_DTYPE_F16)
+        ffnrt_f32_to_f16_array(v, h, n);
+    cr_assert_eq(ffnrt_tensor_write(t, dtype == FFNRT_DTYPE_F16 ? (void *)h : (void *)v, ffnrt_tensor_bytes(t)),
+                 FFNRT_OK);
+    free(v);
+    free(h);
+    return t;
+}
+
+static void *alias_read(const ffnrt_tensor *t)
+{
+    void *b = malloc(ffnrt_tensor_bytes(t) + 1);
+    cr_assert_eq(ffnrt_tensor_read(t, b, ffnrt_tensor_bytes(t)), FFNRT_OK);
+    return b;
+}
+
+/* Runs op with output `out` made the tensor of argument `target`; ref
+ * holds the outputs of a run with separate tensors (NULL when every case
+ * of the op is refused). */
+static void alias_case(ffnrt_context *ctx, const alias_op *op, ffnrt_dtype dtype, int out, int target, void **ref)
+{
+    int n = op->nin + op->nout;
+    ffnrt_tensor *a[ALIAS_MAX_ARGS] = {0};
+    for (int k = 0; k < n; k++)
+        if (k != out)
+            a[k] = alias_tensor(ctx, op->shape[k], dtype, k);
+    a[out] = a[target];
+    void *before[ALIAS_MAX_ARGS] = {0};
+    for (int k = 0; k < n; k++)
+        if (k != out)
+            before[k] = alias_read(a[k]);
+    int same_shape = op->shape[out] == op->shape[target];
+    int allowed = same_shape && op->same_ok && target < op->nin;
+    ffnrt_status want = !same_shape ? FFNRT_ERROR_SHAPE_MISMATCH : allowed ? FFNRT_OK : FFNRT_ERROR_INVALID_ARGUMENT;
+    ffnrt_status st = op->run(ctx, a);
+    const char *msg = ffnrt_context_last_error(ctx);
+    ffnrt_device_info info;
+    ffnrt_context_get_device_info(ctx, &info);
+    cr_assert_eq(st, want, "%s (%s, %s): output %d as argument %d: %s, expected %s (%s)", op->name,
+                 ffnrt_backend_name(info.backend), ffnrt_dtype_name(dtype), out, target, ffnrt_status_string(st),
+                 ffnrt_status_string(want), msg);
+    if (want == FFNRT_ERROR_INVALID_ARGUMENT)
+        cr_assert(strstr(msg, "memory"), "%s: the refusal does not say why: %s", op->name, msg);
+    for (int k = 0; k < n; k++) {
+        if (k == out)
+            continue;
+        void *now = alias_read(a[k]);
+        size_t bytes = ffnrt_tensor_bytes(a[k]);
+        if (st != FFNRT_OK || k < op->nin) {
+            if (k != target || st != FFNRT_OK)
+                cr_assert_eq(memcmp(now, before[k], bytes), 0, "%s: argument %d changed", op->name, k);
+        } else {
+            cr_assert_eq(memcmp(now, ref[k - op->nin], bytes), 0, "%s: output %d differs with output %d aliased",
+                         op->name, k, out);
+        }
+        if (st == FFNRT_OK && k == target)
+            cr_assert_eq(memcmp(now, ref[out - op->nin], bytes), 0,
+                         "%s (%s): output %d made argument %d gives other results", op->name,
+                         ffnrt_dtype_name(dtype), out, target);
+        free(now);
+        free(before[k]);
+    }
+    for (int k = 0; k < n; k++)
+        if (k != out)
+            ffnrt_tensor_destroy(a[k]);
+}
+
+/* The outputs of op with a tensor for each argument. */
+static void alias_reference(ffnrt_context *ctx, const alias_op *op, ffnrt_dtype dtype, void **ref)
+{
+    int n = op->nin + op->nout;
+    ffnrt_tensor *a[ALIAS_MAX_ARGS];
+    for (int k = 0; k < n; k++)
+        a[k] = alias_tensor(ctx, op->shape[k], dtype, k);
+    cr_assert_eq(op->run(ctx, a), FFNRT_OK, "%s: %s", op->name, ffnrt_context_last_error(ctx));
+    for (int k = op->nin; k < n; k++)
+        ref[k - op->nin] = alias_read(a[k]);
+    for (int k = 0; k < n; k++)
+        ffnrt_tensor_destroy(a[k]);
+}
+
+BACKEND_PARAMETERS(errors, aliasing)
+ParameterizedTest(ffnrt_backend *b, errors, aliasing)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    static const ffnrt_dtype dtypes[2] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16};
+    for (size_t i = 0; i < sizeof alias_ops / sizeof alias_ops[0]; i++) {
+        const alias_op *op = &alias_ops[i];
+        int n = op->nin + op->nout;
+        for (int d = 0; d < (op->f32_only ? 1 : 2); d++) {
+            int any_allowed = 0;
+            for (int out = op->nin; out < n; out++)
+                for (int t = 0; t < op->nin; t++)
+                    any_allowed |= op->same_ok && op->shape[out] == op->shape[t];
+            void *ref[2] = {NULL, NULL};
+            if (any_allowed)
+                alias_reference(ctx, op, dtypes[d], ref);
+            /* Each output as each other argument (a pair of outputs once). */
+            for (int out = op->nin; out < n; out++)
+                for (int t = 0; t < n; t++)
+                    if (t != out && !(t >= op->nin && t < out))
+                        alias_case(ctx, op, dtypes[d], out, t, ref);
+            free(ref[0]);
+            free(ref[1]);
+        }
+    }
     test_context_done(ctx);
 }

@@ -517,6 +517,14 @@ ParameterizedTest(kernel_group *g, ffn, kernels)
         {b, D, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 76, 300, 33, 1, 0, 0, FFNRT_MATMUL_AUTO},
     };
     run_cases(limited, sizeof limited / sizeof limited[0], &o);
+    /* Two work-items a group: PoCL 3.1's compiler aborted the process on
+     * the tiled kernel's 2-item groups; the quirk table steers PoCL to 1. */
+    if (!g->blocked) {
+        ffnrt_context_options two = FFNRT_CONTEXT_OPTIONS_INIT;
+        two.max_workgroup_size = 2;
+        ffn_case tiny[] = {{b, G, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 32, 48, 9, 1, 0, 0, FFNRT_MATMUL_TILED}};
+        run_cases(tiny, 1, &two);
+    }
 }
 
 /* ----------------------------------------------------------- accounting */

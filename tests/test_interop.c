@@ -548,6 +548,30 @@ Test(vulkan, bad_input)
     EXPECT(ffnrt_tensor_wrap_vulkan_buffer(ctx, b.buffer, 0, 400, (ffnrt_dtype)7, 1, shape, &t),
            FFNRT_ERROR_INVALID_ARGUMENT);
     cr_assert_null(t);
+    /* Two wraps of one buffer: the same range is the same tensor (in place
+     * is fine), a range that overlaps another way is refused. */
+    ffnrt_tensor *wx = NULL, *same = NULL, *shifted = NULL;
+    VkDeviceSize shift = round_up(4, align);
+    cr_assert_lt(shift, 400);
+    OK(ctx, ffnrt_tensor_wrap_vulkan_buffer(ctx, b.buffer, 0, 400, FFNRT_DTYPE_F32, 1, shape, &wx));
+    OK(ctx, ffnrt_tensor_wrap_vulkan_buffer(ctx, b.buffer, 0, 400, FFNRT_DTYPE_F32, 1, shape, &same));
+    OK(ctx, ffnrt_tensor_wrap_vulkan_buffer(ctx, b.buffer, shift, 400, FFNRT_DTYPE_F32, 1, shape, &shifted));
+    float xv[100], yv[100];
+    fill(xv, 100, 5, 6.0f);
+    OK(ctx, ffnrt_tensor_write(wx, xv, sizeof xv));
+    ffnrt_activation_desc gelu = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU);
+    EXPECT(ffnrt_activation_forward(ctx, &gelu, wx, shifted), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(ffnrt_last_error_message(), "overlap in memory"), "%s", ffnrt_last_error_message());
+    ffnrt_glu_desc swiglu = FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU);
+    EXPECT(ffnrt_glu_backward_split(ctx, &swiglu, wx, wx, wx, same, shifted), FFNRT_ERROR_INVALID_ARGUMENT);
+    OK(ctx, ffnrt_tensor_read(wx, yv, sizeof yv));
+    cr_assert_eq(memcmp(xv, yv, sizeof xv), 0, "a refused call changed its input");
+    OK(ctx, ffnrt_activation_forward(ctx, &gelu, wx, same));
+    OK(ctx, ffnrt_tensor_read(wx, yv, sizeof yv));
+    check_gelu(xv, yv, 100);
+    ffnrt_tensor_destroy(wx);
+    ffnrt_tensor_destroy(same);
+    ffnrt_tensor_destroy(shifted);
     EXPECT(ffnrt_vulkan_record_end(ctx), FFNRT_ERROR_INVALID_ARGUMENT);
     EXPECT(ffnrt_vulkan_record_begin(ctx, VK_NULL_HANDLE), FFNRT_ERROR_INVALID_ARGUMENT);
     VkCommandBuffer cmd = app_begin(&app);
@@ -679,6 +703,14 @@ Test(opencl, context_from_app_handles_and_refcounts)
     OK(ctx, ffnrt_context_last_op_time(ctx, &ns));
     cr_assert_gt(ns, 0, "no device time from the app's profiling queue");
     cr_assert_gt(refcount_context(app.context), ctx_refs, "ffnrt holds a reference while it uses the context");
+
+    /* A wrap that overlaps another part of one buffer is refused as an
+     * output (the same range would be in place). */
+    ffnrt_tensor *tz = NULL;
+    OK(ctx, ffnrt_tensor_wrap_opencl_buffer(ctx, mem, app.align, FFNRT_DTYPE_F32, 1, shape, &tz));
+    EXPECT(ffnrt_activation_forward(ctx, &gelu, tx, tz), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(ffnrt_last_error_message(), "overlap in memory"), "%s", ffnrt_last_error_message());
+    ffnrt_tensor_destroy(tz);
 
     ffnrt_tensor_destroy(tx);
     ffnrt_context_destroy(ctx); /* also frees ty's wrapper */

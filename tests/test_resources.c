@@ -8,6 +8,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define EXPECT(call, status)                                                                                  \
     do {                                                                                                      \
@@ -144,6 +145,103 @@ ParameterizedTest(ffnrt_backend *b, resources, compile_failure_recovers)
  * CL_OUT_OF_RESOURCES / CL_MEM_OBJECT_ALLOCATION_FAILURE and
  * VK_ERROR_OUT_OF_DEVICE_MEMORY to FFNRT_ERROR_OUT_OF_DEVICE_MEMORY. The
  * status names stay distinct so callers can tell them apart. */
+/* Waits (ffnrt_context_wait, again and again) until work that ran past the
+ * device timeout has finished; fails the test after two minutes. */
+static void wait_until_finished(ffnrt_context *ctx)
+{
+    for (int i = 0; i < 24000; i++) {
+        if (ffnrt_context_wait(ctx) == FFNRT_OK)
+            return;
+        cr_assert(strstr(ffnrt_context_last_error(ctx), "timeout"), "%s", ffnrt_context_last_error(ctx));
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+    cr_assert_fail("the work did not finish in two minutes");
+}
+
+/* A dense layer of 4 MFLOP a token (1 GFLOP at 256 tokens: about 50 ms
+ * on lavapipe here, far past a 1 ms timeout); weights and input zeros. */
+static ffnrt_status long_forward(ffnrt_context *ctx, int64_t T, ffnrt_ffn **layer, ffnrt_tensor **x,
+                                 ffnrt_tensor **y)
+{
+    enum { D = 512, H = 2048 };
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, D, H);
+    float *w = calloc((size_t)D * H, sizeof *w);
+    ffnrt_ffn_weights weights = {0};
+    weights.w_in = weights.w_out = w;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &desc, &weights, layer), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    free(w);
+    int64_t shape[2] = {T, D};
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, y), FFNRT_OK);
+    return ffnrt_ffn_forward(*layer, *x, *y);
+}
+
+BACKEND_PARAMETERS(resources, device_timeout)
+
+/* Work that runs past the device timeout (1 ms here): Vulkan fails the
+ * call with FFNRT_ERROR_DEVICE_FAILURE, naming the timeout, and keeps what
+ * the unfinished work uses, so a layer and tensors destroyed meanwhile are
+ * freed only after it finishes (the validation layer flags a buffer
+ * destroyed while in use; freeing it early was a use after free in
+ * lavapipe's threads); ffnrt_context_wait waits for it again, after which
+ * the context works (a small op that runs past 1 ms on a busy machine is
+ * waited for the same way); and a context destroyed right after a timeout
+ * waits for the work before freeing anything (the sanitizer run checks).
+ * OpenCL waits in clFinish without a limit: the same layer just runs. */
+ParameterizedTest(ffnrt_backend *b, resources, device_timeout, .timeout = 300)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.backend = *b;
+    ffnrt_context *ctx = NULL;
+    static const char *const bad[] = {"abc", "0", "-5", "10x", "99999999999"};
+    for (int i = 0; i < 5; i++) { /* the environment's setting is checked whole */
+        setenv("FFNRT_DEVICE_TIMEOUT_MS", bad[i], 1);
+        EXPECT(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT);
+        cr_assert(strstr(ffnrt_last_error_message(), "FFNRT_DEVICE_TIMEOUT_MS"), "%s", ffnrt_last_error_message());
+    }
+    unsetenv("FFNRT_DEVICE_TIMEOUT_MS");
+    o.device_timeout_ms = 1;
+    ctx = test_context(*b, &o);
+    ffnrt_ffn *layer;
+    ffnrt_tensor *x, *y;
+    ffnrt_status st = long_forward(ctx, 256, &layer, &x, &y);
+    /* A GPU may finish 1 GFLOP within 1 ms: more tokens until it cannot. */
+    for (int64_t tokens = 2048; *b == FFNRT_BACKEND_VULKAN && st == FFNRT_OK && tokens <= 65536; tokens *= 2) {
+        ffnrt_ffn_destroy(layer);
+        ffnrt_tensor_destroy(x);
+        ffnrt_tensor_destroy(y);
+        st = long_forward(ctx, tokens, &layer, &x, &y);
+    }
+    if (*b == FFNRT_BACKEND_OPENCL) {
+        cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    } else {
+        cr_assert_eq(st, FFNRT_ERROR_DEVICE_FAILURE, "%s", ffnrt_status_string(st));
+        cr_assert(strstr(ffnrt_context_last_error(ctx), "1 ms timeout"), "%s", ffnrt_context_last_error(ctx));
+    }
+    ffnrt_ffn_destroy(layer);
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(y);
+    wait_until_finished(ctx);
+
+    float v[4] = {-2, -0.5f, 0.5f, 2}, out[4];
+    ffnrt_tensor *t = test_tensor_1d(ctx, 4, v);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    if (ffnrt_activation_forward(ctx, &d, t, t) != FFNRT_OK)
+        wait_until_finished(ctx);
+    test_read(t, out, 4);
+    for (int i = 0; i < 4; i++)
+        cr_assert_float_eq(out[i], v[i] / (1.0 + exp(-v[i])), 1e-6, "silu(%g) = %g", v[i], out[i]);
+    ffnrt_tensor_destroy(t);
+    uint64_t messages = ffnrt_context_validation_messages(ctx);
+    cr_assert_eq(messages, 0, "the validation layer reported %llu messages", (unsigned long long)messages);
+
+    /* Destroyed right after a timeout, with the layer and tensors alive. */
+    st = long_forward(ctx, 256, &layer, &x, &y);
+    cr_assert(st == FFNRT_OK || st == FFNRT_ERROR_DEVICE_FAILURE, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_ffn_destroy(layer);
+    ffnrt_context_destroy(ctx);
+}
+
 Test(resources, failure_statuses_are_distinct)
 {
     cr_assert_str_eq(ffnrt_status_string(FFNRT_ERROR_DEVICE_FAILURE), "device failure");

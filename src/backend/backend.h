@@ -55,6 +55,9 @@ typedef struct ffnrt_limits {
 
 typedef struct ffnrt_open_options {
     int validation;
+    /* A wait for the device longer than this fails; what the unfinished
+     * work may touch is kept until it finishes or the device is closed. */
+    uint64_t timeout_ns;
 } ffnrt_open_options;
 
 typedef struct ffnrt_backend_ops {

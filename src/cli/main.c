@@ -1,6 +1,7 @@
 /* The ffnrt command: devices, run, check, bench. */
 #include "bench.h"
 #include "check.h"
+#include "numbers.h"
 #include "plan_cli.h"
 #include "ffnrt.h"
 
@@ -35,8 +36,16 @@ static int cmd_profiles(void)
 
 static int cmd_devices(int argc, char **argv)
 {
-    if (argc > 0 && strcmp(argv[0], "--profiles") == 0)
+    if (argc == 1 && strcmp(argv[0], "--profiles") == 0)
         return cmd_profiles();
+    if (argc == 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
+        printf("usage: ffnrt devices [--profiles]\n");
+        return 0;
+    }
+    if (argc > 0) {
+        fprintf(stderr, "ffnrt devices: unexpected argument %s\nusage: ffnrt devices [--profiles]\n", argv[0]);
+        return 2;
+    }
     static const ffnrt_backend backends[] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
     for (size_t b = 0; b < 2; b++)
         if (ffnrt_backend_available(backends[b]) != FFNRT_OK)
@@ -74,10 +83,13 @@ static int cmd_run(int argc, char **argv)
         fprintf(stderr, "usage: ffnrt run OP X [X...]   (OP: relu, gelu, gelu_tanh, silu, ...)\n");
         return 2;
     }
-    ffnrt_activation act;
-    if (ffnrt_activation_from_name(argv[0], &act) != FFNRT_OK || act == FFNRT_ACT_PRELU) {
-        fprintf(stderr, "ffnrt run: %s\n", act == FFNRT_ACT_PRELU ? "prelu needs a slope tensor; use leaky_relu"
-                                                                 : ffnrt_last_error_message());
+    ffnrt_activation act = FFNRT_ACT_COUNT;
+    if (ffnrt_activation_from_name(argv[0], &act) != FFNRT_OK) {
+        fprintf(stderr, "ffnrt run: %s\n", ffnrt_last_error_message());
+        return 2;
+    }
+    if (act == FFNRT_ACT_PRELU) {
+        fprintf(stderr, "ffnrt run: prelu needs a slope tensor; use leaky_relu\n");
         return 2;
     }
     int64_t n = argc - 1;
@@ -85,7 +97,11 @@ static int cmd_run(int argc, char **argv)
     if (!v)
         return 1;
     for (int64_t i = 0; i < n; i++)
-        v[i] = strtof(argv[i + 1], NULL);
+        if (cli_parse_float(argv[i + 1], &v[i]) != 0) {
+            fprintf(stderr, "ffnrt run: \"%s\" is not a number (a float: 0.5, -1e3, inf, nan)\n", argv[i + 1]);
+            free(v);
+            return 2;
+        }
     ffnrt_context *ctx = NULL;
     ffnrt_tensor *x = NULL;
     ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(act);
@@ -108,9 +124,9 @@ static int cmd_run(int argc, char **argv)
     return rc;
 }
 
-static void usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr, "usage: ffnrt COMMAND\n"
+    fprintf(f, "usage: ffnrt COMMAND\n"
                     "  devices [--profiles] list every device of every backend, with its limits (or the\n"
                     "                       named limit profiles of real GPUs)\n"
                     "  plan [options]       what the dispatcher chooses for an op, and why (ffnrt plan --help)\n"
@@ -125,8 +141,13 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage();
+        usage(stderr);
         return 2;
+    }
+    /* Help asked for is a success, on stdout. */
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
     }
     if (strcmp(argv[1], "devices") == 0)
         return cmd_devices(argc - 2, argv + 2);
@@ -142,6 +163,7 @@ int main(int argc, char **argv)
         printf("ffnrt %s\n", FFNRT_VERSION_STRING);
         return 0;
     }
-    usage();
+    fprintf(stderr, "ffnrt: unknown command %s\n", argv[1]);
+    usage(stderr);
     return 2;
 }

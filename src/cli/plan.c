@@ -1,5 +1,6 @@
 /* ffnrt plan: what the dispatcher chooses for an op on a device, and why. */
 #include "plan_cli.h"
+#include "numbers.h"
 
 #include "ffnrt.h"
 
@@ -7,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(void)
+static void usage(FILE *f)
 {
-    fprintf(stderr,
+    fprintf(f,
             "usage: ffnrt plan [--op NAME] [--device SPEC] [--dtype f32|f16|bf16] [--precision exact|balanced|fast]\n"
             "                  [--profile NAME] [--calibrate]\n"
             "  FFN layers:  --op dense-ACT | GLU (glu, reglu, geglu, geglu_tanh, swiglu) --d N --hidden N --tokens N\n"
@@ -34,10 +35,24 @@ static int parse_dtype(const char *s, ffnrt_dtype *out)
     return 1;
 }
 
+/* The numeric options: each value whole, in its range (d_model and hidden
+ * as an FFN layer takes them), so a typo is an error and not a default. */
+typedef struct number_option {
+    const char *name;
+    int64_t min, max;
+} number_option;
+
+static const number_option number_options[] = {
+    {"--d", 1, UINT32_MAX},     {"--hidden", 1, UINT32_MAX}, {"--tokens", 0, INT64_MAX},
+    {"--elements", 0, INT64_MAX}, {"--rows", 0, INT64_MAX},  {"--width", 1, UINT32_MAX},
+};
+
 int ffnrt_plan_main(int argc, char **argv)
 {
     const char *op = NULL, *device = NULL;
-    long long d_model = 0, hidden = 0, tokens = 1, elements = 1 << 24, rows = 1, width = 0;
+    int64_t numbers[6] = {0, 0, 1, 1 << 24, 1, 0}; /* in number_options' order */
+    int64_t *d_model = &numbers[0], *hidden = &numbers[1], *tokens = &numbers[2], *elements = &numbers[3],
+            *rows = &numbers[4], *width = &numbers[5];
     int bias = 0, glu_only = 0, calibrate = 0;
     ffnrt_dtype dtype = FFNRT_DTYPE_F32;
     ffnrt_ffn_path path = FFNRT_FFN_PATH_AUTO;
@@ -45,23 +60,24 @@ int ffnrt_plan_main(int argc, char **argv)
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1;
-        if (strcmp(a, "--op") == 0 && v)
+        int takes = 1, number = -1;
+        for (int k = 0; k < 6; k++)
+            if (strcmp(a, number_options[k].name) == 0)
+                number = k;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
+        if (number >= 0 && v) {
+            if (cli_parse_int(v, number_options[number].min, number_options[number].max, &numbers[number]) != 0) {
+                fprintf(stderr, "ffnrt plan: %s %s: not an integer in [%lld, %lld]\n", a, v,
+                        (long long)number_options[number].min, (long long)number_options[number].max);
+                return 2;
+            }
+        } else if (strcmp(a, "--op") == 0 && v)
             op = v;
         else if (strcmp(a, "--device") == 0 && v)
             device = v;
-        else if (strcmp(a, "--d") == 0 && v)
-            d_model = atoll(v);
-        else if (strcmp(a, "--hidden") == 0 && v)
-            hidden = atoll(v);
-        else if (strcmp(a, "--tokens") == 0 && v)
-            tokens = atoll(v);
-        else if (strcmp(a, "--elements") == 0 && v)
-            elements = atoll(v);
-        else if (strcmp(a, "--rows") == 0 && v)
-            rows = atoll(v);
-        else if (strcmp(a, "--width") == 0 && v)
-            width = atoll(v);
         else if (strcmp(a, "--profile") == 0 && v)
             o.profile = v;
         else if (strcmp(a, "--dtype") == 0 && v && parse_dtype(v, &dtype))
@@ -83,7 +99,10 @@ int ffnrt_plan_main(int argc, char **argv)
         else if (strcmp(a, "--calibrate") == 0)
             calibrate = 1;
         else {
-            usage();
+            fprintf(stderr, "ffnrt plan: %s%s\n", a,
+                    number >= 0 || strcmp(a, "--op") == 0 || strcmp(a, "--device") == 0 ? " needs a value"
+                                                                                        : ": unknown option or value");
+            usage(stderr);
             return 2;
         }
         i += takes;
@@ -108,12 +127,12 @@ int ffnrt_plan_main(int argc, char **argv)
         st = ffnrt_context_plan(ctx, &plan);
     } else if (ffnrt_glu_from_name(op, &glu) == FFNRT_OK && glu_only) {
         ffnrt_glu_desc gd = FFNRT_GLU_DESC_INIT(glu);
-        st = ffnrt_glu_plan(ctx, &gd, dtype, (size_t)rows, (size_t)(width ? width : 4096), &plan);
+        st = ffnrt_glu_plan(ctx, &gd, dtype, (size_t)*rows, (size_t)(*width ? *width : 4096), &plan);
     } else if (ffnrt_glu_from_name(op, &glu) == FFNRT_OK ||
                (strncmp(op, "dense-", 6) == 0 && ffnrt_activation_from_name(op + 6, &act) == FFNRT_OK)) {
         int gated = strncmp(op, "dense-", 6) != 0;
-        ffnrt_ffn_desc fd = FFNRT_FFN_DESC_INIT(gated ? FFNRT_FFN_GATED : FFNRT_FFN_DENSE, d_model ? d_model : 4096,
-                                                hidden ? hidden : 4 * (d_model ? d_model : 4096));
+        int64_t d = *d_model ? *d_model : 4096; /* at most 2^32 - 1: 4 d fits */
+        ffnrt_ffn_desc fd = FFNRT_FFN_DESC_INIT(gated ? FFNRT_FFN_GATED : FFNRT_FFN_DENSE, d, *hidden ? *hidden : 4 * d);
         if (gated)
             fd.glu.kind = glu;
         else
@@ -122,10 +141,10 @@ int ffnrt_plan_main(int argc, char **argv)
         fd.bias = bias;
         fd.path = path;
         fd.matmul = matmul;
-        st = ffnrt_ffn_plan(ctx, &fd, tokens, &plan);
+        st = ffnrt_ffn_plan(ctx, &fd, *tokens, &plan);
     } else if (ffnrt_activation_from_name(op, &act) == FFNRT_OK) {
         ffnrt_activation_desc ad = FFNRT_ACTIVATION_DESC_INIT(act);
-        st = ffnrt_activation_plan(ctx, &ad, dtype, (size_t)elements, &plan);
+        st = ffnrt_activation_plan(ctx, &ad, dtype, (size_t)*elements, &plan);
     } else {
         fprintf(stderr, "ffnrt plan: unknown op \"%s\"\n", op);
         ffnrt_context_destroy(ctx);

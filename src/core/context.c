@@ -3,6 +3,7 @@
 #include "core/shader_sources.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -293,6 +294,24 @@ static int env_true(const char *name)
     return v && *v && strcmp(v, "0") != 0;
 }
 
+ffnrt_status ffnrt_device_timeout(const ffnrt_context_options *o, uint64_t *ns, ffnrt_error *err)
+{
+    uint64_t ms = o ? o->device_timeout_ms : 0;
+    const char *env = getenv("FFNRT_DEVICE_TIMEOUT_MS");
+    if (!ms && env && *env) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(env, &end, 10);
+        if (*end || errno || v == 0 || v > UINT32_MAX || env[0] == '-' || env[0] == '+')
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                              "FFNRT_DEVICE_TIMEOUT_MS: \"%s\" is not a count of milliseconds in [1, %u]", env,
+                              UINT32_MAX);
+        ms = v;
+    }
+    *ns = (ms ? ms : FFNRT_DEFAULT_DEVICE_TIMEOUT_MS) * 1000000ull;
+    return FFNRT_OK;
+}
+
 /* What every context gets once its device is open, from options and the
  * environment: lowered limits and a profile, quirk vetoes, the precision
  * policy, autotuning. Shared by contexts ffnrt opens and those over the
@@ -375,7 +394,9 @@ ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_co
     }
     memcpy(ctx->device_reason, device_reason, sizeof device_reason);
     ctx->ops = ffnrt_registry_backend(chosen->backend);
-    ffnrt_open_options open_opts = {o->validation || env_true("FFNRT_VALIDATION")};
+    ffnrt_open_options open_opts = {o->validation || env_true("FFNRT_VALIDATION"), 0};
+    if (ffnrt_device_timeout(o, &open_opts.timeout_ns, &err) != FFNRT_OK)
+        goto done;
     if (ctx->ops->open(chosen->index, &open_opts, &ctx->dev, &ctx->info, &ctx->limits, &err) != FFNRT_OK)
         goto done;
     if (configure(ctx, o, &err) != FFNRT_OK)
@@ -414,7 +435,7 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
     }
     free(ctx->kernels);
     free(ctx->build_log);
-    free(ctx->tuning);
+    ffnrt_tuning_table_free(&ctx->tuning);
     if (ctx->dev)
         ctx->ops->close(ctx->dev);
     free(ctx);

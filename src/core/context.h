@@ -25,10 +25,40 @@ typedef struct ffnrt_tuning_entry {
     double ms[2]; /* the winner's time and the runner-up's */
 } ffnrt_tuning_entry;
 
+/* Tuning results by key: an array and an open-addressed index of it, so a
+ * lookup takes constant time and loading n results linear time. At most
+ * FFNRT_TUNING_MAX_ENTRIES (the file read back is bounded too, by the disk
+ * cache: FFNRT_DISK_CACHE_MAX_RESULTS bytes). */
+#define FFNRT_TUNING_MAX_ENTRIES 4096u
+typedef struct ffnrt_tuning_table {
+    ffnrt_tuning_entry *entries;
+    size_t count, capacity;
+    uint32_t *index;   /* an entry's position + 1, 0 when empty */
+    size_t index_size; /* a power of two, at least twice count */
+} ffnrt_tuning_table;
+
+/* The entry for key, or NULL. */
+const ffnrt_tuning_entry *ffnrt_tuning_find(const ffnrt_tuning_table *t, const char *key);
+/* The entry for key, added (zeroed but for its key) if missing; NULL when
+ * the key is too long, the table full or memory short. */
+ffnrt_tuning_entry *ffnrt_tuning_insert(ffnrt_tuning_table *t, const char *key);
+void ffnrt_tuning_table_free(ffnrt_tuning_table *t);
+/* Adds the results of a tuning file's text (lines "key value ms ms"; n
+ * bytes, no terminator needed) that the table lacks; a line that does not
+ * parse, or holds a value out of range, is skipped (it is re-measured).
+ * Returns the lines taken. */
+size_t ffnrt_tuning_parse(ffnrt_tuning_table *t, const char *text, size_t n);
+/* The table as a tuning file's text (malloc'd, *n bytes), NULL when out
+ * of memory. */
+char *ffnrt_tuning_format(const ffnrt_tuning_table *t, size_t *n);
+
 struct ffnrt_tensor {
     ffnrt_context *ctx;
     ffnrt_bbuffer *buffer;
     uint64_t offset; /* bytes into buffer (an app's buffer wrapped at an offset); 0 otherwise */
+    /* The app's VkBuffer or cl_mem (a sub-buffer's parent) for a wrapped
+     * buffer, else 0: two wraps of one buffer may overlap. */
+    uint64_t app_memory;
     ffnrt_dtype dtype;
     size_t ndim;
     int64_t shape[FFNRT_MAX_DIMS];
@@ -59,8 +89,7 @@ struct ffnrt_context {
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
     char quirk_notes[256];
     int autotune;                      /* options.autotune / FFNRT_AUTOTUNE */
-    ffnrt_tuning_entry *tuning;
-    size_t tuning_count, tuning_capacity;
+    ffnrt_tuning_table tuning;
     ffnrt_calibration calibration;     /* valid once measured or loaded */
     char forced[6][64];                /* ffnrt_context_force values, in plan.c's force_names order */
     ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
@@ -114,6 +143,11 @@ ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *devi
  * for ffnrt_context_wait. */
 ffnrt_status ffnrt_context_settle(ffnrt_context *ctx);
 
+/* The device-wait timeout: options->device_timeout_ms, else
+ * FFNRT_DEVICE_TIMEOUT_MS (malformed: an error), else the default. */
+#define FFNRT_DEFAULT_DEVICE_TIMEOUT_MS 120000u
+ffnrt_status ffnrt_device_timeout(const ffnrt_context_options *options, uint64_t *ns, ffnrt_error *err);
+
 /* A context around a device the backend has opened from the app's handles:
  * applies the options' and FFNRT_LIMITS' lowered limits. Closes dev on
  * failure. */
@@ -127,6 +161,17 @@ ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *de
 ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
                               const char *fn, ffnrt_tensor **out);
 void ffnrt_tensor_link(ffnrt_context *ctx, ffnrt_tensor *t);
+/* FFNRT_ERROR_LIMIT_EXCEEDED (with the message) when a tensor of numel
+ * elements could not exist on the context's device; plans check the
+ * tensors an op would need with it. */
+ffnrt_status ffnrt_tensor_check_size(ffnrt_context *ctx, ffnrt_dtype dtype, uint64_t numel, const char *fn);
+
+/* Whether two tensors' bytes overlap: NONE, SAME (the very same bytes: one
+ * tensor, or two wraps of one range) or PARTIAL. Wraps of one app buffer
+ * are compared by handle and range; two VkBuffers bound to the same memory
+ * are not seen. */
+typedef enum ffnrt_overlap { FFNRT_OVERLAP_NONE, FFNRT_OVERLAP_SAME, FFNRT_OVERLAP_PARTIAL } ffnrt_overlap;
+ffnrt_overlap ffnrt_tensor_overlap(const ffnrt_tensor *a, const ffnrt_tensor *b);
 
 /* Gets the kernel built from the shader file `file` with `defines`
  * (newline-separated "#define" lines), building it on first use. */

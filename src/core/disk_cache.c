@@ -1,10 +1,12 @@
 /* The on-disk cache: file format, validation, atomic writes. libc only. */
 #include "core/disk_cache.h"
+#include "core/sha256.h"
 #include "ffnrt.h" /* the version macros only */
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,12 @@ const char *ffnrt_cache_kind_name(ffnrt_cache_kind kind)
     case FFNRT_CACHE_TUNING: return "tuning";
     default: return "unknown";
     }
+}
+
+uint64_t ffnrt_disk_cache_max_payload(ffnrt_cache_kind kind)
+{
+    return kind == FFNRT_CACHE_CALIBRATION || kind == FFNRT_CACHE_TUNING ? FFNRT_DISK_CACHE_MAX_RESULTS
+                                                                         : FFNRT_DISK_CACHE_MAX_PAYLOAD;
 }
 
 uint64_t ffnrt_fnv1a64(const void *data, size_t n, uint64_t h)
@@ -95,7 +103,7 @@ int ffnrt_disk_cache_parse(const void *bytes, size_t n, const char *expected_key
     uint64_t key_len = get32(b + 20);
     uint64_t pay_len = get64(b + 32);
     size_t body = n - FFNRT_DISK_CACHE_HEADER_SIZE;
-    if (key_len > FFNRT_DISK_CACHE_MAX_KEY || pay_len > FFNRT_DISK_CACHE_MAX_PAYLOAD)
+    if (key_len > FFNRT_DISK_CACHE_MAX_KEY || pay_len > ffnrt_disk_cache_max_payload(kind))
         return fail(why, "lengths out of bounds");
     if (key_len > body || pay_len > body - key_len)
         return fail(why, "truncated (shorter than its header says)");
@@ -103,9 +111,9 @@ int ffnrt_disk_cache_parse(const void *bytes, size_t n, const char *expected_key
         return fail(why, "trailing bytes after the payload");
     /* The header's own checksum first: a flipped length or hash is caught
      * here rather than misread below. */
-    uint64_t h = ffnrt_fnv1a64(b, 48, FFNRT_FNV64_INIT);
+    uint64_t h = ffnrt_fnv1a64(b, FFNRT_DISK_CACHE_HEADER_CHECK_AT, FFNRT_FNV64_INIT);
     h = ffnrt_fnv1a64(b + FFNRT_DISK_CACHE_HEADER_SIZE, (size_t)key_len, h);
-    if (h != get64(b + 48))
+    if (h != get64(b + FFNRT_DISK_CACHE_HEADER_CHECK_AT))
         return fail(why, "header checksum mismatch (corrupted)");
     size_t want_len = strlen(expected_key);
     if (get64(b + 24) != ffnrt_fnv1a64(expected_key, want_len, FFNRT_FNV64_INIT))
@@ -113,8 +121,10 @@ int ffnrt_disk_cache_parse(const void *bytes, size_t n, const char *expected_key
     if (key_len != want_len || memcmp(b + FFNRT_DISK_CACHE_HEADER_SIZE, expected_key, want_len) != 0)
         return fail(why, "key differs though its hash matches (collision)");
     const unsigned char *p = b + FFNRT_DISK_CACHE_HEADER_SIZE + key_len;
-    if (ffnrt_fnv1a64(p, (size_t)pay_len, FFNRT_FNV64_INIT) != get64(b + 40))
-        return fail(why, "payload checksum mismatch (corrupted)");
+    unsigned char digest[FFNRT_SHA256_BYTES];
+    ffnrt_sha256(p, (size_t)pay_len, digest);
+    if (memcmp(digest, b + 40, sizeof digest) != 0)
+        return fail(why, "payload digest mismatch (corrupted or altered)");
     if (payload)
         *payload = p;
     if (payload_len)
@@ -128,7 +138,7 @@ void *ffnrt_disk_cache_format_version(const char *key, ffnrt_cache_kind kind, co
                                       size_t payload_len, uint32_t version, size_t *n)
 {
     size_t key_len = strlen(key);
-    if (key_len > FFNRT_DISK_CACHE_MAX_KEY || payload_len > FFNRT_DISK_CACHE_MAX_PAYLOAD)
+    if (key_len > FFNRT_DISK_CACHE_MAX_KEY || payload_len > ffnrt_disk_cache_max_payload(kind))
         return NULL;
     size_t total = FFNRT_DISK_CACHE_HEADER_SIZE + key_len + payload_len;
     unsigned char *b = malloc(total);
@@ -141,12 +151,12 @@ void *ffnrt_disk_cache_format_version(const char *key, ffnrt_cache_kind kind, co
     put32(b + 20, (uint32_t)key_len);
     put64(b + 24, ffnrt_fnv1a64(key, key_len, FFNRT_FNV64_INIT));
     put64(b + 32, payload_len);
-    put64(b + 40, ffnrt_fnv1a64(payload, payload_len, FFNRT_FNV64_INIT));
+    ffnrt_sha256(payload, payload_len, b + 40);
     memcpy(b + FFNRT_DISK_CACHE_HEADER_SIZE, key, key_len);
     if (payload_len)
         memcpy(b + FFNRT_DISK_CACHE_HEADER_SIZE + key_len, payload, payload_len);
-    uint64_t h = ffnrt_fnv1a64(b, 48, FFNRT_FNV64_INIT);
-    put64(b + 48, ffnrt_fnv1a64(key, key_len, h));
+    uint64_t h = ffnrt_fnv1a64(b, FFNRT_DISK_CACHE_HEADER_CHECK_AT, FFNRT_FNV64_INIT);
+    put64(b + FFNRT_DISK_CACHE_HEADER_CHECK_AT, ffnrt_fnv1a64(key, key_len, h));
     *n = total;
     return b;
 }
@@ -201,6 +211,55 @@ static int make_dirs(char *path)
     return 0;
 }
 
+/* ------------------------------------------------------------- trust */
+
+/* Whether another user could have written what st describes: it is owned
+ * by someone else, or writable by its group or everyone. Parents may be
+ * owned by root, and world-writable if sticky (/tmp: no one may rename or
+ * remove what is not theirs there). why gets the reason. */
+static int foreign(const struct stat *st, const char *what, const char *path, int parent, char *why, size_t cap)
+{
+    uid_t me = geteuid();
+    if (st->st_uid != me && !(parent && st->st_uid == 0)) {
+        snprintf(why, cap, "%s%s%s is owned by uid %u, not by this user (uid %u)", what, *path ? " " : "", path,
+                 (unsigned)st->st_uid, (unsigned)me);
+        return 1;
+    }
+    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(parent && (st->st_mode & S_ISVTX))) {
+        snprintf(why, cap, "%s%s%s is writable by %s", what, *path ? " " : "", path,
+                 st->st_mode & S_IWOTH ? "every user" : "its group");
+        return 1;
+    }
+    return 0;
+}
+
+/* A directory the cache may trust, as ssh trusts a user's files: it and
+ * every directory above it (after resolving links) are the user's (the
+ * ones above may be root's) and writable by no one else, so no other user
+ * can plant an entry (PoCL's are native code this process runs) or swap
+ * the directory. */
+static int trusted_directory(const char *dir, char *why, size_t cap)
+{
+    char real[PATH_MAX];
+    if (!realpath(dir, real)) {
+        snprintf(why, cap, "cannot resolve %.160s: %s", dir, strerror(errno));
+        return 0;
+    }
+    struct stat st;
+    for (int parent = 0;; parent = 1) {
+        if (stat(real, &st) != 0) {
+            snprintf(why, cap, "cannot stat %.160s: %s", real, strerror(errno));
+            return 0;
+        }
+        if (foreign(&st, parent ? "a directory above it," : "the directory", real, parent, why, cap))
+            return 0;
+        char *slash = strrchr(real, '/');
+        if (!slash || real[1] == '\0')
+            return 1; /* checked "/" */
+        slash[slash == real ? 1 : 0] = '\0';
+    }
+}
+
 /* Temporary files whose writer died (a crash between create and rename)
  * are removed once they are old enough not to belong to a live writer. */
 static void remove_stale_tmp(const char *dir)
@@ -252,7 +311,10 @@ void ffnrt_disk_cache_open(ffnrt_disk_cache *c, const char *option_dir, int disa
     else if (home && *home)
         n = snprintf(c->dir, sizeof c->dir, "%s/.cache/ffnrt", home);
     else {
-        note(c->status, "off (%s%s)", "no cache directory: neither FFNRT_CACHE_DIR, XDG_CACHE_HOME nor HOME is set",
+        note(c->status, "off (%s%s)",
+             xdg && *xdg ? "no cache directory: FFNRT_CACHE_DIR and HOME are not set, and XDG_CACHE_HOME is "
+                           "relative, which the XDG spec says to ignore"
+                         : "no cache directory: neither FFNRT_CACHE_DIR, XDG_CACHE_HOME nor HOME is set",
              "");
         c->dir[0] = '\0';
         return;
@@ -266,6 +328,11 @@ void ffnrt_disk_cache_open(ffnrt_disk_cache *c, const char *option_dir, int disa
         c->dir[--n] = '\0';
     if (make_dirs(c->dir) != 0) {
         note(c->status, "off (cannot create %s: %s)", c->dir, strerror(errno));
+        return;
+    }
+    char why[FFNRT_DISK_CACHE_NOTE];
+    if (!trusted_directory(c->dir, why, sizeof why)) {
+        note(c->status, "off (%s: another user could plant entries there)", why, "");
         return;
     }
     if (access(c->dir, W_OK | X_OK) != 0) {
@@ -314,9 +381,12 @@ void *ffnrt_disk_cache_get(ffnrt_disk_cache *c, const char *key, ffnrt_cache_kin
     unsigned char *bytes = NULL;
     void *out = NULL;
     const char *why = NULL;
-    uint64_t limit = FFNRT_DISK_CACHE_HEADER_SIZE + (uint64_t)FFNRT_DISK_CACHE_MAX_KEY + FFNRT_DISK_CACHE_MAX_PAYLOAD;
+    uint64_t limit = FFNRT_DISK_CACHE_HEADER_SIZE + (uint64_t)FFNRT_DISK_CACHE_MAX_KEY + ffnrt_disk_cache_max_payload(kind);
+    char untrusted[FFNRT_DISK_CACHE_NOTE];
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         why = "not a regular file";
+    } else if (foreign(&st, "the entry", "", 0, untrusted, sizeof untrusted)) {
+        why = untrusted;
     } else if ((uint64_t)st.st_size > limit) {
         why = "larger than any valid entry";
     } else {
@@ -392,7 +462,7 @@ int ffnrt_disk_cache_put(ffnrt_disk_cache *c, const char *key, ffnrt_cache_kind 
         clock_gettime(CLOCK_MONOTONIC, &ts);
         uint64_t r = ffnrt_fnv1a64(&ts, sizeof ts, (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + (uint64_t)attempt);
         snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%08llx", path, (long)getpid(), (unsigned long long)(r & 0xffffffffu));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd < 0 && errno != EEXIST)
             break;
     }

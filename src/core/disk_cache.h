@@ -9,31 +9,38 @@
  *       12    4  kind (ffnrt_cache_kind)
  *       16    4  ffnrt version (major << 16 | minor << 8 | patch)
  *       20    4  key length in bytes
- *       24    8  FNV-1a 64 of the key
+ *       24    8  FNV-1a 64 of the key (a quick test for a foreign entry)
  *       32    8  payload length in bytes
- *       40    8  FNV-1a 64 of the payload
- *       48    8  FNV-1a 64 of bytes 0..47 and the key (the header's own check)
- *       56       key, then payload; the file ends exactly there
+ *       40   32  SHA-256 of the payload
+ *       72    8  FNV-1a 64 of bytes 0..71 and the key (the header's own check)
+ *       80       key, then payload; the file ends exactly there
  *
  * All integers little-endian. The reader trusts nothing before every field
  * checks out, and a file that fails a check is reported and ignored; the
- * caller rebuilds and overwrites it. Writes go to a temporary file in the
- * same directory and are renamed over the final name, so a concurrent
- * reader sees the old file or the new one, never a part.
+ * caller rebuilds and overwrites it. The payload (program binaries the
+ * process will run among them) is checked with a cryptographic digest, so
+ * no payload but the one written passes for it (FNV-1a, which the header
+ * uses against accidents, is easy to forge). Writes go to a temporary
+ * file in the same directory and are renamed over the final name, so a
+ * concurrent reader sees the old file or the new one, never a part.
  *
- * This file and disk_cache.c depend on libc only (the fuzz target links
- * them alone). */
+ * This file and disk_cache.c depend on libc only (with sha256.c; the fuzz
+ * target and fuzz/make_corpus.c link them alone). */
 #ifndef FFNRT_DISK_CACHE_H
 #define FFNRT_DISK_CACHE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define FFNRT_DISK_CACHE_FORMAT 1u
-#define FFNRT_DISK_CACHE_HEADER_SIZE 56u
-/* Bounds on what the reader accepts (a larger file is refused unread). */
+#define FFNRT_DISK_CACHE_FORMAT 2u
+#define FFNRT_DISK_CACHE_HEADER_SIZE 80u
+#define FFNRT_DISK_CACHE_HEADER_CHECK_AT 72u /* where the header's own check lies */
+/* Bounds on what the reader accepts (a larger file is refused unread):
+ * compiled code up to MAX_PAYLOAD, measured results (calibration, tuning:
+ * text parsed at every context creation) up to MAX_RESULTS. */
 #define FFNRT_DISK_CACHE_MAX_KEY (1u << 20)
 #define FFNRT_DISK_CACHE_MAX_PAYLOAD ((uint64_t)1 << 28)
+#define FFNRT_DISK_CACHE_MAX_RESULTS ((uint64_t)1 << 20)
 
 typedef enum ffnrt_cache_kind {
     FFNRT_CACHE_SPIRV = 1,          /* glslang output for one kernel */
@@ -45,6 +52,8 @@ typedef enum ffnrt_cache_kind {
 } ffnrt_cache_kind;
 
 const char *ffnrt_cache_kind_name(ffnrt_cache_kind kind);
+/* The largest payload an entry of this kind may hold. */
+uint64_t ffnrt_disk_cache_max_payload(ffnrt_cache_kind kind);
 
 /* FNV-1a, 64 bits, continuing from h (start with FFNRT_FNV64_INIT). */
 #define FFNRT_FNV64_INIT 0xcbf29ce484222325ull

@@ -20,6 +20,7 @@ static const char *const status_strings[FFNRT_STATUS_COUNT] = {
     [FFNRT_ERROR_OUT_OF_DEVICE_MEMORY] = "out of device memory",
     [FFNRT_ERROR_COMPILE_FAILED] = "kernel compilation failed",
     [FFNRT_ERROR_DEVICE_FAILURE] = "device failure",
+    [FFNRT_ERROR_INVALID_FILE] = "invalid file",
 };
 
 const char *ffnrt_status_string(ffnrt_status status)

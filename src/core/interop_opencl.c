@@ -62,8 +62,10 @@ ffnrt_status ffnrt_tensor_wrap_opencl_buffer(ffnrt_context *ctx, cl_mem buffer, 
     if (st == FFNRT_OK)
         st = ffnrt_tensor_new(ctx, dtype, ndim, shape, fn, &t);
     uint64_t origin = 0;
+    cl_mem memory = NULL;
     if (st == FFNRT_OK)
-        st = ffnrt_cl_buffer_wrap(ctx->dev, buffer, offset, (t->bytes + 3) & ~(uint64_t)3, &t->buffer, &origin, err);
+        st = ffnrt_cl_buffer_wrap(ctx->dev, buffer, offset, (t->bytes + 3) & ~(uint64_t)3, &t->buffer, &origin,
+                                  &memory, err);
     uint64_t align = ctx->limits.buffer_offset_alignment ? ctx->limits.buffer_offset_alignment : 1;
     if (st == FFNRT_OK && (origin + offset) % align) {
         st = ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
@@ -77,6 +79,7 @@ ffnrt_status ffnrt_tensor_wrap_opencl_buffer(ffnrt_context *ctx, cl_mem buffer, 
         return ffnrt_context_finish_call(ctx, st);
     }
     t->offset = origin + offset;
+    t->app_memory = (uint64_t)(uintptr_t)memory;
     ffnrt_tensor_link(ctx, t);
     *out = t;
     return ffnrt_context_finish_call(ctx, FFNRT_OK);

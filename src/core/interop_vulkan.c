@@ -45,7 +45,9 @@ ffnrt_status ffnrt_context_create_vulkan(const ffnrt_vulkan_device *device, cons
         ffnrt_bdevice *dev;
         ffnrt_device_info info;
         ffnrt_limits limits;
-        if (ffnrt_vk_open_external(device, &dev, &info, &limits, &err) == FFNRT_OK)
+        ffnrt_open_options opts = {0, 0};
+        if (ffnrt_device_timeout(options, &opts.timeout_ns, &err) == FFNRT_OK &&
+            ffnrt_vk_open_external(device, &opts, &dev, &info, &limits, &err) == FFNRT_OK)
             ffnrt_context_adopt(ffnrt_vulkan_backend(), dev, &info, &limits, options, out, &err);
     }
     ffnrt_error_publish(&err);
@@ -90,6 +92,7 @@ ffnrt_status ffnrt_tensor_wrap_vulkan_buffer(ffnrt_context *ctx, VkBuffer buffer
         return ffnrt_context_finish_call(ctx, st);
     }
     t->offset = offset;
+    t->app_memory = (uint64_t)buffer;
     ffnrt_tensor_link(ctx, t);
     *out = t;
     return ffnrt_context_finish_call(ctx, FFNRT_OK);

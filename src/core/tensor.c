@@ -24,6 +24,17 @@ const char *ffnrt_dtype_name(ffnrt_dtype dtype)
     return "unknown";
 }
 
+ffnrt_status ffnrt_tensor_check_size(ffnrt_context *ctx, ffnrt_dtype dtype, uint64_t numel, const char *fn)
+{
+    /* Element indices travel to kernels as 32-bit values. */
+    if (numel > UINT32_MAX || numel * ffnrt_dtype_size(dtype) > ctx->limits.max_allocation)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                          "%s: %s tensor of %llu elements is past the device's largest allocation (%llu bytes)", fn,
+                          ffnrt_dtype_name(dtype), (unsigned long long)numel,
+                          (unsigned long long)ctx->limits.max_allocation);
+    return FFNRT_OK;
+}
+
 ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
                               const char *fn, ffnrt_tensor **out)
 {
@@ -37,7 +48,6 @@ ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim
     size_t elem = ffnrt_dtype_size(dtype);
     if (elem == 0)
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
-    /* Element indices travel to kernels as 32-bit values. */
     const uint64_t max_numel = UINT32_MAX;
     uint64_t numel = 1;
     for (size_t i = 0; i < ndim; i++) {
@@ -49,11 +59,9 @@ ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim
         else
             numel *= (uint64_t)shape[i];
     }
-    if (numel > max_numel || numel * elem > ctx->limits.max_allocation)
-        return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED,
-                          "%s: %s tensor of %llu elements is past the device's largest allocation (%llu bytes)", fn,
-                          ffnrt_dtype_name(dtype), (unsigned long long)numel,
-                          (unsigned long long)ctx->limits.max_allocation);
+    ffnrt_status st = ffnrt_tensor_check_size(ctx, dtype, numel, fn);
+    if (st != FFNRT_OK)
+        return st;
     ffnrt_tensor *t = calloc(1, sizeof *t);
     if (!t)
         return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
@@ -134,6 +142,18 @@ void ffnrt_tensor_destroy(ffnrt_tensor *t)
     ctx->ops->buffer_destroy(ctx->dev, t->buffer);
     ctx->allocated -= t->charged; /* 0 for the app's wrapped buffers */
     free(t);
+}
+
+ffnrt_overlap ffnrt_tensor_overlap(const ffnrt_tensor *a, const ffnrt_tensor *b)
+{
+    if (a == b)
+        return FFNRT_OVERLAP_SAME;
+    /* ffnrt's own tensors each have a buffer of their own. */
+    if (!a->app_memory || a->app_memory != b->app_memory || a->bytes == 0 || b->bytes == 0)
+        return FFNRT_OVERLAP_NONE;
+    if (a->offset + a->bytes <= b->offset || b->offset + b->bytes <= a->offset)
+        return FFNRT_OVERLAP_NONE;
+    return a->offset == b->offset && a->bytes == b->bytes ? FFNRT_OVERLAP_SAME : FFNRT_OVERLAP_PARTIAL;
 }
 
 static ffnrt_status check_transfer(const ffnrt_tensor *t, const void *host, size_t bytes,

@@ -69,7 +69,7 @@ ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, cons
 /* -------------------------------------------------------------- precision */
 
 /* Features a quirk can veto. */
-enum { FFNRT_QUIRK_FP16_ARITHMETIC = 1, FFNRT_QUIRK_STORAGE_16BIT = 2 };
+enum { FFNRT_QUIRK_FP16_ARITHMETIC = 1, FFNRT_QUIRK_STORAGE_16BIT = 2, FFNRT_QUIRK_TWO_ITEM_TILES = 4 };
 
 /* The quirk table's vetoes for a device, with their reasons (one per
  * line). FFNRT_QUIRKS: "ignore" drops the table's vetoes; "veto=fp16_arithmetic"

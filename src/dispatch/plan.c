@@ -140,8 +140,10 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx)
     snprintf(choice, sizeof choice, "%s: storage %s, arithmetic %s", policy_names[ctx->policy],
              ffnrt_dtype_name(ctx->precision.storage), ctx->precision.fp16_arithmetic ? "fp16" : "fp32");
     ffnrt_plan_add(plan, "precision", choice, "%s", ctx->precision.reason);
-    snprintf(choice, sizeof choice, "%s%s", ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC ? "veto fp16 arithmetic " : "",
-             ctx->vetoes & FFNRT_QUIRK_STORAGE_16BIT ? "veto 16-bit storage" : "");
+    char vetoes[96];
+    snprintf(vetoes, sizeof vetoes, "%s%s%s", ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC ? "veto fp16 arithmetic " : "",
+             ctx->vetoes & FFNRT_QUIRK_STORAGE_16BIT ? "veto 16-bit storage " : "",
+             ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES ? "veto 2-item GEMM tiles" : "");
     if (ctx->calibration.valid)
         snprintf(choice, sizeof choice, "copy %.2f GB/s, GEMM %.2f GFLOP/s, dispatch %.1f us",
                  ctx->calibration.copy_gbps, ctx->calibration.gemm_gflops, ctx->calibration.dispatch_us);
@@ -149,7 +151,7 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx)
                    ctx->calibration.valid ? "measured once on this device with ffnrt's copy and GEMM kernels"
                                           : "ffnrt_context_calibrate (ffnrt plan --calibrate) measures it; until "
                                             "then the kernel choice uses the token threshold");
-    ffnrt_plan_add(plan, "quirks", ctx->vetoes ? choice : "none", "%s",
+    ffnrt_plan_add(plan, "quirks", ctx->vetoes ? vetoes : "none", "%s",
                    ctx->quirk_notes[0] ? ctx->quirk_notes : "no entry of the quirk table matches this device");
 }
 

@@ -7,7 +7,7 @@
 #include <strings.h>
 
 /* A known driver problem: on matching devices, `veto` is not used.
- * name/driver are case-insensitive substrings ("" matches all). */
+ * name/driver/api are case-insensitive substrings ("" matches all). */
 typedef struct quirk {
     uint32_t vendor_id; /* 0: any */
     ffnrt_backend backend;
@@ -15,6 +15,7 @@ typedef struct quirk {
     const char *driver;
     unsigned veto;
     const char *why;
+    const char *api; /* the API version string ("PoCL" is in PoCL's); NULL: any */
 } quirk;
 
 #include "dispatch/quirks.inc"
@@ -46,7 +47,7 @@ unsigned ffnrt_quirks_for(const ffnrt_device_info *info, int ignore_table, const
         const quirk *q = &quirks[i];
         if ((q->vendor_id && q->vendor_id != info->vendor_id) ||
             (q->backend != FFNRT_BACKEND_ANY && q->backend != info->backend) || !contains(info->name, q->name) ||
-            !contains(info->driver_version, q->driver))
+            !contains(info->driver_version, q->driver) || (q->api && !contains(info->api_version, q->api)))
             continue;
         veto |= q->veto;
         append(why, cap, q->why);

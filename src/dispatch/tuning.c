@@ -8,20 +8,186 @@
 #include <string.h>
 #include <time.h>
 
-int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2])
+/* ----------------------------------------------------------- the table */
+
+static size_t slot_of(const char *key, size_t size)
 {
-    for (size_t i = 0; i < ctx->tuning_count; i++)
-        if (strcmp(ctx->tuning[i].key, key) == 0) {
-            *value = ctx->tuning[i].value;
-            if (ms)
-                ms[0] = ctx->tuning[i].ms[0], ms[1] = ctx->tuning[i].ms[1];
-            return 1;
-        }
-    return 0;
+    return (size_t)ffnrt_fnv1a64(key, strlen(key), FFNRT_FNV64_INIT) & (size - 1);
 }
 
-/* Keeps a result in memory only. */
-static void remember(ffnrt_context *ctx, const char *key, int value, const double ms[2], int save);
+/* The index slot holding key, or the empty slot where it would go. */
+static size_t probe(const ffnrt_tuning_table *t, const char *key)
+{
+    size_t i = slot_of(key, t->index_size);
+    while (t->index[i] && strcmp(t->entries[t->index[i] - 1].key, key) != 0)
+        i = (i + 1) & (t->index_size - 1);
+    return i;
+}
+
+const ffnrt_tuning_entry *ffnrt_tuning_find(const ffnrt_tuning_table *t, const char *key)
+{
+    if (!t->index_size)
+        return NULL;
+    uint32_t at = t->index[probe(t, key)];
+    return at ? &t->entries[at - 1] : NULL;
+}
+
+/* Rebuilds the index at twice the size: at most half full, so probes stay
+ * short. */
+static int grow_index(ffnrt_tuning_table *t)
+{
+    size_t size = t->index_size ? 2 * t->index_size : 64;
+    uint32_t *index = calloc(size, sizeof *index);
+    if (!index)
+        return 0;
+    free(t->index);
+    t->index = index;
+    t->index_size = size;
+    for (size_t e = 0; e < t->count; e++)
+        t->index[probe(t, t->entries[e].key)] = (uint32_t)(e + 1);
+    return 1;
+}
+
+ffnrt_tuning_entry *ffnrt_tuning_insert(ffnrt_tuning_table *t, const char *key)
+{
+    if (strlen(key) >= sizeof t->entries[0].key)
+        return NULL;
+    ffnrt_tuning_entry *known = (ffnrt_tuning_entry *)ffnrt_tuning_find(t, key);
+    if (known)
+        return known;
+    if (t->count >= FFNRT_TUNING_MAX_ENTRIES)
+        return NULL; /* a result not kept is re-measured, never wrong */
+    if (2 * (t->count + 1) > t->index_size && !grow_index(t))
+        return NULL;
+    if (t->count == t->capacity) {
+        size_t cap = t->capacity ? 2 * t->capacity : 16;
+        ffnrt_tuning_entry *e = realloc(t->entries, cap * sizeof *e);
+        if (!e)
+            return NULL;
+        t->entries = e;
+        t->capacity = cap;
+    }
+    ffnrt_tuning_entry *e = &t->entries[t->count];
+    memset(e, 0, sizeof *e);
+    strcpy(e->key, key);
+    t->index[probe(t, key)] = (uint32_t)++t->count;
+    return e;
+}
+
+void ffnrt_tuning_table_free(ffnrt_tuning_table *t)
+{
+    free(t->entries);
+    free(t->index);
+    memset(t, 0, sizeof *t);
+}
+
+/* The next space-separated field of [*at, end) into buf (cap bytes): 0
+ * when there is none or it does not fit. */
+static int next_field(const char **at, const char *end, char *buf, size_t cap)
+{
+    const char *p = *at;
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+        p++;
+    const char *q = p;
+    while (q < end && *q != ' ' && *q != '\t' && *q != '\r')
+        q++;
+    if (q == p || (size_t)(q - p) >= cap)
+        return 0;
+    memcpy(buf, p, (size_t)(q - p));
+    buf[q - p] = '\0';
+    *at = q;
+    return 1;
+}
+
+static int parse_ms(const char *s, double *out)
+{
+    char *end;
+    *out = strtod(s, &end);
+    return end != s && *end == '\0' && isfinite(*out) && *out >= 0;
+}
+
+/* One line "key value ms ms" (len bytes, no newline): 1 when it parses,
+ * the key is an FFN shape class and the value a path x kernel code. */
+static int parse_line(const char *line, size_t len, char key[160], int *value, double ms[2])
+{
+    const char *at = line, *end = line + len;
+    char v[16], a[64], b[64];
+    if (!next_field(&at, end, key, 160) || !next_field(&at, end, v, sizeof v) || !next_field(&at, end, a, sizeof a) ||
+        !next_field(&at, end, b, sizeof b))
+        return 0;
+    while (at < end && (*at == ' ' || *at == '\t' || *at == '\r'))
+        at++;
+    if (at != end)
+        return 0; /* more fields */
+    /* One digit: unfused * 4 + kernel, kernel 0..2. */
+    if (strlen(v) != 1 || v[0] < '0' || v[0] > '7' || (v[0] - '0') % 4 > 2)
+        return 0;
+    *value = v[0] - '0';
+    return strncmp(key, "ffn/", 4) == 0 && parse_ms(a, &ms[0]) && parse_ms(b, &ms[1]);
+}
+
+size_t ffnrt_tuning_parse(ffnrt_tuning_table *t, const char *text, size_t n)
+{
+    size_t taken = 0;
+    for (size_t at = 0; at < n && t->count < FFNRT_TUNING_MAX_ENTRIES;) {
+        const char *nl = memchr(text + at, '\n', n - at);
+        size_t len = nl ? (size_t)(nl - (text + at)) : n - at;
+        char key[160];
+        int value;
+        double ms[2];
+        /* The first line for a key wins, as the first result kept did. */
+        if (parse_line(text + at, len, key, &value, ms) && !ffnrt_tuning_find(t, key)) {
+            ffnrt_tuning_entry *e = ffnrt_tuning_insert(t, key);
+            if (e) {
+                e->value = value;
+                e->ms[0] = ms[0];
+                e->ms[1] = ms[1];
+                taken++;
+            }
+        }
+        at += len + 1;
+    }
+    return taken;
+}
+
+char *ffnrt_tuning_format(const ffnrt_tuning_table *t, size_t *n)
+{
+    size_t cap = t->count * (sizeof t->entries[0].key + 64) + 1, at = 0;
+    char *text = malloc(cap);
+    if (!text)
+        return NULL;
+    text[0] = '\0';
+    for (size_t i = 0; i < t->count; i++)
+        at += (size_t)snprintf(text + at, cap - at, "%s %d %.6g %.6g\n", t->entries[i].key, t->entries[i].value,
+                               t->entries[i].ms[0], t->entries[i].ms[1]);
+    *n = at;
+    return text;
+}
+
+/* --------------------------------------------------- the context's table */
+
+int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2])
+{
+    const ffnrt_tuning_entry *e = ffnrt_tuning_find(&ctx->tuning, key);
+    if (!e)
+        return 0;
+    *value = e->value;
+    if (ms)
+        ms[0] = e->ms[0], ms[1] = e->ms[1];
+    return 1;
+}
+
+static void remember(ffnrt_context *ctx, const char *key, int value, const double ms[2], int save)
+{
+    ffnrt_tuning_entry *e = ffnrt_tuning_insert(&ctx->tuning, key);
+    if (!e)
+        return; /* a result not kept is re-measured, never wrong */
+    e->value = value;
+    e->ms[0] = ms[0];
+    e->ms[1] = ms[1];
+    if (save)
+        ffnrt_tuning_save(ctx);
+}
 
 void ffnrt_tuning_remember(ffnrt_context *ctx, const char *key, int value, const double ms[2])
 {
@@ -33,45 +199,13 @@ void ffnrt_tuning_put(ffnrt_context *ctx, const char *key, int value, const doub
     remember(ctx, key, value, ms, 1);
 }
 
-static void remember(ffnrt_context *ctx, const char *key, int value, const double ms[2], int save)
-{
-    ffnrt_tuning_entry *e = NULL;
-    for (size_t i = 0; i < ctx->tuning_count && !e; i++)
-        if (strcmp(ctx->tuning[i].key, key) == 0)
-            e = &ctx->tuning[i];
-    if (!e) {
-        if (ctx->tuning_count == ctx->tuning_capacity) {
-            size_t cap = ctx->tuning_capacity ? 2 * ctx->tuning_capacity : 16;
-            ffnrt_tuning_entry *t = realloc(ctx->tuning, cap * sizeof *t);
-            if (!t)
-                return; /* a result not kept is re-measured, never wrong */
-            ctx->tuning = t;
-            ctx->tuning_capacity = cap;
-        }
-        e = &ctx->tuning[ctx->tuning_count++];
-        memset(e, 0, sizeof *e);
-        strncpy(e->key, key, sizeof e->key - 1);
-    }
-    e->value = value;
-    e->ms[0] = ms[0];
-    e->ms[1] = ms[1];
-    if (save)
-        ffnrt_tuning_save(ctx);
-}
-
-/* On disk the results are text, a line each: "key value ms ms". A line that
- * does not parse, or a value out of range, is dropped (it is re-measured). */
+/* On disk the results are text, a line each: "key value ms ms". */
 void ffnrt_tuning_save(ffnrt_context *ctx)
 {
-    size_t cap = ctx->tuning_count * (sizeof ctx->tuning[0].key + 64) + 1, at = 0;
-    char *text = malloc(cap);
-    if (!text)
-        return;
-    text[0] = '\0';
-    for (size_t i = 0; i < ctx->tuning_count; i++)
-        at += (size_t)snprintf(text + at, cap - at, "%s %d %.6g %.6g\n", ctx->tuning[i].key, ctx->tuning[i].value,
-                               ctx->tuning[i].ms[0], ctx->tuning[i].ms[1]);
-    ffnrt_context_blob_put(ctx, FFNRT_CACHE_TUNING, "ffn-tuning", text, at);
+    size_t n = 0;
+    char *text = ffnrt_tuning_format(&ctx->tuning, &n);
+    if (text)
+        ffnrt_context_blob_put(ctx, FFNRT_CACHE_TUNING, "ffn-tuning", text, n);
     free(text);
 }
 
@@ -79,26 +213,8 @@ void ffnrt_tuning_load(ffnrt_context *ctx)
 {
     size_t len = 0;
     char *blob = ffnrt_context_blob_get(ctx, FFNRT_CACHE_TUNING, "ffn-tuning", &len);
-    if (!blob)
-        return;
-    char *text = malloc(len + 1);
-    if (text) {
-        memcpy(text, blob, len);
-        text[len] = '\0';
-        char *save = NULL;
-        for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-            char key[sizeof ctx->tuning[0].key];
-            int value;
-            double ms[2];
-            if (sscanf(line, "%159s %d %lf %lf", key, &value, &ms[0], &ms[1]) == 4 && value >= 0 && value < 8 &&
-                value % 4 < 3 && isfinite(ms[0]) && isfinite(ms[1]) && strncmp(key, "ffn/", 4) == 0) {
-                int known;
-                if (!ffnrt_tuning_get(ctx, key, &known, NULL))
-                    ffnrt_tuning_remember(ctx, key, value, ms);
-            }
-        }
-        free(text);
-    }
+    if (blob)
+        ffnrt_tuning_parse(&ctx->tuning, blob, len);
     free(blob);
 }
 

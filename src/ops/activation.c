@@ -97,6 +97,10 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
     return FFNRT_OK;
 }
 
+/* Every output element reads its inputs at its own index (the slopes at its
+ * channel, which equals its index when y can be the slopes tensor). */
+#define ACTIVATION_ALIASING "an output may be exactly one of the inputs (in place), never part of one or another output"
+
 /* Forward when dy is NULL, backward otherwise; out is y or dx. */
 static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
                                    const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
@@ -109,6 +113,12 @@ static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_de
     activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
     if (st == FFNRT_OK && desc->kind == FFNRT_ACT_PRELU)
         st = prelu_layout(ctx, desc, x, &p, fn);
+    if (st == FFNRT_OK) {
+        ffnrt_op_arg args[4] = {{x, "x", 0}, {dy, "dy", 0}, {desc->slopes, "desc->slopes", 0}, {out, dy ? "dx" : "y", 1}};
+        if (desc->kind != FFNRT_ACT_PRELU)
+            args[2].tensor = NULL;
+        st = ffnrt_check_aliasing(ctx, fn, args, 4, 1, ACTIVATION_ALIASING);
+    }
     const char *compute = "";
     if (st == FFNRT_OK)
         st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &compute);
@@ -158,6 +168,9 @@ ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor 
     if (!ctx)
         return ffnrt_null_context(fn);
     ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
+    ffnrt_op_arg args[2] = {{x, "x", 0}, {y, "y", 1}};
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 2, 1, ACTIVATION_ALIASING);
     if (st == FFNRT_OK) {
         activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
         ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
@@ -197,6 +210,8 @@ ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_de
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_check_size(ctx, dtype, numel, fn);
     if (st != FFNRT_OK)
         return ffnrt_context_finish_call(ctx, st);
     char text[96];

@@ -156,6 +156,26 @@ ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, 
     return FFNRT_OK;
 }
 
+ffnrt_status ffnrt_check_aliasing(ffnrt_context *ctx, const char *fn, const ffnrt_op_arg *args, size_t n,
+                                  int same_ok, const char *rule)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (!args[i].output || !args[i].tensor)
+            continue;
+        for (size_t j = 0; j < n; j++) {
+            if (j == i || !args[j].tensor || (args[j].output && j < i))
+                continue; /* each pair of outputs once */
+            ffnrt_overlap o = ffnrt_tensor_overlap(args[i].tensor, args[j].tensor);
+            if (o == FFNRT_OVERLAP_NONE || (o == FFNRT_OVERLAP_SAME && same_ok && !args[j].output))
+                continue;
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s and %s %s; %s", fn, args[i].name,
+                              args[j].name, o == FFNRT_OVERLAP_SAME ? "are the same memory" : "overlap in memory",
+                              rule);
+        }
+    }
+    return FFNRT_OK;
+}
+
 ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
                                   const char **define)
 {

@@ -192,6 +192,8 @@ static ffnrt_status check_weight(ffnrt_context *ctx, const ffnrt_ffn_desc *d, co
 static int tiled_fits(const ffnrt_context *ctx, tiled_shape t, uint64_t shared)
 {
     uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
+    if (wg == 2 && (ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES))
+        return 0; /* the quirk table: the driver's compiler aborts on it */
     uint64_t staged = (uint64_t)t.bk * ((t.bm + 1) + 2 * (t.bn + 1)); /* gated: two W slices */
     uint64_t floats = staged > (uint64_t)t.bm * t.bn ? staged : (uint64_t)t.bm * t.bn;
     return wg <= ctx->limits.max_workgroup_size && 4 * floats <= shared;
@@ -213,9 +215,10 @@ static ffnrt_status choose_tiled(ffnrt_context *ctx, tiled_shape *out, ffnrt_pla
                               "FFNRT_GEMM_TILES=%s: expected bm,bn,bk,tm,tn with tm | bm and tn | bn", env);
         if (!tiled_fits(ctx, t, shared))
             return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
-                              "FFNRT_GEMM_TILES=%s does not fit %s: %u work-items (limit %u) or its staged slices "
+                              "FFNRT_GEMM_TILES=%s does not fit %s: %u work-items (limit %u%s) or its staged slices "
                               "in %llu bytes of shared memory",
                               env, ctx->info.name, (t.bm / t.tm) * (t.bn / t.tn), ctx->limits.max_workgroup_size,
+                              ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES ? ", and not 2: see the plan's quirks" : "",
                               (unsigned long long)shared);
         *out = t;
         ffnrt_plan_add(plan, "ffn.tiles", env, "forced by FFNRT_GEMM_TILES (bm,bn,bk,tm,tn)");
@@ -739,8 +742,20 @@ static ffnrt_status check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnr
     if (st == FFNRT_OK && (x->ndim == 0 || x->shape[x->ndim - 1] != d->d_model))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: x's last dimension is %lld, d_model is %lld",
                         fn, x->ndim ? (long long)x->shape[x->ndim - 1] : 0LL, (long long)d->d_model);
-    if (st == FFNRT_OK && x == y)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: y must not be x", fn);
+    /* A forward may run the layer several times (autotuning) and reads x and
+     * the weights while it writes y: y is refused as any of them. */
+    const projection *p[4] = {&layer->in, &layer->gate, &layer->value, &layer->out};
+    ffnrt_op_arg args[10] = {{x, "x", 0}, {y, "y", 1}};
+    static const char *const names[4][2] = {{"weights.w_in", "weights.b_in"}, {"the gate weights", "the gate bias"},
+                                            {"the value weights", "the value bias"},
+                                            {"weights.w_out", "weights.b_out"}};
+    for (int i = 0; i < 4; i++) {
+        args[2 + 2 * i] = (ffnrt_op_arg){p[i]->w, names[i][0], 0};
+        args[3 + 2 * i] = (ffnrt_op_arg){p[i]->b, names[i][1], 0};
+    }
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 10, 0,
+                                  "y must not be x nor overlap it or the layer's weights and biases");
     return st;
 }
 
@@ -1119,6 +1134,12 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
     ffnrt_status st = check_desc(&ctx->error, desc, fn);
     if (st == FFNRT_OK && (!out || tokens < 1))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s", fn, out ? "tokens < 1" : "out is NULL");
+    /* x and the [tokens, hidden] intermediate must be tensors the device can hold. */
+    uint64_t widest = st == FFNRT_OK ? (uint64_t)(desc->hidden > desc->d_model ? desc->hidden : desc->d_model) : 1;
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_check_size(ctx, desc->dtype, (uint64_t)tokens > UINT32_MAX / widest ? UINT64_MAX
+                                                                                              : (uint64_t)tokens * widest,
+                                     fn);
     ffnrt_plan *plan = NULL;
     if (st == FFNRT_OK && !(plan = ffnrt_plan_new()))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
@@ -1161,6 +1182,64 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
 
 /* ----------------------------------------------------------- accounting */
 
+/* uint64 arithmetic that notes an overflow in *ok instead of wrapping. */
+static uint64_t mul(uint64_t a, uint64_t b, int *ok)
+{
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        *ok = 0;
+    return r;
+}
+
+static uint64_t add(uint64_t a, uint64_t b, int *ok)
+{
+    uint64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        *ok = 0;
+    return r;
+}
+
+/* ffnrt_ffn_cost_of's figures; 0 when one passes 64 bits. */
+static int cost_figures(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ffnrt_ffn_cost *out)
+{
+    int ok = 1;
+    uint64_t d = (uint64_t)desc->d_model, h = (uint64_t)desc->hidden;
+    uint64_t es = ffnrt_dtype_size(desc->dtype), bias = (uint64_t)desc->bias;
+    int gated = is_gated(desc);
+    uint64_t up_rows = gated ? 2 * h : h; /* rows of the input projections (h < 2^32) */
+    uint64_t weights = add(mul(up_rows, d, &ok), mul(d, h, &ok), &ok);
+    uint64_t biases = bias * (up_rows + d);
+    uint64_t td = mul(t, d, &ok), th = mul(t, h, &ok);
+    uint64_t io = mul(2 * es, td, &ok), act = mul(th, es, &ok); /* x + y; one [tokens, hidden] tensor */
+    memset(out, 0, sizeof *out);
+    out->parameters = add(weights, biases, &ok);
+    out->weight_bytes = mul(out->parameters, es, &ok);
+    /* 2 per multiply-add, 1 per bias add, activation (and gating) per hidden unit. */
+    out->flops = add(add(mul(mul(2, t, &ok), weights, &ok), mul(t, biases, &ok), &ok), mul(th, gated ? 2 : 1, &ok),
+                     &ok);
+    /* Multiples of act and of t·d·es (the small factors below), summed. */
+    uint64_t acts, tds, peak_acts;
+    if (!unfused) {
+        /* up: reads x, weights and biases, writes h; down: reads h, writes y. */
+        acts = 2, tds = 0, peak_acts = 1;
+        out->kernels = 2;
+    } else if (!gated) {
+        /* products write h and y; bias passes read and write them; the
+         * activation reads and writes h; the down product reads h. */
+        acts = 4 + 2 * bias, tds = 2 * bias, peak_acts = 1;
+        out->kernels = 3 + 2 * (uint32_t)bias;
+    } else {
+        /* x read twice; g and v written, biased (read + write), read by
+         * the gating pass, which writes h; the down product reads h. */
+        acts = 6 + 4 * bias, tds = 1 + 2 * bias, peak_acts = 3;
+        out->kernels = 4 + 3 * (uint32_t)bias;
+    }
+    uint64_t fixed = add(out->weight_bytes, io, &ok);
+    out->bytes_moved = add(add(fixed, mul(acts, act, &ok), &ok), mul(tds, mul(td, es, &ok), &ok), &ok);
+    out->peak_bytes = add(fixed, mul(peak_acts, act, &ok), &ok);
+    return ok;
+}
+
 ffnrt_status ffnrt_ffn_cost_of(const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt_ffn_path path, ffnrt_ffn_cost *out)
 {
     static const char fn[] = "ffnrt_ffn_cost_of";
@@ -1175,37 +1254,13 @@ ffnrt_status ffnrt_ffn_cost_of(const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt
             ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a path", fn, (int)path);
     }
     if (err.status == FFNRT_OK) {
-        uint64_t t = (uint64_t)tokens, d = (uint64_t)desc->d_model, h = (uint64_t)desc->hidden;
-        uint64_t es = ffnrt_dtype_size(desc->dtype), bias = (uint64_t)desc->bias;
-        int gated = is_gated(desc), unfused = path == FFNRT_FFN_PATH_UNFUSED;
-        uint64_t up_rows = gated ? 2 * h : h; /* rows of the input projections */
-        uint64_t weights = up_rows * d + d * h;
-        uint64_t biases = bias * (up_rows + d);
-        uint64_t io = 2 * t * d * es, act = t * h * es; /* x + y; one [tokens, hidden] tensor */
-        memset(out, 0, sizeof *out);
-        out->parameters = weights + biases;
-        out->weight_bytes = out->parameters * es;
-        out->flops = 2 * t * weights + t * biases + t * h * (gated ? 2 : 1); /* activation (and gating) per hidden unit */
-        if (!unfused) {
-            /* up: reads x, weights and biases, writes h; down: reads h, writes y. */
-            out->bytes_moved = out->weight_bytes + io + 2 * act;
-            out->peak_bytes = out->weight_bytes + io + act;
-            out->kernels = 2;
-        } else if (!gated) {
-            /* products write h and y; bias passes read and write them; the
-             * activation reads and writes h; the down product reads h. */
-            out->bytes_moved = out->weight_bytes + io + act /* up writes h */ + 2 * act /* act */ + act /* down */ +
-                               bias * (2 * act + 2 * t * d * es);
-            out->peak_bytes = out->weight_bytes + io + act;
-            out->kernels = 3 + 2 * (uint32_t)bias;
-        } else {
-            /* x read twice; g and v written, biased (read + write), read by
-             * the gating pass, which writes h; the down product reads h. */
-            out->bytes_moved = out->weight_bytes + io + t * d * es + 2 * act + bias * 4 * act + 3 * act + act +
-                               bias * 2 * t * d * es;
-            out->peak_bytes = out->weight_bytes + io + 3 * act;
-            out->kernels = 4 + 3 * (uint32_t)bias;
-        }
+        ffnrt_ffn_cost c;
+        if (cost_figures(desc, (uint64_t)tokens, path == FFNRT_FFN_PATH_UNFUSED, &c))
+            *out = c;
+        else
+            ffnrt_fail(&err, FFNRT_ERROR_LIMIT_EXCEEDED,
+                       "%s: %lld tokens through d_model %lld, hidden %lld: the figures pass 64 bits", fn,
+                       (long long)tokens, (long long)desc->d_model, (long long)desc->hidden);
     }
     ffnrt_error_publish(&err);
     return err.status;

@@ -96,6 +96,10 @@ static ffnrt_status check_halves(ffnrt_context *ctx, const ffnrt_tensor *x, cons
     return FFNRT_OK;
 }
 
+/* The split layouts read gate, value (and dy) at the output's own index,
+ * every input before any output (shaders/storage.inc, TWO_OUTPUTS). */
+#define GLU_SPLIT_ALIASING "an output may be exactly one of the inputs (in place), never part of one or another output"
+
 static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *layout, ffnrt_dtype dtype,
                            uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb,
                            const char *fn)
@@ -120,6 +124,9 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = check_halves(ctx, x, y, fn, "y");
+    ffnrt_op_arg args[2] = {{x, "x", 0}, {y, "y", 1}};
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 2, 0, "y must not overlap x (each output reads two elements of x)");
     if (st == FFNRT_OK) {
         uint64_t h = (uint64_t)y->shape[y->ndim - 1];
         ffnrt_ew_binding b[2] = {{x, 2 * h}, {y, h}};
@@ -139,6 +146,9 @@ ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *d
         st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, gate, y, fn, "gate", "y");
+    ffnrt_op_arg args[3] = {{gate, "gate", 0}, {value, "value", 0}, {y, "y", 1}};
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 3, 1, GLU_SPLIT_ALIASING);
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[3] = {{gate, 1}, {y, 1}, {value, 1}};
         st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3, fn);
@@ -157,9 +167,10 @@ ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
         st = check_halves(ctx, x, dy, fn, "dy");
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, x, dx, fn, "x", "dx");
-    if (st == FFNRT_OK && (dx == x || dx == dy))
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
-                        "%s: dx must not alias x or dy (each gradient reads both halves)", fn);
+    ffnrt_op_arg args[3] = {{x, "x", 0}, {dy, "dy", 0}, {dx, "dx", 1}};
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 3, 0,
+                                  "dx must not overlap x or dy (each gradient reads both halves of its row of x)");
     if (st == FFNRT_OK) {
         uint64_t h = (uint64_t)dy->shape[dy->ndim - 1];
         ffnrt_ew_binding b[3] = {{x, 2 * h}, {dx, 2 * h}, {dy, h}};
@@ -185,8 +196,10 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
         st = ffnrt_check_same_layout(ctx, gate, dgate, fn, "gate", "dgate");
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, gate, dvalue, fn, "gate", "dvalue");
-    if (st == FFNRT_OK && dgate == dvalue)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: dgate and dvalue are the same tensor", fn);
+    ffnrt_op_arg args[5] = {{gate, "gate", 0}, {value, "value", 0}, {dy, "dy", 0}, {dgate, "dgate", 1},
+                            {dvalue, "dvalue", 1}};
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 5, 1, GLU_SPLIT_ALIASING);
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[5] = {{gate, 1}, {dgate, 1}, {value, 1}, {dy, 1}, {dvalue, 1}};
         st = launch(ctx, desc, "#define BACKWARD 1\n#define TWO_OUTPUTS 1", gate->dtype, gate->numel, 1, 0, b, 5, fn);
@@ -222,7 +235,9 @@ ffnrt_status ffnrt_glu_plan(ffnrt_context *ctx, const ffnrt_glu_desc *desc, ffnr
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);
     if (st == FFNRT_OK && (width > UINT32_MAX || rows > SIZE_MAX / 2 / (width ? width : 1)))
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %zu x %zu is too large", fn, rows, width);
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED, "%s: %zu x %zu is too large", fn, rows, width);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_check_size(ctx, dtype, (uint64_t)rows * 2 * width, fn);
     if (st != FFNRT_OK)
         return ffnrt_context_finish_call(ctx, st);
     char text[96];

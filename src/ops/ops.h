@@ -36,6 +36,20 @@ ffnrt_status ffnrt_check_tensor(ffnrt_context *ctx, const ffnrt_tensor *t, const
 /* FFNRT_OK when a and b have the same shape and dtype. */
 ffnrt_status ffnrt_check_same_layout(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
                                      const char *fn, const char *a_name, const char *b_name);
+/* One tensor argument of an op, for ffnrt_check_aliasing. */
+typedef struct ffnrt_op_arg {
+    const ffnrt_tensor *tensor; /* NULL: absent */
+    const char *name;
+    int output;
+} ffnrt_op_arg;
+
+/* Refuses an output whose memory overlaps another argument's, except,
+ * when same_ok, an output that is exactly an input (kernels whose every
+ * output element reads the inputs at its own index, all before it writes:
+ * in place). Two outputs never share memory. rule says what the op allows. */
+ffnrt_status ffnrt_check_aliasing(ffnrt_context *ctx, const char *fn, const ffnrt_op_arg *args, size_t n,
+                                  int same_ok, const char *rule);
+
 /* Checks that the device and dtype allow the compute precision; *define
  * gets the build define that selects it ("" for fp32). */
 ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,

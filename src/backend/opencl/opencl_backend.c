@@ -734,7 +734,7 @@ ffnrt_status ffnrt_cl_open_external(cl_context context, cl_device_id device, cl_
 }
 
 ffnrt_status ffnrt_cl_buffer_wrap(ffnrt_bdevice *dev, cl_mem mem, uint64_t offset, uint64_t need,
-                                  ffnrt_bbuffer **out, uint64_t *origin, ffnrt_error *err)
+                                  ffnrt_bbuffer **out, uint64_t *origin, cl_mem *memory, ffnrt_error *err)
 {
     static const char fn[] = "ffnrt_tensor_wrap_opencl_buffer";
     cl_context mctx = NULL;
@@ -776,6 +776,7 @@ ffnrt_status ffnrt_cl_buffer_wrap(ffnrt_bdevice *dev, cl_mem mem, uint64_t offse
     buf->mem = parent ? parent : mem;
     cl.clRetainMemObject(buf->mem); /* released by cl_buffer_destroy */
     *origin = parent ? sub_offset : 0;
+    *memory = buf->mem;
     *out = buf;
     return FFNRT_OK;
 }

@@ -4,6 +4,7 @@
 #include <glslang/build_info.h>
 #include <glslang/Public/resource_limits_c.h>
 #include <pthread.h>
+#include <spirv-tools/libspirv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,4 +86,21 @@ done:
         glslang_program_delete(program);
     glslang_shader_delete(shader);
     return st;
+}
+
+int ffnrt_spirv_valid(const uint32_t *words, size_t word_count, char *why, size_t cap)
+{
+    /* The environment glslang targets (vulkan1.1, SPIR-V 1.3, above). */
+    spv_context context = spvContextCreate(SPV_ENV_VULKAN_1_1);
+    if (!context) {
+        snprintf(why, cap, "SPIRV-Tools could not start");
+        return 0;
+    }
+    spv_diagnostic diagnostic = NULL;
+    spv_result_t rc = spvValidateBinary(context, words, word_count, &diagnostic);
+    if (rc != SPV_SUCCESS)
+        snprintf(why, cap, "invalid SPIR-V (%s)", diagnostic && diagnostic->error ? diagnostic->error : "no detail");
+    spvDiagnosticDestroy(diagnostic);
+    spvContextDestroy(context);
+    return rc == SPV_SUCCESS;
 }

@@ -66,6 +66,7 @@
     X(vkDestroyFence)                    \
     X(vkResetFences)                     \
     X(vkWaitForFences)                   \
+    X(vkGetFenceStatus)                  \
     X(vkQueueSubmit)                     \
     X(vkDeviceWaitIdle)
 

@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A fence wait this long means the device hung. */
-#define FENCE_TIMEOUT_NS (120ull * 1000 * 1000 * 1000)
 #define SETS_PER_POOL 64u
 #define MAX_BINDINGS 8u
 #define STAGING_BYTES (16u << 20)
@@ -376,6 +374,7 @@ struct ffnrt_bbuffer {
     void *mapped; /* non-NULL when the host writes the buffer directly */
     uint64_t size;
     int wrapped; /* the app's buffer (ffnrt_tensor_wrap_vulkan_buffer): never destroyed here */
+    struct ffnrt_bbuffer *next_kept; /* in dev->kept_buffers */
 };
 
 struct ffnrt_bkernel {
@@ -384,6 +383,7 @@ struct ffnrt_bkernel {
     VkPipelineLayout layout;
     VkPipeline pipeline;
     uint32_t buffer_count, params_size;
+    struct ffnrt_bkernel *next_kept; /* in dev->kept_kernels */
 };
 
 struct ffnrt_bdevice {
@@ -418,9 +418,19 @@ struct ffnrt_bdevice {
     int pending;              /* an asynchronous batch was submitted and not waited for */
     uint64_t pending_ns;      /* device time of finished asynchronous batches, until wait */
     VkCommandBuffer recording; /* the app's command buffer while it records ffnrt's dispatches */
+    /* A wait for the fence gives up after timeout_ns. The batch may still
+     * run then (stuck): the fence is not reset, buffers and kernels
+     * destroyed meanwhile are kept in these lists, and every use of the
+     * queue fails until the fence signals (vk_unstick) or the device is
+     * closed, which waits for it. */
+    uint64_t timeout_ns;
+    int stuck;
+    struct ffnrt_bbuffer *kept_buffers;
+    struct ffnrt_bkernel *kept_kernels;
 };
 
 static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err);
+static void vk_free_kept(ffnrt_bdevice *dev);
 static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err);
 static ffnrt_status vk_wait_all(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err);
 static ffnrt_status vk_external_begin(ffnrt_bdevice *dev, ffnrt_error *err);
@@ -433,11 +443,15 @@ static void vk_close(ffnrt_bdevice *dev)
     if (dev->device) {
         const ffnrt_vk_device_api *a = &dev->api;
         /* The app's device may be busy with its own work on other threads:
-         * wait only for ffnrt's. */
-        if (dev->external)
+         * wait only for ffnrt's, a stuck batch without a limit. */
+        if (dev->external && dev->stuck)
+            a->vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, UINT64_MAX);
+        else if (dev->external)
             vk_finish_pending(dev, NULL);
         else
             a->vkDeviceWaitIdle(dev->device);
+        dev->stuck = 0;
+        vk_free_kept(dev);
         if (dev->staging) {
             a->vkDestroyBuffer(dev->device, dev->staging->buffer, NULL);
             a->vkFreeMemory(dev->device, dev->staging->memory, NULL);
@@ -553,6 +567,7 @@ static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnr
     const ffnrt_vk_instance_api *ia = &dev->vi.api;
     vk_fill_info(&dev->vi, dev->physical, index, info, limits);
     dev->max_workgroup_size = info->max_workgroup_size;
+    dev->timeout_ns = opts->timeout_ns;
 
     uint32_t nq = 0;
     VkQueueFamilyProperties qf[16];
@@ -672,18 +687,109 @@ static ffnrt_status vk_buffer_create(ffnrt_bdevice *dev, uint64_t bytes, ffnrt_b
     return vk_buffer_alloc(dev, bytes, dev->device_type, 0, out, err);
 }
 
+static void vk_free_buffer(ffnrt_bdevice *dev, ffnrt_bbuffer *buf);
+static void vk_free_kernel(ffnrt_bdevice *dev, ffnrt_bkernel *k);
+static int vk_unstuck(ffnrt_bdevice *dev);
+static ffnrt_status vk_check_stuck(ffnrt_bdevice *dev, ffnrt_error *err);
+
+/* Under a stuck batch the buffer is kept until it finishes. */
 static void vk_buffer_destroy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf)
 {
     if (!buf)
         return;
-    if (buf->wrapped) {
-        free(buf);
+    if (!vk_unstuck(dev)) {
+        buf->next_kept = dev->kept_buffers;
+        dev->kept_buffers = buf;
         return;
     }
-    /* Memory is unmapped implicitly when freed. */
-    dev->api.vkDestroyBuffer(dev->device, buf->buffer, NULL);
-    dev->api.vkFreeMemory(dev->device, buf->memory, NULL);
+    vk_free_buffer(dev, buf);
+}
+
+/* ------------------------------------------- batches past the timeout */
+
+static void vk_free_buffer(ffnrt_bdevice *dev, ffnrt_bbuffer *buf)
+{
+    /* Memory is unmapped implicitly when freed; the app's own buffers are
+     * never destroyed here. */
+    if (!buf->wrapped) {
+        dev->api.vkDestroyBuffer(dev->device, buf->buffer, NULL);
+        dev->api.vkFreeMemory(dev->device, buf->memory, NULL);
+    }
     free(buf);
+}
+
+static void vk_free_kernel(ffnrt_bdevice *dev, ffnrt_bkernel *k)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    if (k->pipeline)
+        a->vkDestroyPipeline(dev->device, k->pipeline, NULL);
+    if (k->layout)
+        a->vkDestroyPipelineLayout(dev->device, k->layout, NULL);
+    if (k->set_layout)
+        a->vkDestroyDescriptorSetLayout(dev->device, k->set_layout, NULL);
+    if (k->module)
+        a->vkDestroyShaderModule(dev->device, k->module, NULL);
+    free(k);
+}
+
+/* Frees what a stuck batch kept alive, once it has finished. */
+static void vk_free_kept(ffnrt_bdevice *dev)
+{
+    while (dev->kept_buffers) {
+        ffnrt_bbuffer *b = dev->kept_buffers;
+        dev->kept_buffers = b->next_kept;
+        vk_free_buffer(dev, b);
+    }
+    while (dev->kept_kernels) {
+        ffnrt_bkernel *k = dev->kept_kernels;
+        dev->kept_kernels = k->next_kept;
+        vk_free_kernel(dev, k);
+    }
+}
+
+/* A stuck batch that has finished since: the device is usable again. */
+static void vk_unstick(ffnrt_bdevice *dev)
+{
+    dev->api.vkResetFences(dev->device, 1, &dev->fence);
+    dev->stuck = 0;
+    vk_free_kept(dev);
+}
+
+/* 1 when no batch is stuck (any that was has finished since). */
+static int vk_unstuck(ffnrt_bdevice *dev)
+{
+    if (dev->stuck && dev->api.vkGetFenceStatus(dev->device, dev->fence) == VK_SUCCESS)
+        vk_unstick(dev);
+    return !dev->stuck;
+}
+
+/* Every use of the queue, the command buffer, the descriptor pools or
+ * memory the device may write starts here. */
+static ffnrt_status vk_check_stuck(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    if (vk_unstuck(dev))
+        return FFNRT_OK;
+    return ffnrt_fail(err, FFNRT_ERROR_DEVICE_FAILURE,
+                      "Vulkan: work submitted earlier is still running past the %llu ms timeout "
+                      "(device_timeout_ms, FFNRT_DEVICE_TIMEOUT_MS); what it uses is kept until it finishes: "
+                      "ffnrt_context_wait waits for it again, or destroy the context",
+                      (unsigned long long)(dev->timeout_ns / 1000000));
+}
+
+/* Waits for the fence; on a timeout the batch is stuck (see above). */
+static ffnrt_status vk_wait_fence(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    VkResult rc = dev->api.vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, dev->timeout_ns);
+    if (rc == VK_TIMEOUT) {
+        dev->stuck = 1;
+        return ffnrt_fail(err, FFNRT_ERROR_DEVICE_FAILURE,
+                          "Vulkan: the device did not finish within the %llu ms timeout (device_timeout_ms, "
+                          "FFNRT_DEVICE_TIMEOUT_MS); the work may still be running, so what it uses is kept until "
+                          "it finishes: ffnrt_context_wait waits for it again, or destroy the context",
+                          (unsigned long long)(dev->timeout_ns / 1000000));
+    }
+    dev->api.vkResetFences(dev->device, 1, &dev->fence);
+    return rc == VK_SUCCESS ? FFNRT_OK : vk_fail(err, rc, "vkWaitForFences");
 }
 
 static ffnrt_status vk_wait(ffnrt_bdevice *dev, ffnrt_error *err)
@@ -697,12 +803,7 @@ static ffnrt_status vk_wait(ffnrt_bdevice *dev, ffnrt_error *err)
     VkResult rc = a->vkQueueSubmit(dev->queue, 1, &si, dev->fence);
     if (rc != VK_SUCCESS)
         return vk_fail(err, rc, "vkQueueSubmit");
-    rc = a->vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, FENCE_TIMEOUT_NS);
-    a->vkResetFences(dev->device, 1, &dev->fence);
-    if (rc == VK_TIMEOUT)
-        return ffnrt_fail(err, FFNRT_ERROR_DEVICE_FAILURE, "Vulkan: the device did not finish in %llu s",
-                          FENCE_TIMEOUT_NS / 1000000000ull);
-    return rc == VK_SUCCESS ? FFNRT_OK : vk_fail(err, rc, "vkWaitForFences");
+    return vk_wait_fence(dev, err);
 }
 
 /* One staged copy between a buffer and the staging buffer, synchronous. */
@@ -738,6 +839,9 @@ static ffnrt_status vk_staged_copy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint6
 static ffnrt_status vk_transfer(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset, void *host,
                                 uint64_t bytes, int to_device, ffnrt_error *err)
 {
+    ffnrt_status sst = vk_check_stuck(dev, err); /* the device may still write the buffer */
+    if (sst != FFNRT_OK)
+        return sst;
     if (buf->mapped) {
         if (to_device)
             memcpy((char *)buf->mapped + offset, host, bytes);
@@ -781,35 +885,39 @@ static void vk_kernel_destroy(ffnrt_bdevice *dev, ffnrt_bkernel *k)
 {
     if (!k)
         return;
-    const ffnrt_vk_device_api *a = &dev->api;
-    if (k->pipeline)
-        a->vkDestroyPipeline(dev->device, k->pipeline, NULL);
-    if (k->layout)
-        a->vkDestroyPipelineLayout(dev->device, k->layout, NULL);
-    if (k->set_layout)
-        a->vkDestroyDescriptorSetLayout(dev->device, k->set_layout, NULL);
-    if (k->module)
-        a->vkDestroyShaderModule(dev->device, k->module, NULL);
-    free(k);
+    if (!vk_unstuck(dev)) { /* a stuck batch may still run it */
+        k->next_kept = dev->kept_kernels;
+        dev->kept_kernels = k;
+        return;
+    }
+    vk_free_kernel(dev, k);
 }
 
-/* SPIR-V from the disk cache, if it looks like SPIR-V (the file's checksum
- * already held; this catches a blob that was never SPIR-V). */
+/* SPIR-V from the disk cache, if it is valid SPIR-V (the file's digest
+ * already held; this catches a blob that was never valid, which a driver
+ * must not be given). */
 static uint32_t *vk_cached_spirv(const ffnrt_kernel_cache *c, size_t *words)
 {
     size_t len = 0;
     uint32_t *code = c->load(c->user, FFNRT_CACHE_SPIRV, &len);
     if (!code)
         return NULL;
-    if (len < 20 || len % 4 != 0 || code[0] != 0x07230203u) {
+    char why[256] = "not SPIR-V";
+    if (len < 20 || len % 4 != 0 || code[0] != 0x07230203u || !ffnrt_spirv_valid(code, len / 4, why, sizeof why)) {
         free(code);
-        c->unusable(c->user, FFNRT_CACHE_SPIRV, "not SPIR-V");
+        c->unusable(c->user, FFNRT_CACHE_SPIRV, why);
         return NULL;
     }
     *words = len / 4;
     return code;
 }
 
+static ffnrt_status vk_kernel_from_spirv(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, uint32_t *spirv,
+                                         size_t words, ffnrt_bkernel **out, ffnrt_error *err);
+
+/* From the cached SPIR-V if there is one and the driver takes it; else (a
+ * driver may still refuse valid SPIR-V) compiled from source, the cache
+ * entry then overwritten. */
 static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, ffnrt_bkernel **out,
                                     char **log, ffnrt_error *err)
 {
@@ -818,15 +926,26 @@ static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
                           src->buffer_count, MAX_BINDINGS);
     uint32_t *spirv = NULL;
     size_t words = 0;
-    if (src->cache)
-        spirv = vk_cached_spirv(src->cache, &words);
-    if (!spirv) {
-        ffnrt_status st = ffnrt_glsl_to_spirv(src->source, dev->max_workgroup_size, &spirv, &words, log, err);
-        if (st != FFNRT_OK)
-            return st;
-        if (src->cache)
-            src->cache->store(src->cache->user, FFNRT_CACHE_SPIRV, spirv, words * sizeof *spirv);
+    if (src->cache && (spirv = vk_cached_spirv(src->cache, &words)) != NULL) {
+        ffnrt_error refused;
+        ffnrt_error_clear(&refused);
+        ffnrt_status st = vk_kernel_from_spirv(dev, src, spirv, words, out, &refused);
+        if (st == FFNRT_OK || st == FFNRT_ERROR_OUT_OF_HOST_MEMORY)
+            return st == FFNRT_OK ? st : ffnrt_fail(err, st, "%s", refused.message);
+        src->cache->unusable(src->cache->user, FFNRT_CACHE_SPIRV, refused.message);
     }
+    ffnrt_status st = ffnrt_glsl_to_spirv(src->source, dev->max_workgroup_size, &spirv, &words, log, err);
+    if (st != FFNRT_OK)
+        return st;
+    if (src->cache)
+        src->cache->store(src->cache->user, FFNRT_CACHE_SPIRV, spirv, words * sizeof *spirv);
+    return vk_kernel_from_spirv(dev, src, spirv, words, out, err);
+}
+
+/* The module, layouts and pipeline of a kernel; frees spirv. */
+static ffnrt_status vk_kernel_from_spirv(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, uint32_t *spirv,
+                                         size_t words, ffnrt_bkernel **out, ffnrt_error *err)
+{
     const ffnrt_vk_device_api *a = &dev->api;
     ffnrt_bkernel *k = calloc(1, sizeof *k);
     if (!k) {
@@ -880,7 +999,7 @@ static ffnrt_status vk_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
     if (rc == VK_SUCCESS)
         rc = a->vkCreateComputePipelines(dev->device, dev->pipeline_cache, 1, &cpci, NULL, &k->pipeline);
     if (rc != VK_SUCCESS) {
-        vk_kernel_destroy(dev, k);
+        vk_free_kernel(dev, k);
         return vk_fail(err, rc, "creating the compute pipeline");
     }
     *out = k;
@@ -1167,17 +1286,12 @@ static void vk_read_timestamps(ffnrt_bdevice *dev, uint64_t *device_ns)
 /* Waits for the asynchronous batch in flight, if any, and adds its time. */
 static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err)
 {
-    if (!dev->pending)
-        return FFNRT_OK;
-    const ffnrt_vk_device_api *a = &dev->api;
+    ffnrt_status st = vk_check_stuck(dev, err);
+    if (st != FFNRT_OK || !dev->pending)
+        return st;
     dev->pending = 0;
-    VkResult rc = a->vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, FENCE_TIMEOUT_NS);
-    a->vkResetFences(dev->device, 1, &dev->fence);
-    if (rc == VK_TIMEOUT)
-        return ffnrt_fail(err, FFNRT_ERROR_DEVICE_FAILURE, "Vulkan: the device did not finish in %llu s",
-                          FENCE_TIMEOUT_NS / 1000000000ull);
-    if (rc != VK_SUCCESS)
-        return vk_fail(err, rc, "vkWaitForFences");
+    if ((st = vk_wait_fence(dev, err)) != FFNRT_OK)
+        return st;
     uint64_t ns;
     vk_read_timestamps(dev, &ns);
     dev->pending_ns += ns;
@@ -1204,6 +1318,14 @@ static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err)
 
 static ffnrt_status vk_wait_all(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
 {
+    /* A stuck batch is waited for again, for one more timeout. */
+    if (dev->stuck && !vk_unstuck(dev)) {
+        ffnrt_status wst = vk_wait_fence(dev, err);
+        if (wst != FFNRT_OK)
+            return wst;
+        dev->stuck = 0; /* the fence signalled (and was reset): release what was kept */
+        vk_free_kept(dev);
+    }
     ffnrt_status st = vk_finish_pending(dev, err);
     *device_ns = dev->pending_ns;
     dev->pending_ns = 0;
@@ -1254,8 +1376,9 @@ ffnrt_status ffnrt_vk_buffer_wrap(ffnrt_bdevice *dev, VkBuffer buffer, ffnrt_bbu
     return FFNRT_OK;
 }
 
-ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, ffnrt_bdevice **out, ffnrt_device_info *info,
-                                    ffnrt_limits *limits, ffnrt_error *err)
+ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, const ffnrt_open_options *opts,
+                                    ffnrt_bdevice **out, ffnrt_device_info *info, ffnrt_limits *limits,
+                                    ffnrt_error *err)
 {
     PFN_vkGetInstanceProcAddr gipa = app->get_instance_proc_addr;
     if (!gipa) {
@@ -1269,6 +1392,7 @@ ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, ffnrt_bdevic
         return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
     atomic_init(&dev->validation_messages, 0);
     dev->external = 1;
+    dev->timeout_ns = opts->timeout_ns;
     dev->vi.instance = app->instance;
 #define FFNRT_VK_LOAD(name) dev->vi.api.name = (PFN_##name)gipa(app->instance, #name);
     FFNRT_VK_INSTANCE_FUNCTIONS(FFNRT_VK_LOAD)

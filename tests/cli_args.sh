@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The ffnrt command's arguments, as a hostile user types them, without
+# devices (every case is refused before a context is made): numbers are
+# whole and in range or refused with exit 2 and a message naming them;
+# help asked for goes to stdout with exit 0; unknown commands and options
+# are refused.
+# Usage: cli_args.sh path/to/ffnrt
+set -u
+ffnrt=${1:?usage: cli_args.sh path/to/ffnrt}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+check() { # description, expected exit status, text expected on stdout (or ""), text on stderr (or ""), command...
+    local what=$1 want=$2 out=$3 err=$4
+    shift 4
+    "$@" >"$dir/out" 2>"$dir/err"
+    local got=$?
+    if [ "$got" != "$want" ] || { [ -n "$out" ] && ! grep -q -- "$out" "$dir/out"; } ||
+       { [ -n "$err" ] && ! grep -q -- "$err" "$dir/err"; }; then
+        echo "FAIL: $what: exit $got (expected $want)"
+        echo "stdout:"; cat "$dir/out"; echo "stderr:"; cat "$dir/err"
+        fail=1
+    else
+        echo "ok: $what"
+    fi
+}
+
+check "--help: usage on stdout, exit 0" 0 "usage: ffnrt COMMAND" "" "$ffnrt" --help
+check "-h too" 0 "usage: ffnrt COMMAND" "" "$ffnrt" -h
+check "no command: usage on stderr, exit 2" 2 "" "usage: ffnrt COMMAND" "$ffnrt"
+check "an unknown command" 2 "" "unknown command frobnicate" "$ffnrt" frobnicate
+check "devices --bogus refused" 2 "" "unexpected argument --bogus" "$ffnrt" devices --bogus
+check "devices --help" 0 "usage: ffnrt devices" "" "$ffnrt" devices --help
+check "plan --help on stdout" 0 "usage: ffnrt plan" "" "$ffnrt" plan --help
+check "bench --help on stdout" 0 "usage: ffnrt bench" "" "$ffnrt" bench --help
+
+# ffnrt run: every number whole (strtof without an end check made "abc" 0).
+check "run gelu abc" 2 "" '"abc" is not a number' "$ffnrt" run gelu abc
+check "run gelu 1.5x" 2 "" '"1.5x" is not a number' "$ffnrt" run gelu 1 1.5x
+check "run gelu with an empty argument" 2 "" 'is not a number' "$ffnrt" run gelu ""
+check "run gelu 1e50 (past float)" 2 "" '"1e50" is not a number' "$ffnrt" run gelu 1e50
+check "run nosuchop (read an uninitialised kind)" 2 "" '"nosuchop" is not an activation' "$ffnrt" run nosuchop 1
+check "run prelu" 2 "" "prelu needs a slope tensor" "$ffnrt" run prelu 1
+
+# ffnrt plan: --d abc silently planned 4096; 2^63 - 1 overflowed 4 d.
+check "plan --d abc" 2 "" "--d abc: not an integer" "$ffnrt" plan --op swiglu --d abc
+check "plan --d 9223372036854775807" 2 "" "not an integer in \[1, 4294967295\]" "$ffnrt" plan --op swiglu --d 9223372036854775807
+check "plan --d 99999999999999999999 (past int64)" 2 "" "not an integer" "$ffnrt" plan --op swiglu --d 99999999999999999999
+check "plan --elements -1" 2 "" "--elements -1: not an integer" "$ffnrt" plan --op gelu --elements -1
+check "plan --tokens 8x" 2 "" "--tokens 8x" "$ffnrt" plan --op swiglu --tokens 8x
+check "plan --hidden ' 7' (a blank)" 2 "" "--hidden  7" "$ffnrt" plan --op swiglu --hidden " 7"
+check "plan --width 0" 2 "" "--width 0" "$ffnrt" plan --op geglu --glu-only --width 0
+check "plan --d with no value" 2 "" "--d needs a value" "$ffnrt" plan --op swiglu --d
+check "plan --bogus" 2 "" "unknown option" "$ffnrt" plan --bogus
+
+# ffnrt bench: sizes and counts whole, in range, never wrapped.
+check "bench --size 17592186044417M (wrapped to 1M)" 2 "" "--size 17592186044417M" "$ffnrt" bench --size 17592186044417M
+check "bench --size 18446744073709551616 (past uint64)" 2 "" "--size" "$ffnrt" bench --size 18446744073709551616
+check "bench --size 5G (past a tensor)" 2 "" "--size 5G" "$ffnrt" bench --size 5G
+check "bench --size -1M" 2 "" "--size -1M" "$ffnrt" bench --size -1M
+check "bench --size 1000 (not a multiple of 1024)" 2 "" "--size 1000" "$ffnrt" bench --size 1000
+check "bench --tokens 8x" 2 "" "--tokens 8x" "$ffnrt" bench --tokens 1,8x
+check "bench --repeats 0" 2 "" "--repeats 0" "$ffnrt" bench --repeats 0
+check "bench --min-runs abc" 2 "" "--min-runs abc" "$ffnrt" bench --min-runs abc
+check "bench --budget inf" 2 "" "--budget inf" "$ffnrt" bench --budget inf
+check "bench --budget -1" 2 "" "--budget -1" "$ffnrt" bench --budget -1
+
+exit $fail
