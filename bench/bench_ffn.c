@@ -302,6 +302,8 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
             }
             if (r >= 0)
                 cand[i].t[r] = bench_now_s() - t0;
+            else
+                bench_warmup_add(bench_now_s() - t0);
         }
     ffnrt_context_force(ctx, "ffn.kernel", NULL);
     int best = -1;

@@ -332,6 +332,11 @@ int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, 
         get_meta_s(&root, "date", m->date, sizeof m->date);
         get_meta_s(&root, "host", m->host, sizeof m->host);
         m->wall_s = get_n(&root, "wall_s");
+        m->warmup_s = get_n(&root, "warmup_s");
+        const jval *notes = get(&root, "notes");
+        for (size_t i = 0; notes && notes->type == J_ARR && i < notes->n && m->nnotes < BENCH_MAX_NOTES; i++)
+            if (notes->items[i].type == J_STR)
+                snprintf(m->notes[m->nnotes++], sizeof m->notes[0], "%s", notes->items[i].str);
         const jval *devs = get(&root, "devices");
         for (size_t i = 0; devs && devs->type == J_ARR && i < devs->n && m->ndevices < BENCH_MAX_DEVICES; i++) {
             bench_device_meta *d = &m->devices[m->ndevices++];

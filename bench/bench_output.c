@@ -36,8 +36,12 @@ void bench_print_table(FILE *f, const bench_rows *rs, const bench_meta *m)
 {
     fprintf(f, "\nffnrt %s (commit %s), preset %s, %s on %s, %.1f s\n", m->version, m->commit, m->preset, m->date,
             m->host, m->wall_s);
+    if (m->warmup_s > 0)
+        fprintf(f, "%s\n", bench_time_split(m));
     for (int p = 0; p < m->npeers; p++)
         fprintf(f, "peer %s\n", m->peers[p]);
+    for (int p = 0; p < m->nnotes; p++)
+        fprintf(f, "note %s\n", m->notes[p]);
     /* Devices first, then rows of no listed device (the host peer). */
     for (int d = 0; d <= m->ndevices; d++) {
         int header = 0;
@@ -162,7 +166,10 @@ int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m
     json_field_s(f, "preset", m->preset, 1);
     json_field_s(f, "date", m->date, 1);
     json_field_s(f, "host", m->host, 1);
-    json_field_n(f, "wall_s", m->wall_s, 0);
+    json_field_n(f, "wall_s", m->wall_s, 1);
+    json_field_n(f, "warmup_s", m->warmup_s, 1);
+    json_field_n(f, "kernels_built", (double)m->kernels_built, 1);
+    json_field_n(f, "kernels_cached", (double)m->kernels_cached, 0);
     fputs(",\n  \"devices\": [", f);
     for (int d = 0; d < m->ndevices; d++) {
         fputs(d ? ",\n    {" : "\n    {", f);
@@ -176,6 +183,11 @@ int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m
     for (int p = 0; p < m->npeers; p++) {
         fputs(p ? ", " : "", f);
         json_string(f, m->peers[p]);
+    }
+    fputs("],\n  \"notes\": [", f);
+    for (int p = 0; p < m->nnotes; p++) {
+        fputs(p ? ", " : "", f);
+        json_string(f, m->notes[p]);
     }
     fputs("],\n  \"rows\": [", f);
     for (size_t i = 0; i < rs->n; i++) {

@@ -27,6 +27,7 @@ typedef struct bench_config {
     int f16_arithmetic;                 /* also fp16 arithmetic on f16 storage */
     int precision_given;                /* --precision chose them (else the preset did) */
     int f32_only_above;                 /* sizes past this many elements run f32 only (0: no such rule) */
+    size_t bwd_only_f32_at;             /* backward rows only in f32 at this size (0: no such rule) */
     size_t sizes[BENCH_MAX_LIST];       /* element-wise sizes, elements */
     int nsizes;
     int64_t tokens[BENCH_MAX_LIST];     /* FFN token counts */
@@ -58,6 +59,9 @@ int bench_wants_op(const bench_config *cfg, const char *name);
  * returns 0, or -1 when a call fails (its message on stderr). */
 typedef ffnrt_status (*bench_call)(void *arg);
 int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_config *cfg, bench_row *r);
+/* Time spent in a warm-up call outside bench_measure (the run reports it
+ * apart from measuring). */
+void bench_warmup_add(double seconds);
 
 /* The identity fields every device row shares. */
 void bench_row_device(bench_row *r, const bench_device *dev, const char *group);

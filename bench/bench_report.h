@@ -8,6 +8,7 @@
 
 #define BENCH_MAX_DEVICES 16
 #define BENCH_MAX_PEERS 8
+#define BENCH_MAX_NOTES 8
 
 typedef struct bench_device_meta {
     char backend[16], name[128], driver[128], api[96];
@@ -22,13 +23,29 @@ typedef struct bench_meta {
     char date[32];     /* UTC, ISO 8601 */
     char host[64];
     double wall_s;
+    /* Of wall_s, the warm-up calls before each row's measured runs: building
+     * kernels (or loading them from ffnrt's disk cache) and the drivers'
+     * first-call work. The rest is measuring. */
+    double warmup_s;
+    /* Kernels the run's device contexts compiled, and loaded from ffnrt's
+     * disk cache instead (a warm cache compiles none). */
+    unsigned long long kernels_built, kernels_cached;
     bench_device_meta devices[BENCH_MAX_DEVICES];
     int ndevices;
     char peers[BENCH_MAX_PEERS][160]; /* "clblast: ok", "host-c: ok (gcc -O3 ...)", "clblast: absent (...)" */
     int npeers;
+    char notes[BENCH_MAX_NOTES][320]; /* what could not run, and why ("start: no cold rows: ...") */
+    int nnotes;
 } bench_meta;
 
 void bench_meta_add_peer(bench_meta *m, const char *text);
+/* Something that could not run: kept in the table and JSON, and printed on
+ * stderr now. */
+void bench_meta_add_note(bench_meta *m, const char *text);
+
+/* "warm-up calls (kernel builds ...): X s of the Y s; measuring: Z s", one
+ * line (a static buffer). */
+const char *bench_time_split(const bench_meta *m);
 
 /* One row as a table line (also used while the bench runs). */
 void bench_print_header(FILE *f);

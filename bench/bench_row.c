@@ -60,6 +60,27 @@ void bench_row_times(bench_row *r, double *dev, double *host, int n)
     BENCH_SET(r->timing, dev ? "device" : "host");
 }
 
+const char *bench_time_split(const bench_meta *m)
+{
+    static char text[240];
+    int n = snprintf(text, sizeof text, "time: %.1f s in warm-up calls (kernel builds or disk-cache loads, drivers' first "
+                     "calls), %.1f s measuring", m->warmup_s, m->wall_s - m->warmup_s);
+    if (n > 0 && (size_t)n < sizeof text && (m->kernels_built || m->kernels_cached))
+        snprintf(text + n, sizeof text - (size_t)n, "; kernels: %llu compiled, %llu from ffnrt's disk cache",
+                 m->kernels_built, m->kernels_cached);
+    return text;
+}
+
+void bench_meta_add_note(bench_meta *m, const char *text)
+{
+    fprintf(stderr, "ffnrt bench: %s\n", text);
+    for (int i = 0; i < m->nnotes; i++)
+        if (strcmp(m->notes[i], text) == 0)
+            return;
+    if (m->nnotes < BENCH_MAX_NOTES)
+        snprintf(m->notes[m->nnotes++], sizeof m->notes[0], "%s", text);
+}
+
 void bench_meta_add_peer(bench_meta *m, const char *text)
 {
     for (int i = 0; i < m->npeers; i++)

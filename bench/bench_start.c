@@ -1,8 +1,9 @@
 /* Cold and warm start of a gated FFN layer (see bench_start.h).
  *
  * Also a small command when built with -DBENCH_START_MAIN (the bench_start
- * target): bench_start opencl|vulkan CACHE_DIR|off [runs] prints one
- * line per run with the time and the cache's hits. */
+ * target, which `ffnrt bench` runs for the starts in a fresh process):
+ * bench_start opencl|vulkan CACHE_DIR|off [runs [device index]] prints
+ * one line per run with the time and the cache's hits. */
 #include "bench_start.h"
 #ifndef BENCH_START_MAIN
 #include "bench_parts.h"
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -93,30 +95,61 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* A start in a fresh process whose drivers' caches (PoCL's, Mesa's, which
- * a process reads once) are empty directories under dir, with ffnrt's disk
- * cache in ffnrt_dir: the bench_start command beside this one.
- * Milliseconds, or a negative number when it cannot run. */
-static double process_ms(const bench_device *dev, const char *dir, const char *ffnrt_dir)
+#ifndef FFNRT_BENCH_START_REL
+#define FFNRT_BENCH_START_REL "../libexec/ffnrt" /* where an installed ffnrt keeps it, from bin/ */
+#endif
+
+/* The bench_start helper: beside this ffnrt (a build tree), or where an
+ * installed one keeps it. 0 with its path in exe, or -1 with what was
+ * looked for in why. */
+static int find_helper(char *exe, size_t cap, char *why, size_t why_len)
 {
-    char exe[512];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0 || dev->info.index != 0) /* bench_start takes a backend's first device */
+    char self[512];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) {
+        snprintf(why, why_len, "cannot read /proc/self/exe");
         return -1;
-    exe[n] = '\0';
-    char *slash = strrchr(exe, '/');
+    }
+    self[n] = '\0';
+    char *slash = strrchr(self, '/');
     if (!slash)
         return -1;
-    snprintf(slash + 1, sizeof exe - (size_t)(slash + 1 - exe), "bench_start");
-    if (access(exe, X_OK) != 0)
-        return -1;
-    char cmd[1024];
+    *slash = '\0';
+    snprintf(exe, cap, "%s/bench_start", self);
+    if (access(exe, X_OK) == 0)
+        return 0;
+    snprintf(exe, cap, "%s/%s/bench_start", self, FFNRT_BENCH_START_REL);
+    if (access(exe, X_OK) == 0)
+        return 0;
+    snprintf(why, why_len, "no bench_start helper (build it: cmake --build build --target bench_start) in %s/ or %s/%s/",
+             self, self, FFNRT_BENCH_START_REL);
+    return -1;
+}
+
+/* A start in a fresh process whose drivers' caches (PoCL's, Mesa's, which
+ * a process reads once) are empty directories under dir, with ffnrt's disk
+ * cache in ffnrt_dir: the bench_start helper. Milliseconds, or a negative
+ * number with the reason in why. */
+static double process_ms(const bench_device *dev, const char *exe, const char *dir, const char *ffnrt_dir, char *why,
+                         size_t why_len)
+{
+    /* The drivers' cache directories exist and are empty (Mesa disables a
+     * missing one with a message). */
+    static const char *const subdirs[] = {"", "/pocl", "/mesa", "/xdg"};
+    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+        char path[600];
+        snprintf(path, sizeof path, "%s%s", dir, subdirs[i]);
+        mkdir(path, 0700);
+    }
+    char cmd[1600];
     snprintf(cmd, sizeof cmd,
-             "POCL_CACHE_DIR='%s/pocl' MESA_SHADER_CACHE_DIR='%s/mesa' XDG_CACHE_HOME='%s/xdg' '%s' %s '%s' 1",
-             dir, dir, dir, exe, ffnrt_backend_name(dev->info.backend), ffnrt_dir);
+             "POCL_CACHE_DIR='%s/pocl' MESA_SHADER_CACHE_DIR='%s/mesa' XDG_CACHE_HOME='%s/xdg' '%s' %s '%s' 1 %u",
+             dir, dir, dir, exe, ffnrt_backend_name(dev->info.backend), ffnrt_dir, (unsigned)dev->info.index);
     FILE *p = popen(cmd, "r");
-    if (!p)
+    if (!p) {
+        snprintf(why, why_len, "cannot start %s", exe);
         return -1;
+    }
     char line[256];
     double ms = -1;
     while (fgets(line, sizeof line, p)) {
@@ -124,7 +157,12 @@ static double process_ms(const bench_device *dev, const char *dir, const char *f
         if (at)
             ms = atof(at + 7);
     }
-    return pclose(p) == 0 ? ms : -1;
+    int status = pclose(p);
+    if (status != 0 || ms < 0) {
+        snprintf(why, why_len, "%s failed (status %d; its message is above)", exe, status);
+        return -1;
+    }
+    return ms;
 }
 
 /* The "start" rows of a gated SwiGLU layer, host time from
@@ -153,7 +191,9 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
     char ffnrt_dir[128];
     snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/process-ffnrt", base);
     int process_runs = cfg->quick ? 1 : 3; /* a cold PoCL start is seconds */
-    for (int k = 0; k < 2; k++) {
+    char exe[1024], why[1200] = "";
+    int have_helper = find_helper(exe, sizeof exe, why, sizeof why) == 0;
+    for (int k = 0; k < 2 && have_helper; k++) {
         double ts[3];
         int nt = 0;
         for (int i = 0; i < process_runs; i++) {
@@ -161,12 +201,14 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
             snprintf(fresh, sizeof fresh, "%s/%s%d", base, names[k], i);
             if (k == 0) /* each cold start its own ffnrt cache too; the last one's is kept for ffnrt-warm */
                 snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/ffnrt", fresh);
-            double ms = process_ms(dev, fresh, ffnrt_dir);
+            double ms = process_ms(dev, exe, fresh, ffnrt_dir, why, sizeof why);
             if (ms >= 0)
                 ts[nt++] = 1e-3 * ms;
         }
-        if (nt == 0)
-            continue;
+        if (nt == 0) {
+            have_helper = 0;
+            break;
+        }
         qsort(ts, (size_t)nt, sizeof ts[0], cmp_double);
         bench_row *r = bench_rows_push(rows);
         if (!r)
@@ -180,6 +222,12 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
         bench_row_times(r, NULL, ts, nt);
         BENCH_SET(r->note, notes[k]);
         bench_row_done(cfg, r);
+    }
+    if (!have_helper) { /* the rows are documented: say why they are missing */
+        char text[sizeof dev->meta->notes[0]];
+        snprintf(text, sizeof text, "start on %s:%u: no cold or ffnrt-warm rows: %.250s", ffnrt_backend_name(dev->info.backend),
+                 (unsigned)dev->info.index, why);
+        bench_meta_add_note(dev->meta, text);
     }
     for (int warm = 0; warm < 2 && rc == 0; warm++) {
         if (warm) { /* fill the warm directory once */
@@ -230,15 +278,16 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s opencl|vulkan CACHE_DIR|off [runs]\n", argv[0]);
+        fprintf(stderr, "usage: %s opencl|vulkan CACHE_DIR|off [runs [device index]]\n", argv[0]);
         return 2;
     }
     ffnrt_backend b = strcmp(argv[1], "vulkan") == 0 ? FFNRT_BACKEND_VULKAN : FFNRT_BACKEND_OPENCL;
     const char *dir = strcmp(argv[2], "off") == 0 ? NULL : argv[2];
     int runs = argc > 3 ? atoi(argv[3]) : 1;
+    uint32_t index = argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 10) : 0;
     for (int i = 0; i < runs; i++) {
         uint64_t hits = 0;
-        double ms = bench_start_ms(b, 0, dir, &hits);
+        double ms = bench_start_ms(b, index, dir, &hits);
         if (ms < 0) {
             fprintf(stderr, "bench_start: %s\n", ffnrt_last_error_message());
             return 1;
