@@ -9,6 +9,7 @@
  * blocked C SGEMM of each fp32 prefill layer's first projection. */
 #include "bench_parts.h"
 #include "bench_util.h"
+#include "base/op_table.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -19,14 +20,17 @@
 #define PEER_HOST_FLAGS "the build's own flags"
 #endif
 
-typedef enum host_op {
-    H_COPY, H_RELU, H_LEAKY, H_PRELU, H_ELU, H_GELU, H_GELU_TANH, H_SILU, H_SWISH, H_SIGMOID, H_TANH,
-    H_GLU, H_REGLU, H_GEGLU, H_GEGLU_TANH, H_SWIGLU, H_COUNT
-} host_op;
+/* The ops of the op table (src/base/op_table.h), after the copy. */
+#define HOST_ACT_(E, name, ...) H_##E,
+#define HOST_GLU_(E, name, G) H_##E,
+typedef enum host_op { H_COPY, FFNRT_ACTIVATIONS(HOST_ACT_) FFNRT_GLU_KINDS(HOST_GLU_) H_COUNT } host_op;
+#define H_FIRST_GLU (1 + FFNRT_ACT_COUNT)
+#undef HOST_ACT_
+#undef HOST_GLU_
 
-static const char *const names[H_COUNT] = {"copy", "relu", "leaky_relu", "prelu", "elu", "gelu", "gelu_tanh",
-                                           "silu", "swish", "sigmoid", "tanh", "glu", "reglu", "geglu",
-                                           "geglu_tanh", "swiglu"};
+#define HOST_NAME_(E, name, ...) [H_##E] = #name,
+static const char *const names[H_COUNT] = {[H_COPY] = "copy", FFNRT_ACTIVATIONS(HOST_NAME_) FFNRT_GLU_KINDS(HOST_NAME_)};
+#undef HOST_NAME_
 
 static inline float sigmoidf(float x)
 {
@@ -42,14 +46,15 @@ static inline float gelu_tanh(float x)
     return 0.5f * x * (1.0f + tanhf(u));
 }
 
-/* One pass of op over n elements (value, slopes: GLU and PReLU operands). */
-static void run(host_op op, const float *restrict x, const float *restrict value, const float *restrict slopes,
+/* One pass of op over n elements (value, slopes: GLU and PReLU operands);
+ * 0 for an op the loop has no C form of (it is then left out). */
+static int run(host_op op, const float *restrict x, const float *restrict value, const float *restrict slopes,
                 float *restrict y, size_t n)
 {
     switch (op) {
     case H_COPY: for (size_t i = 0; i < n; i++) y[i] = x[i]; break;
     case H_RELU: for (size_t i = 0; i < n; i++) y[i] = x[i] < 0 ? 0.0f : x[i]; break;
-    case H_LEAKY: for (size_t i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : 0.01f * x[i]; break;
+    case H_LEAKY_RELU: for (size_t i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : 0.01f * x[i]; break;
     case H_PRELU: for (size_t i = 0; i < n; i++) y[i] = x[i] >= 0 ? x[i] : slopes[i & 1023] * x[i]; break;
     case H_ELU: for (size_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : expm1f(x[i]); break;
     case H_GELU: for (size_t i = 0; i < n; i++) y[i] = gelu(x[i]); break;
@@ -62,8 +67,9 @@ static void run(host_op op, const float *restrict x, const float *restrict value
     case H_GEGLU: for (size_t i = 0; i < n; i++) y[i] = value[i] * gelu(x[i]); break;
     case H_GEGLU_TANH: for (size_t i = 0; i < n; i++) y[i] = value[i] * gelu_tanh(x[i]); break;
     case H_SWIGLU: for (size_t i = 0; i < n; i++) y[i] = value[i] * x[i] * sigmoidf(x[i]); break;
-    default: break;
+    default: return 0;
     }
+    return 1;
 }
 
 typedef struct host_arg {
@@ -76,8 +82,7 @@ typedef struct host_arg {
 static ffnrt_status host_call(void *p)
 {
     host_arg *a = p;
-    run(a->op, a->x, a->value, a->slopes, a->y, a->n);
-    return FFNRT_OK;
+    return run(a->op, a->x, a->value, a->slopes, a->y, a->n) ? FFNRT_OK : FFNRT_ERROR_UNSUPPORTED;
 }
 
 /* ffnrt's speed over this row's, on each device that ran the same row. */
@@ -244,6 +249,14 @@ int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *
         for (int op = 0; op < H_COUNT && rc == 0; op++) {
             if (op != H_COPY && !bench_wants_op(cfg, names[op]))
                 continue;
+            if (!run((host_op)op, x, value, slopes, y, 0)) { /* no C form: say so, once */
+                if (s == 0) {
+                    char note[96];
+                    snprintf(note, sizeof note, "host-c: no C loop for %s", names[op]);
+                    bench_meta_add_peer(meta, note);
+                }
+                continue;
+            }
             bench_row *r = bench_rows_push(rows);
             if (!r) {
                 rc = -1;
@@ -263,7 +276,7 @@ int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *
                 rc = -1;
                 break;
             }
-            double bytes = (op >= H_GLU ? 3.0 : 2.0) * 4.0 * (double)n;
+            double bytes = (op >= H_FIRST_GLU ? 3.0 : 2.0) * 4.0 * (double)n;
             r->rate = bytes / r->median_ns;
             BENCH_SET(r->rate_unit, "GB/s");
             if (op == H_COPY)

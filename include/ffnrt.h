@@ -60,7 +60,8 @@ FFNRT_API const char *ffnrt_last_error_message(void);
 typedef enum ffnrt_backend {
     FFNRT_BACKEND_ANY = 0,
     FFNRT_BACKEND_OPENCL = 1,
-    FFNRT_BACKEND_VULKAN = 2
+    FFNRT_BACKEND_VULKAN = 2,
+    FFNRT_BACKEND_COUNT      /* backends are 1 .. FFNRT_BACKEND_COUNT - 1 */
 } ffnrt_backend;
 
 typedef enum ffnrt_device_type {
@@ -122,27 +123,34 @@ typedef struct ffnrt_context ffnrt_context;
  * the plan says so). ffnrt_context_precision tells the storage type to use;
  * ops whose compute is FFNRT_COMPUTE_AUTO follow the policy. */
 typedef enum ffnrt_precision {
+    FFNRT_PRECISION_DEFAULT = -1, /* options: not set (FFNRT_PRECISION, else EXACT) */
     FFNRT_PRECISION_EXACT = 0,
     FFNRT_PRECISION_BALANCED,
     FFNRT_PRECISION_FAST
 } ffnrt_precision;
 
+/* Every option has an environment variable; a field left at its
+ * FFNRT_CONTEXT_OPTIONS_INIT value is not set, and the variable (read once,
+ * when the context is created) applies. One precedence for every knob:
+ * an op's descriptor field > ffnrt_context_force or an option > the
+ * environment > a tuned result > ffnrt's default. A malformed value,
+ * wherever it comes from, is FFNRT_ERROR_INVALID_ARGUMENT naming it. */
 typedef struct ffnrt_context_options {
     /* Device choice. backend ANY with device_index < 0 and device_name NULL
-     * picks the best device found (ffnrt plan shows the ranking);
-     * FFNRT_DEVICE overrides an automatic choice ("opencl", "vulkan:1",
-     * "vulkan:llvmpipe", "pocl"). */
+     * is not set: FFNRT_DEVICE ("opencl", "vulkan:1", "vulkan:llvmpipe",
+     * "pocl") applies, else the best device found (ffnrt plan shows the
+     * ranking, and the calibration figures that break a tie of type). */
     ffnrt_backend backend;
     int device_index;        /* index within the backend, or -1 */
     const char *device_name; /* case-insensitive substring of the name, vendor or API version, or NULL */
     /* Vulkan: enable the Khronos validation layer and count its messages
-     * (ffnrt_context_validation_messages). Also set by FFNRT_VALIDATION=1. */
+     * (ffnrt_context_validation_messages). Unset: FFNRT_VALIDATION=1|0. */
     int validation;
     /* Lower the device's limits to test the paths a smaller GPU takes
-     * (0 keeps the device's own; a value above it is an error). Also set by
-     * FFNRT_LIMITS="max_buffer_range=65536,max_workgroup_count=64,
-     * max_workgroup_size=32,max_shared_memory=16384,fp16_arithmetic=0,
-     * storage_16bit=0". */
+     * (0 keeps the device's own; a value above it is an error). Each one
+     * left at 0 may come from FFNRT_LIMITS="max_buffer_range=65536,
+     * max_workgroup_count=64,max_workgroup_size=32,max_shared_memory=16384,
+     * fp16_arithmetic=0,storage_16bit=0". */
     uint64_t max_buffer_range;
     uint32_t max_workgroup_count;
     uint32_t max_workgroup_size;
@@ -150,22 +158,25 @@ typedef struct ffnrt_context_options {
     int disable_fp16_arithmetic;
     int disable_16bit_storage;
     /* A named limit profile modelled on a real GPU ("adreno-640",
-     * "mali-g78", "apple-m1-moltenvk", "intel-uhd-620"; ffnrt_profile_info
-     * lists them), applied on top of the device's limits. Also FFNRT_PROFILE. */
+     * "mali-g52", "apple-m1-moltenvk", "intel-uhd-620"; ffnrt_profile_info
+     * lists them), applied on top of the device's limits. Unset (NULL):
+     * FFNRT_PROFILE. */
     const char *profile;
-    /* The precision policy; FFNRT_PRECISION=exact|balanced|fast overrides. */
+    /* The precision policy. Unset (FFNRT_PRECISION_DEFAULT):
+     * FFNRT_PRECISION=exact|balanced|fast, else exact. */
     ffnrt_precision precision;
-    /* Ignore the built-in driver quirk table (FFNRT_QUIRKS=ignore). */
+    /* Ignore the built-in driver quirk table. Unset (0): FFNRT_QUIRKS
+     * ("ignore", "veto=fp16_arithmetic", "veto=storage_16bit", comma-separated). */
     int ignore_quirks;
     /* Time the FFN candidates (path x kernel) the first time a layer runs a
-     * shape class and keep the fastest (FFNRT_AUTOTUNE=1); see
-     * ffnrt_ffn_autotune. */
+     * shape class and keep the fastest; see ffnrt_ffn_autotune. Unset (0):
+     * FFNRT_AUTOTUNE=1|0. */
     int autotune;
     /* The disk cache of compiled kernels (OpenCL program binaries, SPIR-V,
      * the Vulkan pipeline cache) and measured results. Its directory is
      * cache_dir if set, else $FFNRT_CACHE_DIR, else $XDG_CACHE_HOME/ffnrt,
      * else $HOME/.cache/ffnrt, created if missing. disable_disk_cache = 1
-     * (or FFNRT_CACHE=0 / off) turns it off. Entries are keyed by source,
+     * (unset: FFNRT_CACHE=0|off|1|on) turns it off. Entries are keyed by source,
      * build options, device, driver and ffnrt version; a stale, foreign or
      * corrupt file is ignored and rebuilt, and a directory that cannot be
      * used turns the cache off (ffnrt_context_cache_stats says why); the
@@ -184,7 +195,7 @@ typedef struct ffnrt_context_options {
 } ffnrt_context_options;
 
 #define FFNRT_CONTEXT_OPTIONS_INIT \
-    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_EXACT, 0, 0, NULL, 0, 0 }
+    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0, 0 }
 
 /* Profile i's name and a line saying what it models and where its figures
  * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */
@@ -307,13 +318,16 @@ FFNRT_API const char *ffnrt_plan_text(const ffnrt_plan *plan);
 FFNRT_API void ffnrt_plan_destroy(ffnrt_plan *plan); /* NULL is a no-op */
 
 /* Forces a choice for the context's later ops, as the matching environment
- * variable does (and before it): "ffn.path" ("fused", "unfused"),
- * "ffn.kernel" ("blocked", "matvec", "tiled"), "ffn.tiles" ("bm,bn,bk,tm,tn"),
- * "ffn.matvec" ("rows,lanes"), "ffn.block" ("tm,tn,wg_n,wg_m": a start,
- * fitted to the device), "ffn.tuning" ("off": stored tuning results are
- * not used; FFNRT_TUNING). NULL or "" lifts it. A value the device cannot
- * run makes the op fail with the reason. Device, precision and limits are
- * forced through ffnrt_context_options. */
+ * variable does (and before it; an op descriptor's own field comes first):
+ * "ffn.path" ("fused", "unfused"; FFNRT_FFN_PATH), "ffn.kernel" ("blocked",
+ * "matvec", "tiled"; FFNRT_GEMM_KERNEL), "ffn.tiles" ("bm,bn,bk,tm,tn";
+ * FFNRT_GEMM_TILES), "ffn.matvec" ("rows,lanes"; FFNRT_GEMV_SHAPE),
+ * "ffn.block" ("tm,tn,wg_n,wg_m": a start, fitted to the device;
+ * FFNRT_GEMM_BLOCK), "ffn.tuning" ("off": stored tuning results are not
+ * used, "on"; FFNRT_TUNING). NULL or "" lifts it. A malformed value is
+ * FFNRT_ERROR_INVALID_ARGUMENT here; a value the device cannot run makes
+ * the op fail with the reason. Device, precision and limits are set
+ * through ffnrt_context_options. */
 FFNRT_API ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const char *value);
 
 /* ----------------------------------------------------------- activations */

@@ -52,6 +52,9 @@ float ffn_two_prod_err(float a, float b, float p)
  * lanes where four floats take four. */
 #define BUFFER_RO_F4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferF4_##binding_ { vec4 name##_f4[]; };
 #define LOAD_F4(name, i4) name##_f4[(i4)]
+/* No native half loads (see LOAD_HALF4 in prelude_opencl.cl). */
+#define ATOMIC_AND(buf, i, v) atomicAnd(buf[i], v)
+#define ATOMIC_OR(buf, i, v) atomicOr(buf[i], v)
 
 /* Kernel signature: buffers are descriptor bindings in set 0, Params is the
  * push-constant block. */

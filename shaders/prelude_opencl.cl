@@ -39,6 +39,13 @@ typedef float4 f4;
  * (OpenCL needs no declaration: vload4 reads the float pointer). */
 #define BUFFER_RO_F4(binding, name)
 #define LOAD_F4(name, i4) vload4((i4), (name))
+/* Four halves from element i of a packed 16-bit binding, converted
+ * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
+ * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
+#define LOAD_HALF4(buf, i) vload_half4(0, (const __global half *)(buf) + (i))
+/* Atomic bit operations on a 32-bit word of a binding. */
+#define ATOMIC_AND(buf, i, v) atomic_and(&buf[i], v)
+#define ATOMIC_OR(buf, i, v) atomic_or(&buf[i], v)
 
 /* Kernel signature: buffers and the Params struct are kernel arguments. */
 #define PARAMS_BEGIN typedef struct {

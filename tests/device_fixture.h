@@ -12,8 +12,8 @@
 /* Every test runs on the first device of each backend. A backend with no
  * device fails the suite unless FFNRT_TEST_ALLOW_MISSING=1 (for machines
  * that truly lack one); CI never sets it. */
-#define TEST_BACKENDS 2
-extern const ffnrt_backend test_backends[TEST_BACKENDS];
+#define TEST_BACKENDS (FFNRT_BACKEND_COUNT - 1)
+extern ffnrt_backend test_backends[TEST_BACKENDS];
 
 /* The parameters of a test that runs once per backend (its argument is an
  * ffnrt_backend *). */

@@ -5,6 +5,7 @@
 #include "contract.h"
 #include "reference.h"
 #include "reference_grad.h"
+#include "base/op_table.h"
 
 #include <criterion/parameterized.h>
 #include <float.h>
@@ -274,5 +275,54 @@ ParameterizedTest(ffnrt_backend *b, activations, special_values)
     cr_assert_float_eq(run_one(ctx, FFNRT_ACT_SILU, -1.0f), -0.268941421f, 1e-6f);
     float tail = run_one(ctx, FFNRT_ACT_GELU, -10.0f);
     cr_assert(tail < 0 && ulp_error_f32(tail, ref_gelu(-10.0)) <= 4.0, "gelu(-10) = %a", tail);
+    test_context_done(ctx);
+}
+
+/* The op table is the one list of ops: every row's name reads back, every
+ * GLU row names its gate, and a row's parameters are exactly those its
+ * kernel hooks read (a changed alpha or beta changes the result of the
+ * rows that say so, and only of those). */
+BACKEND_PARAMETERS(activations, op_table_rows)
+ParameterizedTest(ffnrt_backend *b, activations, op_table_rows)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    const float in[4] = {-1.5f, -0.25f, 0.75f, 2.0f};
+    ffnrt_tensor *x = test_tensor_1d(ctx, 4, in), *y = test_tensor_1d(ctx, 4, NULL);
+    ffnrt_tensor *slopes = test_tensor_1d(ctx, 1, (const float[]){0.2f});
+#define CHECK_ROW(E, name, params, ...)                                                                            \
+    {                                                                                                              \
+        ffnrt_activation act;                                                                                      \
+        cr_expect_eq(ffnrt_activation_from_name(#name, &act), FFNRT_OK);                                          \
+        cr_expect_eq(act, FFNRT_ACT_##E);                                                                          \
+        cr_expect_str_eq(ffnrt_activation_name(FFNRT_ACT_##E), #name);                                            \
+        float base[4], other[4];                                                                                   \
+        ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_##E);                                       \
+        d.slopes = slopes;                                                                                         \
+        cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));     \
+        test_read(y, base, 4);                                                                                     \
+        d.alpha *= 3.0f;                                                                                           \
+        cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK);                                          \
+        test_read(y, other, 4);                                                                                    \
+        cr_expect_eq(memcmp(base, other, sizeof base) != 0, ((params) & FFNRT_OP_ALPHA) != 0, "%s and alpha", #name); \
+        d.alpha /= 3.0f;                                                                                           \
+        d.beta = 1.7f;                                                                                             \
+        cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK);                                          \
+        test_read(y, other, 4);                                                                                    \
+        cr_expect_eq(memcmp(base, other, sizeof base) != 0, ((params) & FFNRT_OP_BETA) != 0, "%s and beta", #name); \
+    }
+    FFNRT_ACTIVATIONS(CHECK_ROW)
+#undef CHECK_ROW
+#define CHECK_GLU_ROW(E, name, GATE)                                                                               \
+    {                                                                                                              \
+        ffnrt_glu kind;                                                                                            \
+        cr_expect_eq(ffnrt_glu_from_name(#name, &kind), FFNRT_OK);                                                \
+        cr_expect_eq(kind, FFNRT_##E);                                                                             \
+        cr_expect_eq(ffnrt_glu_gate_activation(FFNRT_##E), FFNRT_ACT_##GATE);                                      \
+    }
+    FFNRT_GLU_KINDS(CHECK_GLU_ROW)
+#undef CHECK_GLU_ROW
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(y);
+    ffnrt_tensor_destroy(slopes);
     test_context_done(ctx);
 }

@@ -94,54 +94,147 @@ ParameterizedTest(ffnrt_backend *b, dispatch, every_op_has_a_plan)
 BACKEND_PARAMETERS(dispatch, forced_choices)
 ParameterizedTest(ffnrt_backend *b, dispatch, forced_choices)
 {
-    ffnrt_context *ctx = test_context(*b, NULL);
     ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 48, 80);
     ffnrt_plan *plan = NULL;
 
+    /* The environment is read when the context is created, and kept. */
     setenv("FFNRT_FFN_PATH", "unfused", 1);
     setenv("FFNRT_GEMM_KERNEL", "tiled", 1);
+    ffnrt_context *ctx = test_context(*b, NULL);
+    unsetenv("FFNRT_FFN_PATH");
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
     cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "unfused");
     cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.kernel"), "tiled");
     cr_expect(strstr(ffnrt_plan_text(plan), "forced by FFNRT_FFN_PATH") != NULL);
     cr_expect(ffnrt_plan_choice(plan, "ffn.gating") != NULL, "the unfused gated path gates in its own kernel");
+    cr_expect(strstr(ffnrt_plan_choice(plan, "settings"), "ffn.path=unfused (FFNRT_FFN_PATH)") != NULL,
+              "the plan says where each setting came from: %s", ffnrt_plan_choice(plan, "settings"));
     ffnrt_plan_destroy(plan);
-    unsetenv("FFNRT_FFN_PATH");
+    test_context_done(ctx);
 
     /* (FFNRT_GEMM_KERNEL=tiled still set.) Tiles that cannot fit are an error, not silently shrunk. */
     setenv("FFNRT_GEMM_TILES", "1024,1024,64,4,4", 1);
+    ctx = test_context(*b, NULL);
     cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 64, &plan), FFNRT_ERROR_LIMIT_EXCEEDED);
     cr_expect(strstr(ffnrt_context_last_error(ctx), "does not fit") != NULL, "%s", ffnrt_context_last_error(ctx));
+    test_context_done(ctx);
     setenv("FFNRT_GEMM_TILES", "32,32,8,4,4", 1);
+    ctx = test_context(*b, NULL);
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 64, &plan), FFNRT_OK);
     cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.tiles"), "32,32,8,4,4");
     ffnrt_plan_destroy(plan);
+    test_context_done(ctx);
     unsetenv("FFNRT_GEMM_TILES");
-    setenv("FFNRT_GEMM_KERNEL", "magic", 1);
-    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
     unsetenv("FFNRT_GEMM_KERNEL");
-    setenv("FFNRT_FFN_PATH", "sideways", 1);
-    cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
-    unsetenv("FFNRT_FFN_PATH");
 
-    /* The API forces the same choices, before the environment. */
+    /* The API forces the same choices, before the environment; a
+     * descriptor's own field comes first. */
     setenv("FFNRT_FFN_PATH", "fused", 1);
+    ctx = test_context(*b, NULL);
+    unsetenv("FFNRT_FFN_PATH");
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.path", "unfused"), FFNRT_OK);
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
     cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "unfused");
     ffnrt_plan_destroy(plan);
-    unsetenv("FFNRT_FFN_PATH");
+    d.path = FFNRT_FFN_PATH_FUSED;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "fused");
+    cr_expect(strstr(ffnrt_plan_text(plan), "forced by desc.path") != NULL, "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    d.path = FFNRT_FFN_PATH_AUTO;
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.path", NULL), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "fused", "lifted: the environment's value (fused)");
+    ffnrt_plan_destroy(plan);
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "matvec"), FFNRT_OK);
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 3, &plan), FFNRT_OK);
-    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "fused");
     cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.kernel"), "matvec");
     ffnrt_plan_destroy(plan);
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "tiled"), FFNRT_OK);
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.tiles", "1024,1024,64,4,4"), FFNRT_OK);
     cr_expect_eq(ffnrt_ffn_plan(ctx, &d, 64, &plan), FFNRT_ERROR_LIMIT_EXCEEDED);
-    cr_expect_eq(ffnrt_context_force(ctx, "ffn.colour", "blue"), FFNRT_ERROR_INVALID_ARGUMENT);
+    /* A malformed forced value is refused when it is forced. */
+    static const char *const bad_forces[][2] = {
+        {"ffn.path", "sideways"}, {"ffn.kernel", "magic"},   {"ffn.tiles", "64,64,16,4"}, {"ffn.tiles", "64,64,16,3,4"},
+        {"ffn.matvec", "32,6"},   {"ffn.block", "garbage"}, {"ffn.block", "4,32,8,8"},   {"ffn.tuning", "maybe"},
+        {"ffn.colour", "blue"},
+    };
+    for (size_t i = 0; i < sizeof bad_forces / sizeof bad_forces[0]; i++) {
+        cr_expect_eq(ffnrt_context_force(ctx, bad_forces[i][0], bad_forces[i][1]), FFNRT_ERROR_INVALID_ARGUMENT,
+                     "%s=%s", bad_forces[i][0], bad_forces[i][1]);
+        cr_expect(strstr(ffnrt_context_last_error(ctx), bad_forces[i][0]) != NULL, "%s", ffnrt_context_last_error(ctx));
+    }
     cr_expect_eq(ffnrt_context_force(NULL, "ffn.path", "fused"), FFNRT_ERROR_INVALID_ARGUMENT);
+    test_context_done(ctx);
+}
+
+/* Every malformed value in the environment is an error when the context
+ * is created, naming the variable, whether or not the options would have
+ * overridden it (issue 12's FFNRT_DEVICE=vulkan:-1, FFNRT_QUIRKS=garbage,
+ * veto=garbage and FFNRT_GEMM_BLOCK=garbage among them). */
+BACKEND_PARAMETERS(dispatch, malformed_environment)
+ParameterizedTest(ffnrt_backend *b, dispatch, malformed_environment)
+{
+    static const char *const bad[][2] = {
+        {"FFNRT_DEVICE", "vulkan:-1"},       {"FFNRT_DEVICE", "opencl:-5"},       {"FFNRT_DEVICE", "-2"},
+        {"FFNRT_DEVICE", "vulkan:"},         {"FFNRT_QUIRKS", "garbage"},         {"FFNRT_QUIRKS", "veto=garbage"},
+        {"FFNRT_GEMM_BLOCK", "garbage"},     {"FFNRT_GEMM_BLOCK", "4,4,16"},      {"FFNRT_GEMM_BLOCK", "32,4,16,1"},
+        {"FFNRT_GEMM_TILES", "64,64,16,4"},  {"FFNRT_GEMV_SHAPE", "32,6"},        {"FFNRT_GEMM_KERNEL", "magic"},
+        {"FFNRT_FFN_PATH", "sideways"},      {"FFNRT_TUNING", "maybe"},           {"FFNRT_PRECISION", "sloppy"},
+        {"FFNRT_PROFILE", "no-such-gpu"},    {"FFNRT_LIMITS", "max_shared_memory=lots"},
+        {"FFNRT_VALIDATION", "2"},           {"FFNRT_AUTOTUNE", "perhaps"},       {"FFNRT_CACHE", "sometimes"},
+        {"FFNRT_VULKAN_STAGING", "always"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv(bad[i][0], bad[i][1], 1);
+        ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+        o.backend = *b;
+        o.device_index = 0;
+        ffnrt_context *ctx = NULL;
+        cr_expect_eq(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT, "%s=%s was accepted", bad[i][0],
+                     bad[i][1]);
+        cr_expect_null(ctx);
+        cr_expect(strstr(ffnrt_last_error_message(), bad[i][0]) != NULL, "the message names %s: %s", bad[i][0],
+                  ffnrt_last_error_message());
+        ffnrt_context_destroy(ctx);
+        unsetenv(bad[i][0]);
+    }
+    /* Well-formed values of the same variables are accepted and shown in
+     * the plan with where they came from. */
+    static const char *const good[][2] = {
+        {"FFNRT_QUIRKS", "ignore,veto=storage_16bit"}, {"FFNRT_GEMM_BLOCK", "4,4,16,1"},
+        {"FFNRT_TUNING", "off"},                       {"FFNRT_CACHE", "on"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        setenv(good[i][0], good[i][1], 1);
+        ffnrt_context *ctx = test_context(*b, NULL);
+        ffnrt_plan *plan = NULL;
+        cr_expect_eq(ffnrt_context_plan(ctx, &plan), FFNRT_OK);
+        cr_expect(strstr(ffnrt_plan_choice(plan, "settings"), good[i][0]) != NULL, "%s", ffnrt_plan_text(plan));
+        ffnrt_plan_destroy(plan);
+        test_context_done(ctx);
+        unsetenv(good[i][0]);
+    }
+    /* Malformed options likewise. */
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.backend = *b;
+    o.device_index = -5;
+    ffnrt_context *none = NULL;
+    cr_expect_eq(ffnrt_context_create(&o, &none), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "device_index") != NULL, "%s", ffnrt_last_error_message());
+    o.device_index = 0;
+    o.precision = (ffnrt_precision)7;
+    cr_expect_eq(ffnrt_context_create(&o, &none), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "precision") != NULL, "%s", ffnrt_last_error_message());
+    cr_expect_null(none);
+    /* An option beats the environment, and the plan says so. */
+    setenv("FFNRT_DEVICE", "no-such-device", 1);
+    ffnrt_context *ctx = test_context(*b, NULL);
+    unsetenv("FFNRT_DEVICE");
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_context_plan(ctx, &plan), FFNRT_OK);
+    cr_expect(strstr(ffnrt_plan_choice(plan, "settings"), "(options.") != NULL, "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
     test_context_done(ctx);
 }
 
@@ -203,11 +296,6 @@ ParameterizedTest(ffnrt_backend *b, dispatch, precision_policy)
     test_context_done(ctx);
     unsetenv("FFNRT_QUIRKS");
 
-    setenv("FFNRT_PRECISION", "sloppy", 1);
-    ffnrt_context *bad = NULL;
-    cr_expect_eq(ffnrt_context_create(NULL, &bad), FFNRT_ERROR_INVALID_ARGUMENT);
-    cr_expect(strstr(ffnrt_last_error_message(), "FFNRT_PRECISION") != NULL);
-    unsetenv("FFNRT_PRECISION");
 }
 
 BACKEND_PARAMETERS(dispatch, profiles_lower_limits)
@@ -225,14 +313,12 @@ ParameterizedTest(ffnrt_backend *b, dispatch, profiles_lower_limits)
     ffnrt_context *ctx = test_context(*b, &o);
     ffnrt_device_info info;
     ffnrt_context_get_device_info(ctx, &info);
-    /* FFNRT_PROFILE (set when the whole suite runs under a profile) wins over the option. */
-    if (!getenv("FFNRT_PROFILE")) {
-        cr_expect_leq(info.shared_memory_size, 16384);
-        cr_expect_leq(info.max_workgroup_size, 128);
-        cr_expect_leq(info.max_buffer_range, 1ull << 27);
-        cr_expect_eq(info.fp16_arithmetic, 0);
-        cr_expect_eq(info.type, FFNRT_DEVICE_TYPE_INTEGRATED_GPU, "planned as the GPU modelled");
-    }
+    /* The option wins over FFNRT_PROFILE (set when the whole suite runs under a profile). */
+    cr_expect_leq(info.shared_memory_size, 16384);
+    cr_expect_leq(info.max_workgroup_size, 128);
+    cr_expect_leq(info.max_buffer_range, 1ull << 27);
+    cr_expect_eq(info.fp16_arithmetic, 0);
+    cr_expect_eq(info.type, FFNRT_DEVICE_TYPE_INTEGRATED_GPU, "planned as the GPU modelled");
     /* A gated layer runs correctly with the GPU kernels under these limits. */
     const int64_t dm = 40, hid = 72, tokens = 3;
     float *w = malloc(sizeof(float) * (size_t)(3 * dm * hid)), xs[3 * 40], ys[3 * 40];
@@ -276,10 +362,8 @@ ParameterizedTest(ffnrt_backend *b, dispatch, profiles_lower_limits)
 
     ffnrt_context *bad = NULL;
     o.profile = "no-such-gpu";
-    if (!getenv("FFNRT_PROFILE")) {
-        cr_expect_eq(ffnrt_context_create(&o, &bad), FFNRT_ERROR_INVALID_ARGUMENT);
-        cr_expect(strstr(ffnrt_last_error_message(), "no-such-gpu") != NULL);
-    }
+    cr_expect_eq(ffnrt_context_create(&o, &bad), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "no-such-gpu") != NULL, "%s", ffnrt_last_error_message());
     cr_expect_eq(ffnrt_profile_info(count, &name, &text), FFNRT_ERROR_INVALID_ARGUMENT);
 }
 
@@ -418,6 +502,61 @@ Test(dispatch, ranking_keeps_one_physical_device_once)
     ffnrt_rank_devices(d, 4, r);
     cr_expect_lt(r[2].score, 0, "the Vulkan listing lacks fp16 here: OpenCL is kept (%s)", r[2].reason);
     cr_expect_geq(r[1].score, 0);
+}
+
+/* Two CPU drivers tie on type; the more capable one (fp16, subgroups) is
+ * the slower, as lavapipe is against PoCL: made-up figures show the tie
+ * broken by expected speed, capability deciding only without figures or
+ * within 10%. */
+Test(dispatch, device_tie_broken_by_speed)
+{
+    ffnrt_device_info d[3];
+    d[0] = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_CPU, 0x8086, "a CPU through OpenCL");
+    d[1] = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
+    d[1].fp16_arithmetic = 1;
+    d[1].subgroup_size = 8;
+    d[1].device_id = 1; /* not twins */
+    d[2] = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_OTHER, 0x1234, "something else");
+    ffnrt_device_request any = {FFNRT_BACKEND_ANY, -1, NULL, NULL};
+    long chosen = 7;
+    int need[3] = {0};
+    char reason[2048];
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    /* Without figures: the two CPUs need measuring, the third (a lower type) does not. */
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, NULL, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, -1);
+    cr_expect(need[0] && need[1] && !need[2]);
+    /* OpenCL's copy 11 GB/s and GEMM 35 GFLOP/s against 1.0 and 2.7: it wins, though less capable. */
+    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1}, {1.0, 2.7, 60.0, 1}, {0, 0, 0, 0}};
+    memset(need, 0, sizeof need);
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, f, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 0, "%s", reason);
+    cr_expect(strstr(reason, "fastest by calibration") != NULL && strstr(reason, "GB/s") != NULL, "%s", reason);
+    cr_expect_lt(ffnrt_expected_ms(&f[0]), ffnrt_expected_ms(&f[1]));
+    /* The other way round, the capable one is also the fast one. */
+    ffnrt_calibration swapped[3] = {f[1], f[0], f[2]};
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, swapped, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 1, "%s", reason);
+    /* Within 10% of each other: capability decides. */
+    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1}, {9.8, 29.0, 20.0, 1}, {0, 0, 0, 0}};
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, close, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 1, "as fast within 10%%, the more capable: %s", reason);
+    /* A device that could not be measured (valid < 0) leaves capability to decide. */
+    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1}, {0, 0, 0, -1}, {0, 0, 0, 0}};
+    cr_assert_eq(ffnrt_choose_device(&any, d, 3, failed, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 1, "%s", reason);
+    /* Asked for by backend: one candidate, no figures needed. */
+    ffnrt_device_request vulkan = {FFNRT_BACKEND_VULKAN, -1, NULL, NULL};
+    memset(need, 0, sizeof need);
+    cr_assert_eq(ffnrt_choose_device(&vulkan, d, 2, NULL, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
+    cr_expect_eq(chosen, 1);
+    cr_expect(!need[0] && !need[1]);
+    /* Nothing matches: an error naming the request. */
+    ffnrt_device_request none = {FFNRT_BACKEND_ANY, -1, "no-such", "FFNRT_DEVICE"};
+    cr_expect_eq(ffnrt_choose_device(&none, d, 3, f, &chosen, need, reason, sizeof reason, &err),
+                 FFNRT_ERROR_DEVICE_NOT_FOUND);
+    cr_expect(strstr(err.message, "FFNRT_DEVICE") != NULL, "%s", err.message);
 }
 
 Test(dispatch, limits_parse_and_apply)

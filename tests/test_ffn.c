@@ -21,6 +21,7 @@
  * few kinds, and lowered limits on small shapes. */
 #include "device_fixture.h"
 #include "reference.h"
+#include "reference_grad.h"
 
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -45,29 +46,13 @@ typedef struct ffn_case {
 
 /* ------------------------------------------------------------ reference */
 
+/* The layer's activation (gated: its gate's), from the op table's reference. */
 static double phi_reference(const ffn_case *c, double v)
 {
-    if (c->kind == FFNRT_FFN_GATED) {
-        switch ((ffnrt_glu)c->phi) {
-        case FFNRT_GLU: return ref_sigmoid(v);
-        case FFNRT_REGLU: return ref_relu(v);
-        case FFNRT_GEGLU: return ref_gelu(v);
-        case FFNRT_GEGLU_TANH: return ref_gelu_tanh(v);
-        default: return ref_swish(v, SWISH_BETA);
-        }
-    }
-    switch ((ffnrt_activation)c->phi) {
-    case FFNRT_ACT_RELU: return ref_relu(v);
-    case FFNRT_ACT_LEAKY_RELU: return ref_leaky_relu(v, LEAKY_SLOPE);
-    case FFNRT_ACT_ELU: return ref_elu(v, ELU_ALPHA);
-    case FFNRT_ACT_GELU: return ref_gelu(v);
-    case FFNRT_ACT_GELU_TANH: return ref_gelu_tanh(v);
-    case FFNRT_ACT_SILU: return ref_silu(v);
-    case FFNRT_ACT_SWISH: return ref_swish(v, SWISH_BETA);
-    case FFNRT_ACT_SIGMOID: return ref_sigmoid(v);
-    case FFNRT_ACT_TANH: return ref_tanh(v);
-    default: return NAN;
-    }
+    ffnrt_activation act =
+        c->kind == FFNRT_FFN_GATED ? ffnrt_glu_gate_activation((ffnrt_glu)c->phi) : (ffnrt_activation)c->phi;
+    double alpha = act == FFNRT_ACT_ELU ? ELU_ALPHA : LEAKY_SLOPE;
+    return ref_forward(act, v, alpha, SWISH_BETA);
 }
 
 /* Host weights as the device holds them: float values already rounded to
@@ -673,5 +658,126 @@ ParameterizedTest(ffnrt_backend *b, ffn, bad_input)
     ffnrt_tensor_destroy(t_out);
     ffnrt_tensor_destroy(t_sq);
     ffnrt_tensor_destroy(t_half);
+    test_context_done(ctx);
+}
+
+/* The precision policy applies to every path alike, and the plan says what
+ * each kernel computes in. Each layer (dense GELU, gated SwiGLU) under each
+ * policy, on both paths, is built so that its result shows the arithmetic:
+ * x holds fp16 values, W_gate = I and W_value a permutation (so g and v are
+ * those values, exactly), W_out = I (so y is the hidden activation as
+ * stored). In fp32 arithmetic each y is the exact result rounded once to
+ * the storage type, but for the few within a few fp32 ULP of a rounding
+ * boundary; fp16 arithmetic rounds phi's own product and the gating
+ * product in fp16, and a large share of the results differ. The plan's
+ * claim for the kernel that applies the activation must match. */
+typedef struct policy_case {
+    ffnrt_backend backend;
+    ffnrt_precision policy;
+} policy_case;
+
+ParameterizedTestParameters(ffn, precision_policy_on_every_path)
+{
+    static policy_case cases[TEST_BACKENDS * 3];
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int p = 0; p < 3; p++)
+            cases[b * 3 + p] = (policy_case){test_backends[b], (ffnrt_precision)p};
+    return cr_make_param_array(policy_case, cases, TEST_BACKENDS * 3);
+}
+
+ParameterizedTest(policy_case *pc, ffn, precision_policy_on_every_path)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.precision = pc->policy;
+    ffnrt_context *ctx = test_context(pc->backend, &o);
+    ffnrt_dtype dtype;
+    int policy_fp16;
+    cr_assert_eq(ffnrt_context_precision(ctx, &dtype, &policy_fp16), FFNRT_OK);
+    enum { N = 64, T = 16 };
+    static float eye[N * N], perm[N * N], xs[T * N];
+    memset(eye, 0, sizeof eye);
+    memset(perm, 0, sizeof perm);
+    for (int i = 0; i < N; i++) {
+        eye[i * N + i] = 1.0f;
+        perm[i * N + (N - 1 - i)] = 1.0f;
+    }
+    for (int i = 0; i < T * N; i++) /* fp16 values in [-4, 4), none tiny */
+        xs[i] = (float)(((i * 389) % 1021) - 510) / 128.0f + (((i * 389) % 1021) == 510 ? 0.5f : 0.0f);
+    size_t es = ffnrt_dtype_size(dtype);
+    uint16_t eye16[N * N], perm16[N * N], x16[T * N], y16[T * N];
+    ffnrt_f32_to_f16_array(eye, eye16, N * N);
+    ffnrt_f32_to_f16_array(perm, perm16, N * N);
+    ffnrt_f32_to_f16_array(xs, x16, T * N);
+    const void *w_eye = es == 4 ? (const void *)eye : eye16, *w_perm = es == 4 ? (const void *)perm : perm16;
+    for (int tokens = 3; tokens <= T; tokens += T - 3) { /* decode (matvec on GPUs) and prefill */
+    int64_t shape[2] = {tokens, N};
+    ffnrt_tensor *x, *y;
+    cr_assert_eq(ffnrt_tensor_create(ctx, dtype, 2, shape, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, dtype, 2, shape, &y), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(x, es == 4 ? (const void *)xs : x16, (size_t)tokens * N * es), FFNRT_OK);
+    for (int gated = 0; gated < 2; gated++)
+        for (int unfused = 0; unfused < 2; unfused++) {
+            ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(gated ? FFNRT_FFN_GATED : FFNRT_FFN_DENSE, N, N);
+            d.dtype = dtype;
+            d.path = unfused ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+            ffnrt_ffn_weights w = {0};
+            if (gated)
+                w.w_gate = w_eye, w.w_value = w_perm;
+            else
+                w.w_in = w_eye;
+            w.w_out = w_eye;
+            ffnrt_ffn *layer;
+            cr_assert_eq(ffnrt_ffn_create(ctx, &d, &w, &layer), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+            cr_assert_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+            ffnrt_plan *plan;
+            cr_assert_eq(ffnrt_ffn_plan(ctx, &d, tokens, &plan), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+            const char *claim = ffnrt_plan_choice(plan, "ffn.arithmetic");
+            cr_assert_not_null(claim, "%s", ffnrt_plan_text(plan));
+            int fp16 = strcmp(claim, "fp16") == 0;
+            cr_expect_eq(fp16, policy_fp16, "the layer follows the policy: %s", ffnrt_plan_text(plan));
+            /* The kernel that applies the activation says the same. */
+            const char *kernel = unfused ? (gated ? "ffn.gating" : "ffn.activation") : (gated ? "ffn.gate_value" : "ffn.up");
+            const char *what, *choice, *reason, *said = NULL;
+            for (size_t i = 0; i < ffnrt_plan_size(plan); i++)
+                if (ffnrt_plan_item(plan, i, &what, &choice, &reason) == FFNRT_OK && strcmp(what, kernel) == 0)
+                    said = unfused ? reason : choice;
+            cr_assert_not_null(said, "no %s in\n%s", kernel, ffnrt_plan_text(plan));
+            cr_expect(strstr(said, fp16 ? "fp16" : "fp32") != NULL && strstr(said, fp16 ? "fp32 e" : "fp16") == NULL,
+                      "%s says \"%s\", the layer %s", kernel, said, claim);
+            /* The numerics. */
+            float ys[T * N];
+            if (es == 4)
+                cr_assert_eq(ffnrt_tensor_read(y, ys, (size_t)tokens * N * 4), FFNRT_OK);
+            else {
+                cr_assert_eq(ffnrt_tensor_read(y, y16, (size_t)tokens * N * 2), FFNRT_OK);
+                ffnrt_f16_to_f32_array(y16, ys, (size_t)tokens * N);
+            }
+            int differ = 0;
+            double worst = 0;
+            for (int t = 0; t < tokens; t++)
+                for (int j = 0; j < N; j++) {
+                    double g = xs[t * N + j], v = xs[t * N + (N - 1 - j)];
+                    double want = gated ? ref_swish(g, 1.0) * v : ref_gelu(g);
+                    float rounded = es == 4 ? (float)want : ffnrt_f16_to_f32(ffnrt_f32_to_f16((float)want));
+                    differ += ys[t * N + j] != rounded;
+                    double rel = fabs(ys[t * N + j] - want) / (fabs(want) + 1e-30);
+                    worst = rel > worst ? rel : worst;
+                }
+            if (es == 4) {
+                cr_expect_lt(worst, 1e-6, "fp32 storage and arithmetic: relative error %g", worst);
+            } else if (fp16) {
+                cr_expect_gt(differ, tokens * N / 10, "the plan says fp16 arithmetic, but only %d of %d results differ "
+                             "from the exact ones rounded once (as fp32 arithmetic's would)", differ, tokens * N);
+                cr_expect_lt(worst, 4e-3, "fp16 arithmetic, relative error %g", worst);
+            } else {
+                cr_expect_lt(differ, tokens * N / 50 + 1, "the plan says fp32 arithmetic, but %d of %d results differ from "
+                             "the exact ones rounded once", differ, tokens * N);
+            }
+            ffnrt_plan_destroy(plan);
+            ffnrt_ffn_destroy(layer);
+        }
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(y);
+    }
     test_context_done(ctx);
 }

@@ -1,8 +1,8 @@
 /* Exhaustive accuracy check of shaders/math.inc on the host: every one of the
- * 2^32 fp32 inputs against the double reference of tests/reference.c.
+ * 2^32 fp32 inputs against the double reference of tools/reference/reference.c.
  *
  *   cc -O2 -fopenmp -ffp-contract=off -std=gnu99 tools/math_exhaustive.c \
- *      tests/reference.c -lm -o /tmp/math_exhaustive
+ *      tools/reference/reference.c -lm -o /tmp/math_exhaustive
  *   /tmp/math_exhaustive            # all functions (~1 h on 2 cores)
  *   /tmp/math_exhaustive gelu silu  # some of them
  *   /tmp/math_exhaustive -s 17 ...  # only every 17th bit pattern
@@ -11,7 +11,7 @@
  * of inputs with error > 1 and > 2 ULP.  -ffp-contract=off is required. */
 #include "../shaders/prelude_host.h"
 #include "../shaders/math.inc"
-#include "../tests/reference.h"
+#include "reference/reference.h"
 
 #include <float.h>
 #include <stdio.h>

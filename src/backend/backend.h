@@ -4,8 +4,8 @@
 #define FFNRT_BACKEND_H
 
 #include "ffnrt.h"
-#include "core/disk_cache.h"
-#include "core/error.h"
+#include "base/cache_kind.h"
+#include "base/error.h"
 
 typedef struct ffnrt_bdevice ffnrt_bdevice; /* an opened device with its queue */
 typedef struct ffnrt_bbuffer ffnrt_bbuffer; /* device memory */
@@ -54,15 +54,26 @@ typedef struct ffnrt_limits {
 } ffnrt_limits;
 
 typedef struct ffnrt_open_options {
-    int validation;
+    int validation; /* the API's validation layer, where it has one */
+    int staging;    /* host transfers through a staging buffer even where memory maps in place */
     /* A wait for the device longer than this fails; what the unfinished
      * work may touch is kept until it finishes or the device is closed. */
     uint64_t timeout_ns;
 } ffnrt_open_options;
 
+/* A backend: what it is, then four groups of functions it must provide
+ * (device, memory, kernels, queue) and optional hooks it may leave NULL
+ * (validation, disk cache). Interop with an app's own handles is the
+ * backend folder's business (its interop/ subfolder), not the seam's. */
 typedef struct ffnrt_backend_ops {
+    /* ----- identity: its row of the backend table (backend/backends.c) */
     ffnrt_backend kind;
-    const char *name;
+    const char *name;         /* as FFNRT_DEVICE and ffnrt_backend_name spell it */
+    const char *prelude;      /* the kernel dialect's mapping for the API, in shaders/ */
+    const char *version_line; /* placed before everything else in a kernel ("#version 450\n"), or "" */
+    const char *fp16_feature; /* what the API calls fp16 arithmetic, for messages */
+
+    /* ----- device */
     /* Load the API at run time; FFNRT_ERROR_BACKEND_UNAVAILABLE says why not. */
     ffnrt_status (*load)(ffnrt_error *err);
     /* Fill up to cap infos; *count is the number of devices. */
@@ -72,6 +83,7 @@ typedef struct ffnrt_backend_ops {
                          ffnrt_device_info *info, ffnrt_limits *limits, ffnrt_error *err);
     void (*close)(ffnrt_bdevice *dev);
 
+    /* ----- memory */
     ffnrt_status (*buffer_create)(ffnrt_bdevice *dev, uint64_t bytes, ffnrt_bbuffer **out,
                                   ffnrt_error *err);
     void (*buffer_destroy)(ffnrt_bdevice *dev, ffnrt_bbuffer *buf);
@@ -80,12 +92,14 @@ typedef struct ffnrt_backend_ops {
     ffnrt_status (*buffer_read)(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset,
                                 void *dst, uint64_t bytes, ffnrt_error *err);
 
+    /* ----- kernels */
     /* On failure with FFNRT_ERROR_COMPILE_FAILED, *log gets a malloc'd
      * compiler log (the caller frees it). */
     ffnrt_status (*kernel_build)(ffnrt_bdevice *dev, const ffnrt_kernel_source *src,
                                  ffnrt_bkernel **out, char **log, ffnrt_error *err);
     void (*kernel_destroy)(ffnrt_bdevice *dev, ffnrt_bkernel *kernel);
 
+    /* ----- queue */
     /* Dispatches are recorded between begin and submit; submit waits for
      * completion and reports the device time of the batch (0 if unknown). */
     ffnrt_status (*begin)(ffnrt_bdevice *dev, ffnrt_error *err);
@@ -105,7 +119,8 @@ typedef struct ffnrt_backend_ops {
     ffnrt_status (*external_begin)(ffnrt_bdevice *dev, ffnrt_error *err);
     ffnrt_status (*external_end)(ffnrt_bdevice *dev, ffnrt_error *err);
 
-    uint64_t (*validation_messages)(const ffnrt_bdevice *dev); /* may be NULL */
+    /* ----- optional hooks (NULL: not provided) */
+    uint64_t (*validation_messages)(const ffnrt_bdevice *dev);
 
     /* Disk-cache hooks, each optional (NULL). */
     /* What identifies compiled code on this device beyond ffnrt_device_info
@@ -122,6 +137,16 @@ typedef struct ffnrt_backend_ops {
     void *(*driver_cache_export)(ffnrt_bdevice *dev, size_t *len);
 } ffnrt_backend_ops;
 
+/* The backend table (backend/backends.c): every backend ffnrt is built
+ * with, in the order devices are listed. */
+size_t ffnrt_backend_count(void);
+const ffnrt_backend_ops *ffnrt_backend_at(size_t i);
+/* The row of a backend kind; NULL for ANY or an unknown value. */
+const ffnrt_backend_ops *ffnrt_backend_find(ffnrt_backend kind);
+/* The row whose name is the first len characters of name (case-insensitive); NULL if none. */
+const ffnrt_backend_ops *ffnrt_backend_named(const char *name, size_t len);
+
+/* Each backend's row, defined in its folder. */
 const ffnrt_backend_ops *ffnrt_opencl_backend(void);
 const ffnrt_backend_ops *ffnrt_vulkan_backend(void);
 

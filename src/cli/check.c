@@ -1,5 +1,5 @@
 /* ffnrt check: runs inputs through an op on a device and measures the
- * error against the double-precision reference of tests/, in ULP of the
+ * error against the double-precision reference (tools/reference), in ULP of the
  * storage type. fp32 inputs are every 257th bit pattern (2^24 of them,
  * every sign and exponent) plus the edge values, or all 2^32 with
  * --exhaustive; fp16 and bf16 inputs are all 65,536 bit patterns.

@@ -46,10 +46,9 @@ static int cmd_devices(int argc, char **argv)
         fprintf(stderr, "ffnrt devices: unexpected argument %s\nusage: ffnrt devices [--profiles]\n", argv[0]);
         return 2;
     }
-    static const ffnrt_backend backends[] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
-    for (size_t b = 0; b < 2; b++)
-        if (ffnrt_backend_available(backends[b]) != FFNRT_OK)
-            printf("%s: unavailable (%s)\n", ffnrt_backend_name(backends[b]), ffnrt_last_error_message());
+    for (int b = 1; b < FFNRT_BACKEND_COUNT; b++)
+        if (ffnrt_backend_available((ffnrt_backend)b) != FFNRT_OK)
+            printf("%s: unavailable (%s)\n", ffnrt_backend_name((ffnrt_backend)b), ffnrt_last_error_message());
     size_t n = 0;
     if (ffnrt_device_count(&n) != FFNRT_OK) {
         fprintf(stderr, "ffnrt: %s\n", ffnrt_last_error_message());
@@ -57,8 +56,21 @@ static int cmd_devices(int argc, char **argv)
     }
     for (size_t i = 0; i < n; i++) {
         ffnrt_device_info d;
-        if (ffnrt_device_get_info(i, &d) == FFNRT_OK)
-            print_device(&d);
+        if (ffnrt_device_get_info(i, &d) != FFNRT_OK)
+            continue;
+        print_device(&d);
+        /* The figures the device choice and the cost model use: from the
+         * disk cache, or measured now (a fraction of a second). */
+        ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+        o.backend = d.backend;
+        o.device_index = (int)d.index;
+        ffnrt_context *ctx = NULL;
+        double gbps, gflops, us;
+        if (ffnrt_context_create(&o, &ctx) == FFNRT_OK && ffnrt_context_calibrate(ctx, &gbps, &gflops, &us) == FFNRT_OK)
+            printf("    calibration: copy %.2f GB/s, GEMM %.1f GFLOP/s, dispatch %.1f us\n", gbps, gflops, us);
+        else
+            printf("    calibration: not measured (%s)\n", ffnrt_last_error_message());
+        ffnrt_context_destroy(ctx);
     }
     if (n == 0) {
         printf("no device found\n");
@@ -68,9 +80,14 @@ static int cmd_devices(int argc, char **argv)
      * options (and this environment) would use it. */
     ffnrt_context *ctx = NULL;
     ffnrt_cache_stats cs;
-    if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_context_cache_stats(ctx, &cs) == FFNRT_OK)
+    ffnrt_device_info chosen;
+    if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_context_cache_stats(ctx, &cs) == FFNRT_OK &&
+        ffnrt_context_get_device_info(ctx, &chosen) == FFNRT_OK) {
+        printf("default device: %s:%u %s (ffnrt plan says why, with the time each device is expected to take)\n", ffnrt_backend_name(chosen.backend), chosen.index,
+               chosen.name);
         printf("disk cache: %s%s%s%s\n", cs.status, *cs.directory ? " (" : "", cs.directory,
                *cs.directory ? ")" : "");
+    }
     ffnrt_context_destroy(ctx);
     return 0;
 }
@@ -127,8 +144,8 @@ static int cmd_run(int argc, char **argv)
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ffnrt COMMAND\n"
-                    "  devices [--profiles] list every device of every backend, with its limits (or the\n"
-                    "                       named limit profiles of real GPUs)\n"
+                    "  devices [--profiles] list every device of every backend, with its limits and calibration\n"
+                    "                       figures (or the named limit profiles of real GPUs)\n"
                     "  plan [options]       what the dispatcher chooses for an op, and why (ffnrt plan --help)\n"
                     "  run OP X [X...]      apply an activation to numbers, on the chosen device\n"
                     "  check OP [options]   accuracy of OP on a device, in ULP (ffnrt check --help)\n"

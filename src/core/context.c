@@ -20,117 +20,12 @@ ffnrt_status ffnrt_context_finish_call(ffnrt_context *ctx, ffnrt_status status)
     return status;
 }
 
-static ffnrt_status ffnrt_null_context_error(const char *fn)
+ffnrt_status ffnrt_null_handle(const char *fn, const char *what)
 {
     ffnrt_error err;
-    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
     ffnrt_error_publish(&err);
     return err.status;
-}
-
-/* ---------------------------------------------------------- device choice */
-
-static int name_matches(const char *name, const char *pattern)
-{
-    size_t n = strlen(pattern);
-    for (const char *s = name; *s; s++)
-        if (strncasecmp(s, pattern, n) == 0)
-            return 1;
-    return n == 0;
-}
-
-typedef struct device_request {
-    ffnrt_backend backend;
-    long index;       /* -1: any */
-    const char *name; /* NULL: any */
-} device_request;
-
-/* Parses FFNRT_DEVICE: "opencl", "vulkan:1", "vulkan:llvmpipe" or a name
- * substring such as "pocl". */
-static void parse_device_env(const char *spec, device_request *req, char *name_buf, size_t cap)
-{
-    const char *colon = strchr(spec, ':');
-    size_t head = colon ? (size_t)(colon - spec) : strlen(spec);
-    ffnrt_backend b = FFNRT_BACKEND_ANY;
-    if (head == 6 && strncasecmp(spec, "opencl", 6) == 0)
-        b = FFNRT_BACKEND_OPENCL;
-    else if (head == 6 && strncasecmp(spec, "vulkan", 6) == 0)
-        b = FFNRT_BACKEND_VULKAN;
-    const char *rest = b == FFNRT_BACKEND_ANY ? spec : colon ? colon + 1 : "";
-    req->backend = b;
-    if (*rest) {
-        char *end;
-        long idx = strtol(rest, &end, 10);
-        if (*end == '\0' && end != rest) {
-            req->index = idx;
-        } else {
-            snprintf(name_buf, cap, "%s", rest);
-            req->name = name_buf;
-        }
-    }
-}
-
-/* The device asked for, or the best of the dispatcher's ranking; *reason
- * says which and why. */
-static ffnrt_status choose_device(const device_request *req, const ffnrt_device_info **chosen, char *reason,
-                                  size_t cap, ffnrt_error *err)
-{
-    const ffnrt_device_info *infos;
-    size_t count;
-    ffnrt_status st = ffnrt_registry_backend_devices(req->backend, &infos, &count, err);
-    if (st != FFNRT_OK)
-        return st;
-    if (req->backend != FFNRT_BACKEND_ANY) {
-        const ffnrt_backend_ops *ops = ffnrt_registry_backend(req->backend);
-        ffnrt_error why;
-        ffnrt_error_clear(&why);
-        if (ops->load(&why) != FFNRT_OK)
-            return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "%s", why.message);
-    }
-    ffnrt_device_rank *ranks = count ? calloc(count, sizeof *ranks) : NULL;
-    if (count && !ranks)
-        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "device choice: out of host memory");
-    ffnrt_rank_devices(infos, count, ranks);
-    int asked = req->backend != FFNRT_BACKEND_ANY || req->index >= 0 || req->name;
-    const ffnrt_device_info *best = NULL;
-    long best_score = 0;
-    size_t candidates = 0;
-    for (size_t i = 0; i < count; i++) {
-        const ffnrt_device_info *d = &infos[i];
-        if (req->backend != FFNRT_BACKEND_ANY && d->backend != req->backend)
-            continue;
-        if (req->index >= 0 && (long)d->index != req->index)
-            continue;
-        /* A name pattern may name the device, its vendor or its driver's API
-         * version string ("pocl": PoCL's devices are named after the CPU). */
-        if (req->name && !name_matches(d->name, req->name) && !name_matches(d->vendor, req->name) &&
-            !name_matches(d->api_version, req->name))
-            continue;
-        candidates++;
-        /* A twin left out of the ranking is still there when asked for by
-         * backend, index or name. Among equal scores the first found. */
-        long score = ranks[i].score < 0 && asked ? 0 : ranks[i].score;
-        if (score >= 0 && (!best || score > best_score))
-            best = d, best_score = score;
-    }
-    if (best) {
-        size_t at = (size_t)(best - infos);
-        int n = snprintf(reason, cap, "%s: %s", asked ? "asked for (backend, index or name)" : "best of the ranking",
-                         ranks[at].reason);
-        for (size_t i = 0; i < count && n >= 0 && (size_t)n < cap; i++)
-            if (i != at)
-                n += snprintf(reason + n, cap - (size_t)n, "; %s (%s): %s", infos[i].name,
-                              ffnrt_backend_name(infos[i].backend), ranks[i].reason);
-    }
-    free(ranks);
-    (void)candidates;
-    if (!best)
-        return ffnrt_fail(err, count ? FFNRT_ERROR_DEVICE_NOT_FOUND : FFNRT_ERROR_BACKEND_UNAVAILABLE,
-                          "no device matches backend=%s index=%ld name=%s (%zu devices found)",
-                          ffnrt_backend_name(req->backend), req->index,
-                          req->name ? req->name : "any", count);
-    *chosen = best;
-    return FFNRT_OK;
 }
 
 /* ------------------------------------------------------------ disk cache */
@@ -161,9 +56,9 @@ static char *join_key(const char *a, const char *b, const char *c)
     return s;
 }
 
-static void open_disk_cache(ffnrt_context *ctx, const ffnrt_context_options *o)
+void ffnrt_context_open_disk_cache(ffnrt_context *ctx, const char *dir, int off)
 {
-    ffnrt_disk_cache_open(&ctx->disk, o->cache_dir, o->disable_disk_cache);
+    ffnrt_disk_cache_open(&ctx->disk, dir, off);
     if (!ctx->disk.enabled)
         return;
     ctx->cache_identity = make_cache_identity(ctx);
@@ -221,6 +116,41 @@ int ffnrt_context_blob_put(ffnrt_context *ctx, ffnrt_cache_kind kind, const char
     int ok = key && ffnrt_disk_cache_put(&ctx->disk, key, kind, data, len);
     free(key);
     return ok;
+}
+
+/* A device and its driver as ffnrt_device_info says them (no device open). */
+static void device_key(const ffnrt_device_info *d, const char *name, char *out, size_t cap)
+{
+    char uuid[33] = "";
+    for (int i = 0; d->has_uuid && i < 16; i++)
+        snprintf(uuid + 2 * i, 3, "%02x", d->uuid[i]);
+    snprintf(out, cap, "ffnrt %s\nbackend %s\ndevice %s\nvendor %s %08x:%08x\ndriver %s\napi %s\nuuid %s\nblob %s",
+             FFNRT_VERSION_STRING, ffnrt_backend_name(d->backend), d->name, d->vendor, d->vendor_id, d->device_id,
+             d->driver_version, d->api_version, uuid, name);
+}
+
+void *ffnrt_device_blob_get(ffnrt_disk_cache *disk, const ffnrt_device_info *info, ffnrt_cache_kind kind,
+                            const char *name, size_t *len)
+{
+    *len = 0;
+    if (!disk || !disk->enabled)
+        return NULL;
+    char key[1536];
+    device_key(info, name, key, sizeof key);
+    uint64_t misses = disk->misses;
+    void *data = ffnrt_disk_cache_get(disk, key, kind, len);
+    disk->misses = misses; /* not a kernel's miss: see ffnrt_context_blob_get */
+    return data;
+}
+
+int ffnrt_device_blob_put(ffnrt_disk_cache *disk, const ffnrt_device_info *info, ffnrt_cache_kind kind,
+                          const char *name, const void *data, size_t len)
+{
+    if (!disk || !disk->enabled)
+        return 0;
+    char key[1536];
+    device_key(info, name, key, sizeof key);
+    return ffnrt_disk_cache_put(disk, key, kind, data, len);
 }
 
 ffnrt_status ffnrt_context_cache_stats(const ffnrt_context *ctx, ffnrt_cache_stats *out)
@@ -288,125 +218,21 @@ static void source_digest(const char *source, char *out, size_t cap)
 
 /* --------------------------------------------------------------- context */
 
-static int env_true(const char *name)
+ffnrt_status ffnrt_context_new(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev, const ffnrt_device_info *info,
+                               const ffnrt_limits *limits, ffnrt_context **out, ffnrt_error *err)
 {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
-}
-
-ffnrt_status ffnrt_device_timeout(const ffnrt_context_options *o, uint64_t *ns, ffnrt_error *err)
-{
-    uint64_t ms = o ? o->device_timeout_ms : 0;
-    const char *env = getenv("FFNRT_DEVICE_TIMEOUT_MS");
-    if (!ms && env && *env) {
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(env, &end, 10);
-        if (*end || errno || v == 0 || v > UINT32_MAX || env[0] == '-' || env[0] == '+')
-            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                              "FFNRT_DEVICE_TIMEOUT_MS: \"%s\" is not a count of milliseconds in [1, %u]", env,
-                              UINT32_MAX);
-        ms = v;
-    }
-    *ns = (ms ? ms : FFNRT_DEFAULT_DEVICE_TIMEOUT_MS) * 1000000ull;
-    return FFNRT_OK;
-}
-
-/* What every context gets once its device is open, from options and the
- * environment: lowered limits and a profile, quirk vetoes, the precision
- * policy, autotuning. Shared by contexts ffnrt opens and those over the
- * app's own device. */
-static ffnrt_status configure(ffnrt_context *ctx, const ffnrt_context_options *o, ffnrt_error *err)
-{
-    ffnrt_limit_request lreq = {o->max_buffer_range, o->max_shared_memory, o->max_workgroup_count,
-                                o->max_workgroup_size, o->disable_fp16_arithmetic, o->disable_16bit_storage, 0};
-    const ffnrt_profile *profile = NULL;
-    ffnrt_precision policy = o->precision;
-    if ((unsigned)o->precision > FFNRT_PRECISION_FAST)
-        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "creating a context: %d is not a precision policy",
-                          (int)o->precision);
-    const char *env_limits = getenv("FFNRT_LIMITS");
-    if (env_limits && ffnrt_limits_parse(env_limits, &lreq, err) != FFNRT_OK)
-        return err->status;
-    const char *profile_name = getenv("FFNRT_PROFILE");
-    if (!profile_name || !*profile_name)
-        profile_name = o->profile;
-    if (profile_name && *profile_name && strcasecmp(profile_name, "none") != 0 &&
-        !(profile = ffnrt_profile_find(profile_name)))
-        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                          "no limit profile named \"%s\" (ffnrt devices --profiles lists them)", profile_name);
-    const char *env_precision = getenv("FFNRT_PRECISION");
-    if (env_precision && *env_precision && ffnrt_precision_parse(env_precision, &policy) != FFNRT_OK)
-        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                          "FFNRT_PRECISION: \"%s\" is not exact, balanced or fast", env_precision);
-    ctx->device_as_found = ctx->info;
-    ctx->profile = profile;
-    if (ffnrt_limits_apply(&ctx->info, &ctx->limits, &lreq, profile, ctx->limit_notes, sizeof ctx->limit_notes,
-                           err) != FFNRT_OK)
-        return err->status;
-    ctx->vetoes = ffnrt_quirks_for(&ctx->info, o->ignore_quirks, getenv("FFNRT_QUIRKS"), ctx->quirk_notes,
-                                   sizeof ctx->quirk_notes);
-    ctx->policy = policy;
-    ffnrt_precision_resolve(policy, &ctx->info, ctx->vetoes, &ctx->precision);
-    ctx->autotune = o->autotune || env_true("FFNRT_AUTOTUNE");
-    ctx->max_memory = lreq.max_memory;
-    /* The disk cache, and what it holds for this device and driver. */
-    open_disk_cache(ctx, o);
-    ffnrt_calibration_load(ctx);
-    ffnrt_tuning_load(ctx);
-    return FFNRT_OK;
-}
-
-ffnrt_status ffnrt_context_create(const ffnrt_context_options *options, ffnrt_context **out)
-{
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    ffnrt_context_options defaults = FFNRT_CONTEXT_OPTIONS_INIT;
-    const ffnrt_context_options *o = options ? options : &defaults;
-    ffnrt_context *ctx = NULL;
-    char env_name[256];
-    device_request req = {o->backend, o->device_index, o->device_name};
-    const ffnrt_device_info *chosen = NULL;
-
-    if (!out) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_create: out is NULL");
-        goto done;
-    }
-    *out = NULL;
-    if (o->backend != FFNRT_BACKEND_ANY && o->backend != FFNRT_BACKEND_OPENCL &&
-        o->backend != FFNRT_BACKEND_VULKAN) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_create: %d is not a backend",
-                   (int)o->backend);
-        goto done;
-    }
-    const char *env_device = getenv("FFNRT_DEVICE");
-    if (o->backend == FFNRT_BACKEND_ANY && o->device_index < 0 && !o->device_name && env_device &&
-        *env_device)
-        parse_device_env(env_device, &req, env_name, sizeof env_name);
-    char device_reason[sizeof ctx->device_reason];
-    if (choose_device(&req, &chosen, device_reason, sizeof device_reason, &err) != FFNRT_OK)
-        goto done;
-
-    ctx = calloc(1, sizeof *ctx);
+    ffnrt_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx) {
-        ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_context_create: out of host memory");
-        goto done;
+        ops->close(dev);
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "creating a context: out of host memory");
     }
-    memcpy(ctx->device_reason, device_reason, sizeof device_reason);
-    ctx->ops = ffnrt_registry_backend(chosen->backend);
-    ffnrt_open_options open_opts = {o->validation || env_true("FFNRT_VALIDATION"), 0};
-    if (ffnrt_device_timeout(o, &open_opts.timeout_ns, &err) != FFNRT_OK)
-        goto done;
-    if (ctx->ops->open(chosen->index, &open_opts, &ctx->dev, &ctx->info, &ctx->limits, &err) != FFNRT_OK)
-        goto done;
-    if (configure(ctx, o, &err) != FFNRT_OK)
-        goto done;
+    ctx->ops = ops;
+    ctx->dev = dev;
+    ctx->info = *info;
+    ctx->device_as_found = *info;
+    ctx->limits = *limits;
     *out = ctx;
-    ctx = NULL;
-done:
-    ffnrt_context_destroy(ctx);
-    ffnrt_error_publish(&err);
-    return err.status;
+    return FFNRT_OK;
 }
 
 #ifdef FFNRT_TEST_LEAK_SWITCH
@@ -491,12 +317,11 @@ ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx, uint64_t *devi
 static char *concat_source(const ffnrt_context *ctx, const char *file, const char *defines,
                            uint32_t workgroup_size, int inject_error)
 {
-    int vulkan = ctx->ops->kind == FFNRT_BACKEND_VULKAN;
     const char *parts[] = {
-        vulkan ? "#version 450\n" : "",
+        ctx->ops->version_line,
         NULL, /* defines, below */
         inject_error ? "#error FFNRT_INJECT_COMPILE_ERROR is set\n" : "",
-        ffnrt_shader_source(vulkan ? "prelude_glsl.glsl" : "prelude_opencl.cl"),
+        ffnrt_shader_source(ctx->ops->prelude),
         ffnrt_shader_source("math.inc"),
         ffnrt_shader_source("math_grad.inc"),
         ffnrt_shader_source("storage.inc"),
@@ -548,9 +373,17 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
         ctx->kernels = grown;
         ctx->kernel_capacity = cap;
     }
-    /* Read at each build, not at context creation, so a test can make one
-     * build fail and then check that the same context still builds it. */
-    char *source = concat_source(ctx, file, defines, workgroup_size, env_true("FFNRT_INJECT_COMPILE_ERROR"));
+    /* FFNRT_INJECT_COMPILE_ERROR, a fault-injection hook for tests, is the
+     * one variable read at each build (not once at context creation), so a
+     * test can make one build fail and then check that the same context
+     * still builds it. */
+    const char *inject = getenv("FFNRT_INJECT_COMPILE_ERROR");
+    if (inject && *inject && strcmp(inject, "0") != 0 && strcmp(inject, "1") != 0) {
+        free(key_copy);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "FFNRT_INJECT_COMPILE_ERROR=%s: expected 1 (every build fails) or 0", inject);
+    }
+    char *source = concat_source(ctx, file, defines, workgroup_size, inject && strcmp(inject, "1") == 0);
     if (!key_copy || !source) {
         free(key_copy);
         free(source);
@@ -629,7 +462,7 @@ ffnrt_status ffnrt_context_settle(ffnrt_context *ctx)
 ffnrt_status ffnrt_context_set_async(ffnrt_context *ctx, int async)
 {
     if (!ctx)
-        return ffnrt_null_context_error("ffnrt_context_set_async");
+        return ffnrt_null_handle("ffnrt_context_set_async", "ctx");
     ffnrt_status st = FFNRT_OK;
     if (ctx->async && !async)
         st = ffnrt_context_wait(ctx);
@@ -641,7 +474,7 @@ ffnrt_status ffnrt_context_set_async(ffnrt_context *ctx, int async)
 ffnrt_status ffnrt_context_wait(ffnrt_context *ctx)
 {
     if (!ctx)
-        return ffnrt_null_context_error("ffnrt_context_wait");
+        return ffnrt_null_handle("ffnrt_context_wait", "ctx");
     uint64_t ns = 0;
     ffnrt_status st = ctx->ops->wait(ctx->dev, &ns, &ctx->error);
     /* After synchronous ops there is nothing to wait for: keep their time. */
@@ -649,29 +482,4 @@ ffnrt_status ffnrt_context_wait(ffnrt_context *ctx)
         ctx->last_op_ns = ctx->async_ns + ns;
     ctx->async_ns = 0;
     return ffnrt_context_finish_call(ctx, st);
-}
-
-ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev, const ffnrt_device_info *info,
-                                 const ffnrt_limits *limits, const ffnrt_context_options *options,
-                                 ffnrt_context **out, ffnrt_error *err)
-{
-    ffnrt_context_options defaults = FFNRT_CONTEXT_OPTIONS_INIT;
-    const ffnrt_context_options *o = options ? options : &defaults;
-    ffnrt_context *ctx = calloc(1, sizeof *ctx);
-    if (!ctx) {
-        ops->close(dev);
-        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "creating a context: out of host memory");
-    }
-    ctx->ops = ops;
-    ctx->dev = dev;
-    ctx->info = *info;
-    ctx->limits = *limits;
-    ctx->app_handles = 1;
-    snprintf(ctx->device_reason, sizeof ctx->device_reason, "the app's own device, handed to ffnrt");
-    if (configure(ctx, o, err) != FFNRT_OK) {
-        ffnrt_context_destroy(ctx);
-        return err->status;
-    }
-    *out = ctx;
-    return FFNRT_OK;
 }

@@ -3,32 +3,43 @@
 #define FFNRT_CONTEXT_H
 
 #include "backend/backend.h"
+#include "base/error.h"
 #include "core/disk_cache.h"
-#include "core/error.h"
-#include "dispatch/dispatch.h"
+#include "core/settings.h"
 
 typedef struct ffnrt_kernel_entry {
     char *key;
     ffnrt_bkernel *kernel;
 } ffnrt_kernel_entry;
 
-/* The cost model's device figures (dispatch/calibrate.c). */
+/* A device's figures for the cost model and the device choice: copy
+ * bandwidth (read + write), GEMM rate, the cost of one dispatch; measured
+ * with ffnrt's own kernels (tune/calibrate.c). */
 typedef struct ffnrt_calibration {
     double copy_gbps, gemm_gflops, dispatch_us;
     int valid;
 } ffnrt_calibration;
 
-/* One tuning result (dispatch/tuning.c). */
+/* One tuning result (dispatch/tuning.c): the winner for a shape class. */
 typedef struct ffnrt_tuning_entry {
     char key[160];
     int value;
     double ms[2]; /* the winner's time and the runner-up's */
 } ffnrt_tuning_entry;
 
+/* What the precision policy gives on the device (dispatch/precision.c). */
+typedef struct ffnrt_precision_choice {
+    ffnrt_dtype storage;
+    int fp16_arithmetic;
+    char reason[320];
+} ffnrt_precision_choice;
+
+struct ffnrt_profile; /* dispatch/dispatch.h */
+
 /* Tuning results by key: an array and an open-addressed index of it, so a
  * lookup takes constant time and loading n results linear time. At most
  * FFNRT_TUNING_MAX_ENTRIES (the file read back is bounded too, by the disk
- * cache: FFNRT_DISK_CACHE_MAX_RESULTS bytes). */
+ * cache: FFNRT_DISK_CACHE_MAX_RESULTS bytes). core/tuning_table.c. */
 #define FFNRT_TUNING_MAX_ENTRIES 4096u
 typedef struct ffnrt_tuning_table {
     ffnrt_tuning_entry *entries;
@@ -79,20 +90,21 @@ struct ffnrt_context {
     size_t kernel_count, kernel_capacity;
     struct ffnrt_tensor *tensors;
     uint64_t last_op_ns;
-    /* The dispatcher's context-wide choices, shown by ffnrt_context_plan. */
+    /* The settings (core/settings.h) and the dispatcher's context-wide
+     * choices, shown by ffnrt_context_plan; dispatch fills them. */
+    ffnrt_settings settings;
     ffnrt_device_info device_as_found; /* before limits and profile */
-    char device_reason[512];           /* why this device */
-    const ffnrt_profile *profile;
+    char device_reason[1536];          /* why this device (with the figures behind the choice) */
+    const struct ffnrt_profile *profile;
     char limit_notes[512];
     ffnrt_precision policy;
     ffnrt_precision_choice precision;
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
     char quirk_notes[256];
-    int autotune;                      /* options.autotune / FFNRT_AUTOTUNE */
+    int autotune;
     ffnrt_tuning_table tuning;
     ffnrt_calibration calibration;     /* valid once measured or loaded */
-    char forced[6][64];                /* ffnrt_context_force values, in plan.c's force_names order */
-    ffnrt_plan *plan_sink;             /* non-NULL: element-wise launches describe themselves here and run nothing */
+    ffnrt_plan *plan_sink;             /* non-NULL: launches describe themselves here and run nothing */
     /* Interop (src/core/interop_*.c). */
     int app_handles; /* made from the app's device/context: its buffers may be wrapped */
     int async;       /* ffnrt_context_set_async: batches are submitted without waiting */
@@ -106,31 +118,17 @@ struct ffnrt_context {
     uint64_t allocated; /* bytes of the live tensors' buffers */
 };
 
-/* A forced choice: the value ffnrt_context_force set for `env` (an
- * environment variable's name, e.g. "FFNRT_FFN_PATH"), else the
- * environment's, else NULL. */
-const char *ffnrt_context_forced(const ffnrt_context *ctx, const char *env);
-
 /* Timing for the calibration and the tuner: a monotonic clock, and the
  * median of n > 0 values (sorted in place). */
 double ffnrt_now_ms(void);
 double ffnrt_median(double *v, int n);
 
-/* Measures the calibration once (then returns the kept one). */
-ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out);
-
-/* Tuning results by shape-class key; get returns 1 when one is kept. */
-int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2]);
-void ffnrt_tuning_put(ffnrt_context *ctx, const char *key, int value, const double ms[2]);
-void ffnrt_tuning_remember(ffnrt_context *ctx, const char *key, int value, const double ms[2]); /* memory only */
-/* The context's results to and from the disk cache (per device and driver). */
-void ffnrt_tuning_save(ffnrt_context *ctx);
-void ffnrt_tuning_load(ffnrt_context *ctx);
-void ffnrt_calibration_load(ffnrt_context *ctx);
-
 /* Returns status after publishing ctx->error as the thread's last error;
- * every public entry point ends through it. */
+ * every public entry point ends through it, and only public entry points
+ * call it (internal work leaves its error in ctx->error). */
 ffnrt_status ffnrt_context_finish_call(ffnrt_context *ctx, ffnrt_status status);
+/* Publishes and returns the error of a public call given a NULL handle. */
+ffnrt_status ffnrt_null_handle(const char *fn, const char *what);
 
 /* Every batch of dispatches an op runs goes between these two: they pick
  * the synchronous, asynchronous or external (app-recorded) path. end closes
@@ -143,17 +141,14 @@ ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *devi
  * for ffnrt_context_wait. */
 ffnrt_status ffnrt_context_settle(ffnrt_context *ctx);
 
-/* The device-wait timeout: options->device_timeout_ms, else
- * FFNRT_DEVICE_TIMEOUT_MS (malformed: an error), else the default. */
-#define FFNRT_DEFAULT_DEVICE_TIMEOUT_MS 120000u
-ffnrt_status ffnrt_device_timeout(const ffnrt_context_options *options, uint64_t *ns, ffnrt_error *err);
-
-/* A context around a device the backend has opened from the app's handles:
- * applies the options' and FFNRT_LIMITS' lowered limits. Closes dev on
+/* A context object around an open device (ffnrt's own or the app's); the
+ * caller configures it (dispatch) and opens its disk cache. Closes dev on
  * failure. */
-ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev, const ffnrt_device_info *info,
-                                 const ffnrt_limits *limits, const ffnrt_context_options *options,
-                                 ffnrt_context **out, ffnrt_error *err);
+ffnrt_status ffnrt_context_new(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev, const ffnrt_device_info *info,
+                               const ffnrt_limits *limits, ffnrt_context **out, ffnrt_error *err);
+/* Opens the disk cache (dir NULL or "": the default directory; off: none)
+ * and the driver's own cache from it. */
+void ffnrt_context_open_disk_cache(ffnrt_context *ctx, const char *dir, int off);
 
 /* A tensor object with a checked shape and no buffer yet (fn names the
  * caller in messages); ffnrt_tensor_link adds it, with its buffer set, to
@@ -161,6 +156,13 @@ ffnrt_status ffnrt_context_adopt(const ffnrt_backend_ops *ops, ffnrt_bdevice *de
 ffnrt_status ffnrt_tensor_new(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
                               const char *fn, ffnrt_tensor **out);
 void ffnrt_tensor_link(ffnrt_context *ctx, ffnrt_tensor *t);
+/* The internal forms of ffnrt_tensor_create, _write and _destroy: the
+ * error stays in ctx->error (nothing is published). */
+ffnrt_status ffnrt_tensor_alloc(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
+                                const char *fn, ffnrt_tensor **out);
+ffnrt_status ffnrt_tensor_upload(ffnrt_tensor *t, const void *host, size_t bytes);
+void ffnrt_tensor_free(ffnrt_tensor *t);
+
 /* FFNRT_ERROR_LIMIT_EXCEEDED (with the message) when a tensor of numel
  * elements could not exist on the context's device; plans check the
  * tensors an op would need with it. */
@@ -184,10 +186,17 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
  * device, kept in the disk cache (kind FFNRT_CACHE_CALIBRATION or
  * FFNRT_CACHE_TUNING). get returns a malloc'd copy or NULL (a miss, an
  * invalid file or the cache off); put returns 1 when written. Neither
- * ever fails the caller. */
+ * ever fails the caller. The context's blobs are keyed by its whole cache
+ * identity; a device's (ffnrt_device_blob_*) by the device and driver as
+ * ffnrt_device_info says them, so that they are found before any device
+ * is opened (the device choice reads them). */
 void *ffnrt_context_blob_get(ffnrt_context *ctx, ffnrt_cache_kind kind, const char *name, size_t *len);
 int ffnrt_context_blob_put(ffnrt_context *ctx, ffnrt_cache_kind kind, const char *name, const void *data,
                            size_t len);
+void *ffnrt_device_blob_get(ffnrt_disk_cache *disk, const ffnrt_device_info *info, ffnrt_cache_kind kind,
+                            const char *name, size_t *len);
+int ffnrt_device_blob_put(ffnrt_disk_cache *disk, const ffnrt_device_info *info, ffnrt_cache_kind kind,
+                          const char *name, const void *data, size_t len);
 
 /* The device list over every available backend, enumerated once per process. */
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,
@@ -197,5 +206,11 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
 ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_device_info **infos, size_t *count,
                                             ffnrt_error *err);
 const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind);
+
+/* Figures measured in this process, by device (for a cache that is off:
+ * the device choice measures each device once per process). get returns 1
+ * when known. */
+int ffnrt_registry_figures_get(const ffnrt_device_info *info, const char *variant, ffnrt_calibration *out);
+void ffnrt_registry_figures_put(const ffnrt_device_info *info, const char *variant, const ffnrt_calibration *c);
 
 #endif

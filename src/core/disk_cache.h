@@ -42,14 +42,7 @@
 #define FFNRT_DISK_CACHE_MAX_PAYLOAD ((uint64_t)1 << 28)
 #define FFNRT_DISK_CACHE_MAX_RESULTS ((uint64_t)1 << 20)
 
-typedef enum ffnrt_cache_kind {
-    FFNRT_CACHE_SPIRV = 1,          /* glslang output for one kernel */
-    FFNRT_CACHE_PIPELINE_CACHE = 2, /* a device's VkPipelineCache data */
-    FFNRT_CACHE_CL_BINARY = 3,      /* CL_PROGRAM_BINARIES of one program */
-    FFNRT_CACHE_CALIBRATION = 4,    /* measured numbers (opaque to the cache) */
-    FFNRT_CACHE_TUNING = 5,         /* tuned parameters (opaque to the cache) */
-    FFNRT_CACHE_KIND_END
-} ffnrt_cache_kind;
+#include "base/cache_kind.h"
 
 const char *ffnrt_cache_kind_name(ffnrt_cache_kind kind);
 /* The largest payload an entry of this kind may hold. */

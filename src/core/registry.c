@@ -3,6 +3,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -11,25 +12,23 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
  * on a named backend does not pay for starting the other API's drivers
  * (PoCL's start alone is about 30 ms here), which matters for a start-up
  * whose kernels come from the disk cache. */
-#define REGISTRY_BACKENDS 2
-static const ffnrt_backend registry_order[REGISTRY_BACKENDS] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
+#define REGISTRY_BACKENDS 8 /* at most; the backend table (backend/backends.c) has the list */
 static struct {
     int done;
     ffnrt_device_info *infos;
     size_t count;
 } registry_lists[REGISTRY_BACKENDS];
-/* Every backend's devices in registry_order, made once all are listed. */
+/* Every backend's devices in the table's order, made once all are listed. */
 static int registry_done;
 static ffnrt_device_info *registry_infos;
 static size_t registry_count;
 
-const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind)
+const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind) { return ffnrt_backend_find(kind); }
+
+static size_t registry_backends(void)
 {
-    switch (kind) {
-    case FFNRT_BACKEND_OPENCL: return ffnrt_opencl_backend();
-    case FFNRT_BACKEND_VULKAN: return ffnrt_vulkan_backend();
-    default: return NULL;
-    }
+    size_t n = ffnrt_backend_count();
+    return n < REGISTRY_BACKENDS ? n : REGISTRY_BACKENDS;
 }
 
 /* Lists backend i; called with registry_lock held. One listing in the
@@ -41,7 +40,7 @@ static ffnrt_status registry_scan(size_t i, ffnrt_error *err)
 {
     if (registry_lists[i].done)
         return FFNRT_OK;
-    const ffnrt_backend_ops *ops = ffnrt_registry_backend(registry_order[i]);
+    const ffnrt_backend_ops *ops = ffnrt_backend_at(i);
     ffnrt_device_info first[8];
     size_t cap = sizeof first / sizeof first[0], n = 0;
     ffnrt_error why;
@@ -79,8 +78,8 @@ ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_devi
     *infos = NULL;
     *count = 0;
     ffnrt_status st = FFNRT_OK;
-    for (size_t i = 0; i < REGISTRY_BACKENDS; i++)
-        if (registry_order[i] == kind) {
+    for (size_t i = 0; i < registry_backends(); i++)
+        if (ffnrt_backend_at(i)->kind == kind) {
             pthread_mutex_lock(&registry_lock);
             st = registry_scan(i, err);
             *infos = registry_lists[i].infos;
@@ -97,7 +96,7 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
     pthread_mutex_lock(&registry_lock);
     if (!registry_done) {
         size_t total = 0;
-        for (size_t i = 0; i < REGISTRY_BACKENDS && st == FFNRT_OK; i++) {
+        for (size_t i = 0; i < registry_backends() && st == FFNRT_OK; i++) {
             st = registry_scan(i, err);
             total += registry_lists[i].count;
         }
@@ -106,7 +105,7 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
             st = ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "listing devices: out of host memory");
         if (all) {
             size_t at = 0;
-            for (size_t i = 0; i < REGISTRY_BACKENDS; i++) {
+            for (size_t i = 0; i < registry_backends(); i++) {
                 if (!registry_lists[i].count) /* its infos may be NULL */
                     continue;
                 memcpy(all + at, registry_lists[i].infos, registry_lists[i].count * sizeof *all);
@@ -175,12 +174,8 @@ ffnrt_status ffnrt_backend_available(ffnrt_backend backend)
 
 const char *ffnrt_backend_name(ffnrt_backend backend)
 {
-    switch (backend) {
-    case FFNRT_BACKEND_ANY: return "any";
-    case FFNRT_BACKEND_OPENCL: return "opencl";
-    case FFNRT_BACKEND_VULKAN: return "vulkan";
-    }
-    return "unknown";
+    const ffnrt_backend_ops *ops = ffnrt_backend_find(backend);
+    return backend == FFNRT_BACKEND_ANY ? "any" : ops ? ops->name : "unknown";
 }
 
 const char *ffnrt_device_type_name(ffnrt_device_type type)
@@ -193,4 +188,65 @@ const char *ffnrt_device_type_name(ffnrt_device_type type)
     case FFNRT_DEVICE_TYPE_OTHER: break;
     }
     return "other";
+}
+
+/* ------------------------------------------------- figures of this process */
+
+/* Calibration figures measured or read in this process, by device and
+ * variant: a disk cache that is off still measures each device once. */
+typedef struct known_figures {
+    ffnrt_backend backend;
+    char name[256], driver[128];
+    char variant[640];
+    ffnrt_calibration figures;
+} known_figures;
+
+static known_figures *figures_list;
+static size_t figures_count, figures_capacity;
+
+static int same_figures_key(const known_figures *k, const ffnrt_device_info *info, const char *variant)
+{
+    return k->backend == info->backend && strcmp(k->name, info->name) == 0 &&
+           strcmp(k->driver, info->driver_version) == 0 && strcmp(k->variant, variant) == 0;
+}
+
+int ffnrt_registry_figures_get(const ffnrt_device_info *info, const char *variant, ffnrt_calibration *out)
+{
+    int found = 0;
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < figures_count && !found; i++)
+        if (same_figures_key(&figures_list[i], info, variant)) {
+            *out = figures_list[i].figures;
+            found = 1;
+        }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+void ffnrt_registry_figures_put(const ffnrt_device_info *info, const char *variant, const ffnrt_calibration *c)
+{
+    pthread_mutex_lock(&registry_lock);
+    known_figures *k = NULL;
+    for (size_t i = 0; i < figures_count && !k; i++)
+        if (same_figures_key(&figures_list[i], info, variant))
+            k = &figures_list[i];
+    if (!k && figures_count == figures_capacity) {
+        size_t cap = figures_capacity ? 2 * figures_capacity : 8;
+        known_figures *grown = realloc(figures_list, cap * sizeof *grown);
+        if (grown) {
+            figures_list = grown;
+            figures_capacity = cap;
+        }
+    }
+    if (!k && figures_count < figures_capacity) { /* else not kept: measured again, never wrong */
+        k = &figures_list[figures_count++];
+        memset(k, 0, sizeof *k);
+        k->backend = info->backend;
+        snprintf(k->name, sizeof k->name, "%s", info->name);
+        snprintf(k->driver, sizeof k->driver, "%s", info->driver_version);
+        snprintf(k->variant, sizeof k->variant, "%s", variant);
+    }
+    if (k)
+        k->figures = *c;
+    pthread_mutex_unlock(&registry_lock);
 }

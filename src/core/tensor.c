@@ -84,23 +84,14 @@ void ffnrt_tensor_link(ffnrt_context *ctx, ffnrt_tensor *t)
     ctx->tensors = t;
 }
 
-ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim,
-                                 const int64_t *shape, ffnrt_tensor **out)
+ffnrt_status ffnrt_tensor_alloc(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape,
+                                const char *fn, ffnrt_tensor **out)
 {
-    if (!ctx) {
-        ffnrt_error err;
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_tensor_create: ctx is NULL");
-        ffnrt_error_publish(&err);
-        return err.status;
-    }
     ffnrt_error *err = &ctx->error;
-    if (!out)
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
-                                                         "ffnrt_tensor_create: out is NULL"));
     ffnrt_tensor *t;
-    ffnrt_status st = ffnrt_tensor_new(ctx, dtype, ndim, shape, "ffnrt_tensor_create", &t);
+    ffnrt_status st = ffnrt_tensor_new(ctx, dtype, ndim, shape, fn, &t);
     if (st != FFNRT_OK)
-        return ffnrt_context_finish_call(ctx, st);
+        return st;
     /* Kernels access 32-bit words (16-bit types packed two a word), so the
      * buffer is padded to whole words; empty tensors still get one word,
      * as APIs refuse size 0. */
@@ -110,24 +101,37 @@ ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t n
     /* FFNRT_LIMITS=max_memory: a budget, so running out can be tested. */
     if (ctx->max_memory && padded > ctx->max_memory - ctx->allocated) {
         free(t);
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_OUT_OF_DEVICE_MEMORY,
-                                                         "ffnrt_tensor_create: %llu more bytes would pass the context's max_memory budget (%llu of %llu bytes in use)",
-                                                         (unsigned long long)padded, (unsigned long long)ctx->allocated,
-                                                         (unsigned long long)ctx->max_memory));
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_DEVICE_MEMORY,
+                          "%s: %llu more bytes would pass the context's max_memory budget (%llu of %llu bytes in use)",
+                          fn, (unsigned long long)padded, (unsigned long long)ctx->allocated,
+                          (unsigned long long)ctx->max_memory);
     }
     st = ctx->ops->buffer_create(ctx->dev, padded, &t->buffer, err);
     if (st != FFNRT_OK) {
         free(t);
-        return ffnrt_context_finish_call(ctx, st);
+        return st;
     }
     t->charged = padded;
     ctx->allocated += padded;
     ffnrt_tensor_link(ctx, t);
     *out = t;
-    return ffnrt_context_finish_call(ctx, FFNRT_OK);
+    return FFNRT_OK;
 }
 
-void ffnrt_tensor_destroy(ffnrt_tensor *t)
+ffnrt_status ffnrt_tensor_create(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim,
+                                 const int64_t *shape, ffnrt_tensor **out)
+{
+    if (!ctx)
+        return ffnrt_null_handle("ffnrt_tensor_create", "ctx");
+    if (!out)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                         "ffnrt_tensor_create: out is NULL"));
+    return ffnrt_context_finish_call(ctx, ffnrt_tensor_alloc(ctx, dtype, ndim, shape, "ffnrt_tensor_create", out));
+}
+
+void ffnrt_tensor_destroy(ffnrt_tensor *t) { ffnrt_tensor_free(t); }
+
+void ffnrt_tensor_free(ffnrt_tensor *t)
 {
     if (!t)
         return;
@@ -173,15 +177,21 @@ static ffnrt_status check_transfer(const ffnrt_tensor *t, const void *host, size
     return FFNRT_OK;
 }
 
+ffnrt_status ffnrt_tensor_upload(ffnrt_tensor *t, const void *host, size_t bytes)
+{
+    ffnrt_status st = bytes ? ffnrt_context_settle(t->ctx) : FFNRT_OK; /* after pending asynchronous work */
+    if (st == FFNRT_OK && bytes)
+        st = t->ctx->ops->buffer_write(t->ctx->dev, t->buffer, t->offset, host, bytes, &t->ctx->error);
+    return st;
+}
+
 ffnrt_status ffnrt_tensor_write(ffnrt_tensor *t, const void *host, size_t bytes)
 {
     ffnrt_status st = check_transfer(t, host, bytes, "ffnrt_tensor_write");
     if (!t)
         return st;
-    if (st == FFNRT_OK && bytes)
-        st = ffnrt_context_settle(t->ctx); /* after pending asynchronous work */
-    if (st == FFNRT_OK && bytes)
-        st = t->ctx->ops->buffer_write(t->ctx->dev, t->buffer, t->offset, host, bytes, &t->ctx->error);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_upload(t, host, bytes);
     return ffnrt_context_finish_call(t->ctx, st);
 }
 

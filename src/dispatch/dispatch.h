@@ -1,15 +1,102 @@
 /* The dispatcher: which device, precision and kernels an op runs with, and
- * why. Every choice is made by one function that can also write it, with
- * its reason, into a plan (ffnrt_plan), so the plan never differs from what
- * runs. */
+ * why. Every choice is a function of device traits, limits, settings,
+ * calibration and tuning that returns the choice and its reason, and can
+ * write both into a plan (ffnrt_plan), so the plan never differs from what
+ * runs. Nothing here runs a kernel. */
 #ifndef FFNRT_DISPATCH_H
 #define FFNRT_DISPATCH_H
 
-#include "backend/backend.h"
+#include "core/context.h"
+#include "core/plan.h"
 
 #include <stddef.h>
 
-/* ------------------------------------------------------------ device rank */
+/* ------------------------------------------------------------- settings */
+
+/* Reads and checks every knob's environment variable (once) and the
+ * options into s; a malformed value is FFNRT_ERROR_INVALID_ARGUMENT naming
+ * the variable or option and the value. */
+ffnrt_status ffnrt_settings_init(ffnrt_settings *s, const ffnrt_context_options *o, ffnrt_error *err);
+/* ffnrt_context_force's knob `what` set to value (NULL or "" lifts it),
+ * checked now. */
+ffnrt_status ffnrt_settings_force(ffnrt_settings *s, const char *what, const char *value, ffnrt_error *err);
+/* A knob's value by the one precedence: desc (the op's descriptor layer,
+ * may be NULL) > the context's > the environment's > tuned (may be NULL);
+ * NULL when none is set (the dispatcher's default applies). */
+const ffnrt_setting *ffnrt_setting_get(const ffnrt_settings *s, ffnrt_knob k, const ffnrt_setting *desc,
+                                       const ffnrt_setting *tuned);
+/* The lowered limits asked for, key by key (an option's over
+ * FFNRT_LIMITS's), and where each came from ("" for none). */
+void ffnrt_settings_limits(const ffnrt_settings *s, uint64_t out[FFNRT_LIMIT_COUNT],
+                           const char *from[FFNRT_LIMIT_COUNT]);
+/* "name=value (where from), ..." for every knob set, or "all defaults". */
+void ffnrt_settings_describe(const ffnrt_settings *s, char *buf, size_t cap);
+void ffnrt_settings_device_text(const ffnrt_setting *device, char *buf, size_t cap);
+const char *ffnrt_knob_name(ffnrt_knob k);
+const char *ffnrt_knob_env(ffnrt_knob k);
+
+/* Applies the settings to a context whose device is open: limits and a
+ * profile, quirk vetoes, the precision policy, autotuning. */
+ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err);
+
+/* ------------------------------------------------------- product kernels */
+
+typedef enum ffnrt_product_kernel {
+    FFNRT_KERNEL_BLOCKED, /* register blocks over the whole of K (CPU devices) */
+    FFNRT_KERNEL_MATVEC,  /* lanes along K, weights streamed once (decode) */
+    FFNRT_KERNEL_TILED,   /* shared-memory tiles (GPUs) */
+    FFNRT_PRODUCT_KERNEL_COUNT
+} ffnrt_product_kernel;
+
+const char *ffnrt_product_kernel_name(ffnrt_product_kernel k);
+
+/* ----------------------------------------------------------- FFN layers */
+
+/* The tiles and workgroups of each product kernel. */
+typedef struct ffnrt_tiled_shape {
+    uint32_t bm, bn, bk, tm, tn; /* a BM x BN tile of y, BK-deep slices, TM x TN a work-item */
+} ffnrt_tiled_shape;
+typedef struct ffnrt_matvec_shape {
+    uint32_t rows, lanes; /* rows of W a group, work-items along K a row */
+} ffnrt_matvec_shape;
+typedef struct ffnrt_blocked_shape {
+    uint32_t tm, tn, wg_n, wg_m; /* a TM x TN block of y a work-item, WG_N x WG_M work-items */
+} ffnrt_blocked_shape;
+
+/* What one FFN forward runs (dispatch/ffn_choice.c); its plan says why. */
+typedef struct ffnrt_ffn_choice {
+    int unfused;
+    ffnrt_product_kernel kernel;
+    uint32_t matvec_tokens;  /* MATVEC: tokens a dispatch takes */
+    ffnrt_tiled_shape tiled; /* TILED */
+    int fp16;                /* the activation and gating in fp16 arithmetic, on every path */
+} ffnrt_ffn_choice;
+
+/* The path, kernel, arithmetic and tiles of a forward of `tokens` tokens. */
+ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
+                              ffnrt_ffn_choice *c, ffnrt_plan *plan, ffnrt_error *err);
+/* The largest tiles that fit the device from its start (or the forced
+ * ones, an error if they do not fit). */
+ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out, ffnrt_plan *plan,
+                                ffnrt_error *err);
+ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnrt_matvec_shape *out,
+                                 ffnrt_error *err);
+/* BLOCKED's shape for m rows and n outputs (staged: 16-bit outputs go
+ * through shared memory). */
+ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged);
+uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t);
+uint64_t ffnrt_matvec_smem_floats(ffnrt_matvec_shape s, uint32_t tokens);
+uint32_t ffnrt_ffn_matvec_tokens(const ffnrt_context *ctx, const ffnrt_ffn_desc *d);
+/* The cost model of ffnrt_ffn_cost_of, for a checked desc; 0 when a
+ * figure would pass 64 bits. */
+int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *d, uint64_t tokens, int unfused, ffnrt_ffn_cost *out);
+/* The shape class a tuning result holds for: kind, function, dtype,
+ * biases, sizes and the token count's bucket (1, 2-8, 9-64, more). */
+void ffnrt_ffn_tuning_key(const ffnrt_ffn_desc *d, uint64_t tokens, char *key, size_t cap);
+/* Whether autotune (and the bench's regret) times kernel k. */
+int ffnrt_ffn_candidate(const ffnrt_context *ctx, ffnrt_product_kernel k, uint64_t tokens, const ffnrt_ffn_desc *d);
+
+/* ------------------------------------------------------------ device choice */
 
 /* One device's place in the automatic choice. */
 typedef struct ffnrt_device_rank {
@@ -24,6 +111,34 @@ typedef struct ffnrt_device_rank {
  * same PCI address, else same vendor, device id and name) keeps only its
  * better backend. Pure: tests call it on made-up lists. */
 void ffnrt_rank_devices(const ffnrt_device_info *infos, size_t count, ffnrt_device_rank *ranks);
+
+/* What the caller asked for (options or FFNRT_DEVICE): any of them may be unset. */
+typedef struct ffnrt_device_request {
+    ffnrt_backend backend; /* ANY: any */
+    long index;            /* -1: any */
+    const char *name;      /* a pattern of the name, vendor or API version; NULL: any */
+    const char *from;      /* who asked ("FFNRT_DEVICE", "options..."), NULL: nobody */
+} ffnrt_device_request;
+
+/* The request from the settings (the device knob, by the precedence). */
+void ffnrt_device_request_of(const ffnrt_settings *s, ffnrt_device_request *req, char *name_buf, size_t cap);
+
+/* Chooses among infos: the device asked for, else the best of the
+ * ranking; where the best type has several devices that tie on type, the
+ * one expected to be fastest by its calibration figures (figures[i], valid
+ * or not; NULL: none known) wins, capability deciding only between devices
+ * without figures or within 10% of each other. Pure: tests give made-up
+ * lists and figures.
+ * Returns FFNRT_OK with *chosen and the reason; or, when figures are
+ * missing that would decide, FFNRT_OK with *chosen = -1 and need[i] = 1 for
+ * each device to measure first; or an error (nothing matches). */
+ffnrt_status ffnrt_choose_device(const ffnrt_device_request *req, const ffnrt_device_info *infos, size_t count,
+                                 const ffnrt_calibration *figures, long *chosen, int *need, char *reason, size_t cap,
+                                 ffnrt_error *err);
+/* The time a device is expected to take for the reference work the
+ * device choice weighs (a decode pass over 100 MB of weights, 10 GFLOP of
+ * prefill and 50 dispatches), in ms. */
+double ffnrt_expected_ms(const ffnrt_calibration *c);
 
 /* -------------------------------------------------------- limits, profiles */
 
@@ -66,37 +181,60 @@ ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnr
 ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, const ffnrt_limit_request *req,
                                 const ffnrt_profile *profile, char *notes, size_t cap, ffnrt_error *err);
 
+/* ---------------------------------------------------------- kernel shapes */
+
+/* The kernel shapes a device starts from (dispatch/kernel_params.inc):
+ * data keyed by device traits, with defaults at each level. */
+typedef struct ffnrt_kernel_params {
+    uint32_t matvec_tokens;                 /* tokens the matrix-vector kernel takes a dispatch */
+    uint32_t tiled_bm, tiled_bn, tiled_bk, tiled_tm, tiled_tn; /* TILED's start */
+    uint32_t blocked_tm_max;                /* BLOCKED: rows of x a work-item takes */
+    uint32_t blocked_tn, blocked_tn_gated;  /* its columns (output features), prefill */
+    uint32_t blocked_tn_decode;             /* at 4 rows or fewer */
+    uint32_t blocked_wg_n, blocked_wg_m;    /* work-items a group, prefill */
+    uint32_t blocked_wg_n_decode, blocked_wg_m_decode;
+    uint32_t blocked_vec_acc;               /* a vector of partial sums per output (else dot()) */
+} ffnrt_kernel_params;
+
+/* The params for a device; why (may be NULL) names the most specific row. */
+void ffnrt_kernel_params_for(const ffnrt_device_info *info, ffnrt_kernel_params *out, char *why, size_t cap);
+
 /* -------------------------------------------------------------- precision */
 
 /* Features a quirk can veto. */
 enum { FFNRT_QUIRK_FP16_ARITHMETIC = 1, FFNRT_QUIRK_STORAGE_16BIT = 2, FFNRT_QUIRK_TWO_ITEM_TILES = 4 };
 
-/* The quirk table's vetoes for a device, with their reasons (one per
- * line). FFNRT_QUIRKS: "ignore" drops the table's vetoes; "veto=fp16_arithmetic"
- * (or storage_16bit) adds one for the device at hand. */
-unsigned ffnrt_quirks_for(const ffnrt_device_info *info, int ignore_table, const char *env, char *why, size_t cap);
+/* The quirk table's vetoes for a device, with their reasons; ignore drops
+ * the table's, asked adds vetoes for the device at hand (FFNRT_QUIRKS). */
+unsigned ffnrt_quirks_for(const ffnrt_device_info *info, int ignore, unsigned asked, char *why, size_t cap);
 
 /* What a precision policy gives on a device: the storage type apps should
  * use and whether compute AUTO runs fp16 arithmetic; reason says what was
  * asked, what was taken and why. */
-typedef struct ffnrt_precision_choice {
-    ffnrt_dtype storage;
-    int fp16_arithmetic;
-    char reason[320];
-} ffnrt_precision_choice;
-
 void ffnrt_precision_resolve(ffnrt_precision policy, const ffnrt_device_info *info, unsigned vetoes,
                              ffnrt_precision_choice *out);
 ffnrt_status ffnrt_precision_parse(const char *name, ffnrt_precision *out);
 
+/* The arithmetic an op computes in: compute as asked (AUTO: the policy's,
+ * on f16 tensors where the device has fp16 arithmetic), checked against the
+ * device, the quirk vetoes and the dtype. *fp16 is 1 for fp16 arithmetic;
+ * why says where the choice came from. Errors name fn. */
+ffnrt_status ffnrt_choose_compute(const ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
+                                  int *fp16, char *why, size_t cap, ffnrt_error *err);
+
 /* ------------------------------------------------------------------- plan */
 
-/* Appends a choice to a plan; plan may be NULL (nothing is recorded), so
- * the code that chooses runs the same with and without one. */
-void ffnrt_plan_add(ffnrt_plan *plan, const char *what, const char *choice, const char *reason_fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-ffnrt_plan *ffnrt_plan_new(void);
-/* The context's items: device (and the ranking), limits, precision, quirks, caches. */
+/* The context's items: device (and the ranking), limits, precision, quirks, settings. */
 void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx);
+
+/* ----------------------------------------------------------------- tuning */
+
+/* Tuning results by shape-class key; get returns 1 when one is kept. */
+int ffnrt_tuning_get(const ffnrt_context *ctx, const char *key, int *value, double ms[2]);
+void ffnrt_tuning_put(ffnrt_context *ctx, const char *key, int value, const double ms[2]);
+void ffnrt_tuning_remember(ffnrt_context *ctx, const char *key, int value, const double ms[2]); /* memory only */
+/* The context's results to and from the disk cache (per device and driver). */
+void ffnrt_tuning_save(ffnrt_context *ctx);
+void ffnrt_tuning_load(ffnrt_context *ctx);
 
 #endif

@@ -38,11 +38,10 @@ static void append(char *buf, size_t cap, const char *text)
         snprintf(buf + len, cap - len, "%s%s", len ? "; " : "", text);
 }
 
-unsigned ffnrt_quirks_for(const ffnrt_device_info *info, int ignore_table, const char *env, char *why, size_t cap)
+unsigned ffnrt_quirks_for(const ffnrt_device_info *info, int ignore, unsigned asked, char *why, size_t cap)
 {
     unsigned veto = 0;
     why[0] = '\0';
-    int ignore = ignore_table || (env && strcasecmp(env, "ignore") == 0);
     for (size_t i = 0; i < sizeof quirks / sizeof quirks[0] && !ignore; i++) {
         const quirk *q = &quirks[i];
         if ((q->vendor_id && q->vendor_id != info->vendor_id) ||
@@ -56,14 +55,11 @@ unsigned ffnrt_quirks_for(const ffnrt_device_info *info, int ignore_table, const
         append(why, cap, "quirk table ignored (asked)");
     /* FFNRT_QUIRKS=veto=fp16_arithmetic: a veto for the device at hand,
      * which is how the tests check that a veto reaches the plan. */
-    if (env && strncasecmp(env, "veto=", 5) == 0) {
-        if (strcasecmp(env + 5, "fp16_arithmetic") == 0)
-            veto |= FFNRT_QUIRK_FP16_ARITHMETIC;
-        else if (strcasecmp(env + 5, "storage_16bit") == 0)
-            veto |= FFNRT_QUIRK_STORAGE_16BIT;
-        append(why, cap, "veto asked by FFNRT_QUIRKS");
-    }
-    return veto;
+    if (asked & FFNRT_QUIRK_FP16_ARITHMETIC)
+        append(why, cap, "fp16 arithmetic vetoed, asked by FFNRT_QUIRKS");
+    if (asked & FFNRT_QUIRK_STORAGE_16BIT)
+        append(why, cap, "16-bit storage vetoed, asked by FFNRT_QUIRKS");
+    return veto | asked;
 }
 
 ffnrt_status ffnrt_precision_parse(const char *name, ffnrt_precision *out)
@@ -107,4 +103,37 @@ void ffnrt_precision_resolve(ffnrt_precision policy, const ffnrt_device_info *in
         snprintf(out->reason, sizeof out->reason, "exact: f32 storage and arithmetic");
         break;
     }
+}
+
+ffnrt_status ffnrt_choose_compute(const ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
+                                  int *fp16, char *why, size_t cap, ffnrt_error *err)
+{
+    *fp16 = 0;
+    int automatic = compute == FFNRT_COMPUTE_AUTO;
+    if (automatic) /* the policy, which already knows what the device has */
+        compute = ctx->precision.fp16_arithmetic && dtype == FFNRT_DTYPE_F16 ? FFNRT_COMPUTE_F16 : FFNRT_COMPUTE_F32;
+    snprintf(why, cap, "%s",
+             !automatic ? "forced by the descriptor's compute"
+             : compute == FFNRT_COMPUTE_F16 ? "AUTO under the fast policy, on f16 tensors"
+             : ctx->policy == FFNRT_PRECISION_FAST && dtype == FFNRT_DTYPE_F16
+                 ? "AUTO: the fast policy fell back (see precision)"
+                 : "AUTO: fp32 arithmetic, rounded once to the storage type");
+    if (compute == FFNRT_COMPUTE_F32)
+        return FFNRT_OK;
+    if (compute != FFNRT_COMPUTE_F16)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a compute precision", fn, (int)compute);
+    if (!ctx->info.fp16_arithmetic)
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: fp16 arithmetic asked for, but %s has none (no %s); use FFNRT_COMPUTE_F32", fn,
+                          ctx->info.name, ctx->ops->fp16_feature);
+    if (ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC)
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: fp16 arithmetic asked for, but the quirk table vetoes it on %s (%s); "
+                          "FFNRT_QUIRKS=ignore or the ignore_quirks option overrides", fn, ctx->info.name,
+                          ctx->quirk_notes);
+    if (dtype != FFNRT_DTYPE_F16)
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED, "%s: fp16 arithmetic works on f16 tensors, these are %s", fn,
+                          ffnrt_dtype_name(dtype));
+    *fp16 = 1;
+    return FFNRT_OK;
 }

@@ -6,7 +6,7 @@
 
 #include "ffnrt_gguf.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stddef.h>
 #include <stdint.h>

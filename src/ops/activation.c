@@ -1,26 +1,10 @@
 /* Element-wise activations: names, validation, and the kernel each runs. */
 #include "ops/ops.h"
+#include "base/op_table.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-static const char *const activation_names[FFNRT_ACT_COUNT] = {
-    [FFNRT_ACT_RELU] = "relu",         [FFNRT_ACT_LEAKY_RELU] = "leaky_relu",
-    [FFNRT_ACT_PRELU] = "prelu",       [FFNRT_ACT_ELU] = "elu",
-    [FFNRT_ACT_GELU] = "gelu",         [FFNRT_ACT_GELU_TANH] = "gelu_tanh",
-    [FFNRT_ACT_SILU] = "silu",         [FFNRT_ACT_SWISH] = "swish",
-    [FFNRT_ACT_SIGMOID] = "sigmoid",   [FFNRT_ACT_TANH] = "tanh",
-};
-
-/* The build define that selects each activation in activation.kernel. */
-static const char *const activation_defines[FFNRT_ACT_COUNT] = {
-    [FFNRT_ACT_RELU] = "#define ACT_RELU 1",         [FFNRT_ACT_LEAKY_RELU] = "#define ACT_LEAKY_RELU 1",
-    [FFNRT_ACT_PRELU] = "#define ACT_PRELU 1",       [FFNRT_ACT_ELU] = "#define ACT_ELU 1",
-    [FFNRT_ACT_GELU] = "#define ACT_GELU 1",         [FFNRT_ACT_GELU_TANH] = "#define ACT_GELU_TANH 1",
-    [FFNRT_ACT_SILU] = "#define ACT_SILU 1",         [FFNRT_ACT_SWISH] = "#define ACT_SWISH 1",
-    [FFNRT_ACT_SIGMOID] = "#define ACT_SIGMOID 1",   [FFNRT_ACT_TANH] = "#define ACT_TANH 1",
-};
 
 /* Parameters of shaders/activation.kernel, in its Params order. */
 typedef struct activation_params {
@@ -30,7 +14,8 @@ typedef struct activation_params {
 
 const char *ffnrt_activation_name(ffnrt_activation act)
 {
-    return (unsigned)act < FFNRT_ACT_COUNT ? activation_names[act] : "unknown";
+    const ffnrt_op_row *row = ffnrt_op_row_of(act);
+    return row ? row->name : "unknown";
 }
 
 ffnrt_status ffnrt_activation_from_name(const char *name, ffnrt_activation *out)
@@ -43,7 +28,7 @@ ffnrt_status ffnrt_activation_from_name(const char *name, ffnrt_activation *out)
     } else {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "\"%s\" is not an activation", name);
         for (int i = 0; i < FFNRT_ACT_COUNT; i++)
-            if (strcmp(name, activation_names[i]) == 0) {
+            if (strcmp(name, ffnrt_op_row_of((ffnrt_activation)i)->name) == 0) {
                 *out = (ffnrt_activation)i;
                 ffnrt_error_clear(&err);
             }
@@ -102,8 +87,8 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
 #define ACTIVATION_ALIASING "an output may be exactly one of the inputs (in place), never part of one or another output"
 
 /* Forward when dy is NULL, backward otherwise; out is y or dx. */
-static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
-                                   const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
+ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
+                                 const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
 {
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
@@ -111,17 +96,21 @@ static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_de
     if (st == FFNRT_OK && dy)
         st = ffnrt_check_same_layout(ctx, x, dy, fn, "x", "dy");
     activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
-    if (st == FFNRT_OK && desc->kind == FFNRT_ACT_PRELU)
+    int slopes = st == FFNRT_OK && (ffnrt_op_row_of(desc->kind)->params & FFNRT_OP_SLOPES);
+    if (slopes)
         st = prelu_layout(ctx, desc, x, &p, fn);
     if (st == FFNRT_OK) {
         ffnrt_op_arg args[4] = {{x, "x", 0}, {dy, "dy", 0}, {desc->slopes, "desc->slopes", 0}, {out, dy ? "dx" : "y", 1}};
-        if (desc->kind != FFNRT_ACT_PRELU)
+        if (!slopes)
             args[2].tensor = NULL;
         st = ffnrt_check_aliasing(ctx, fn, args, 4, 1, ACTIVATION_ALIASING);
     }
-    const char *compute = "";
+    ffnrt_defines defines = {0};
+    ffnrt_defines_activation(&defines, st == FFNRT_OK ? desc->kind : FFNRT_ACT_COUNT);
+    if (dy)
+        ffnrt_defines_add(&defines, "#define BACKWARD 1");
     if (st == FFNRT_OK)
-        st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &compute);
+        st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &defines);
     if (st != FFNRT_OK)
         return st;
     p.alpha = desc->alpha;
@@ -132,12 +121,9 @@ static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_de
     b[nb++] = (ffnrt_ew_binding){out, 1};
     if (dy)
         b[nb++] = (ffnrt_ew_binding){dy, 1};
-    if (desc->kind == FFNRT_ACT_PRELU)
+    if (slopes)
         b[nb++] = (ffnrt_ew_binding){desc->slopes, 0};
-    char defines[160];
-    snprintf(defines, sizeof defines, "%s\n%s\n%s", activation_defines[desc->kind], dy ? "#define BACKWARD 1" : "",
-             compute);
-    ffnrt_ew_launch l = {"activation.kernel", defines, x->dtype, x->numel, 1, b, nb, &p, sizeof p};
+    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, nb, &p, sizeof p};
     return ffnrt_run_elementwise(ctx, &l);
 }
 
@@ -146,8 +132,8 @@ ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx, const ffnrt_activation
 {
     static const char fn[] = "ffnrt_activation_forward";
     if (!ctx)
-        return ffnrt_null_context(fn);
-    return ffnrt_context_finish_call(ctx, run_activation(ctx, desc, x, NULL, y, fn));
+        return ffnrt_null_handle(fn, "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_op_activation(ctx, desc, x, NULL, y, fn));
 }
 
 ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
@@ -155,30 +141,36 @@ ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx, const ffnrt_activatio
 {
     static const char fn[] = "ffnrt_activation_backward";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = dy ? FFNRT_OK : ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: dy is NULL", fn);
     if (st == FFNRT_OK)
-        st = run_activation(ctx, desc, x, dy, dx, fn);
+        st = ffnrt_op_activation(ctx, desc, x, dy, dx, fn);
     return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn)
+{
+    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
+    ffnrt_op_arg args[2] = {{x, "x", 0}, {y, "y", 1}};
+    if (st == FFNRT_OK)
+        st = ffnrt_check_aliasing(ctx, fn, args, 2, 1, ACTIVATION_ALIASING);
+    if (st != FFNRT_OK)
+        return st;
+    activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
+    ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
+    ffnrt_defines defines = {0};
+    ffnrt_defines_activation(&defines, FFNRT_ACT_COUNT);
+    ffnrt_defines_add(&defines, "#define COPY_WORDS 1");
+    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, 2, &p, sizeof p};
+    return ffnrt_run_elementwise(ctx, &l);
 }
 
 ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y)
 {
     static const char fn[] = "ffnrt_copy";
     if (!ctx)
-        return ffnrt_null_context(fn);
-    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
-    ffnrt_op_arg args[2] = {{x, "x", 0}, {y, "y", 1}};
-    if (st == FFNRT_OK)
-        st = ffnrt_check_aliasing(ctx, fn, args, 2, 1, ACTIVATION_ALIASING);
-    if (st == FFNRT_OK) {
-        activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
-        ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
-        ffnrt_ew_launch l = {"activation.kernel", "#define ACT_COPY 1\n#define COPY_WORDS 1", x->dtype, x->numel, 1, b,
-                             2, &p, sizeof p};
-        st = ffnrt_run_elementwise(ctx, &l);
-    }
-    return ffnrt_context_finish_call(ctx, st);
+        return ffnrt_null_handle(fn, "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_op_copy(ctx, x, y, fn));
 }
 
 typedef struct activation_plan_arg {
@@ -194,11 +186,11 @@ static ffnrt_status plan_activation(ffnrt_context *ctx, const void *arg)
     int64_t n = (int64_t)a->numel, one = 1;
     ffnrt_plan_tensor(ctx, a->dtype, 1, &n, &x);
     ffnrt_activation_desc d = *a->desc;
-    if (d.kind == FFNRT_ACT_PRELU && !d.slopes) {
+    if ((ffnrt_op_row_of(d.kind)->params & FFNRT_OP_SLOPES) && !d.slopes) {
         ffnrt_plan_tensor(ctx, a->dtype, 1, &one, &s);
         d.slopes = &s;
     }
-    return run_activation(ctx, &d, &x, NULL, &x, "ffnrt_activation_plan");
+    return ffnrt_op_activation(ctx, &d, &x, NULL, &x, "ffnrt_activation_plan");
 }
 
 ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc, ffnrt_dtype dtype,
@@ -206,7 +198,7 @@ ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_de
 {
     static const char fn[] = "ffnrt_activation_plan";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);

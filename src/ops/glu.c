@@ -1,31 +1,21 @@
 /* The gated family, element-wise: GLU, ReGLU, GEGLU, SwiGLU. */
 #include "ops/ops.h"
+#include "base/op_table.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-static const char *const glu_names[FFNRT_GLU_COUNT] = {
-    [FFNRT_GLU] = "glu",       [FFNRT_REGLU] = "reglu",   [FFNRT_GEGLU] = "geglu",
-    [FFNRT_GEGLU_TANH] = "geglu_tanh", [FFNRT_SWIGLU] = "swiglu",
-};
-
-/* The gate function each kind applies, as glu.kernel selects it. */
-static const char *const glu_defines[FFNRT_GLU_COUNT] = {
-    [FFNRT_GLU] = "#define GLU_SIGMOID 1",     [FFNRT_REGLU] = "#define GLU_RELU 1",
-    [FFNRT_GEGLU] = "#define GLU_GELU 1",      [FFNRT_GEGLU_TANH] = "#define GLU_GELU_TANH 1",
-    [FFNRT_SWIGLU] = "#define GLU_SWISH 1",
-};
-
 /* Parameters of shaders/glu.kernel, in its Params order. */
 typedef struct glu_params {
     uint32_t n, base, h;
-    float beta;
+    float alpha, beta;
 } glu_params;
 
 const char *ffnrt_glu_name(ffnrt_glu kind)
 {
-    return (unsigned)kind < FFNRT_GLU_COUNT ? glu_names[kind] : "unknown";
+    const char *name = ffnrt_glu_row_name(kind);
+    return name ? name : "unknown";
 }
 
 ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out)
@@ -37,7 +27,7 @@ ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out)
     } else {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "\"%s\" is not a GLU kind", name);
         for (int i = 0; i < FFNRT_GLU_COUNT; i++)
-            if (strcmp(name, glu_names[i]) == 0) {
+            if (strcmp(name, ffnrt_glu_row_name((ffnrt_glu)i)) == 0) {
                 *out = (ffnrt_glu)i;
                 ffnrt_error_clear(&err);
             }
@@ -46,17 +36,7 @@ ffnrt_status ffnrt_glu_from_name(const char *name, ffnrt_glu *out)
     return err.status;
 }
 
-ffnrt_activation ffnrt_glu_gate_activation(ffnrt_glu kind)
-{
-    switch (kind) {
-    case FFNRT_GLU: return FFNRT_ACT_SIGMOID;
-    case FFNRT_REGLU: return FFNRT_ACT_RELU;
-    case FFNRT_GEGLU: return FFNRT_ACT_GELU;
-    case FFNRT_GEGLU_TANH: return FFNRT_ACT_GELU_TANH;
-    case FFNRT_SWIGLU: return FFNRT_ACT_SWISH;
-    default: return FFNRT_ACT_COUNT;
-    }
-}
+ffnrt_activation ffnrt_glu_gate_activation(ffnrt_glu kind) { return ffnrt_glu_row_gate(kind); }
 
 static ffnrt_status check_desc(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *fn)
 {
@@ -104,14 +84,14 @@ static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const
                            uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb,
                            const char *fn)
 {
-    const char *compute;
-    ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &compute);
+    ffnrt_defines defines = {0};
+    ffnrt_defines_activation(&defines, ffnrt_glu_row_gate(desc->kind));
+    ffnrt_defines_add(&defines, "%s", layout);
+    ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &defines);
     if (st != FFNRT_OK)
         return st;
-    glu_params p = {0, 0, h, desc->beta};
-    char defines[192];
-    snprintf(defines, sizeof defines, "%s\n%s\n%s", glu_defines[desc->kind], layout, compute);
-    ffnrt_ew_launch l = {"glu.kernel", defines, dtype, rows, row_elems, b, nb, &p, sizeof p};
+    glu_params p = {0, 0, h, 0.0f, desc->beta}; /* no GLU kind takes alpha */
+    ffnrt_ew_launch l = {"glu.kernel", &defines, dtype, rows, row_elems, b, nb, &p, sizeof p};
     return ffnrt_run_elementwise(ctx, &l);
 }
 
@@ -120,7 +100,7 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
 {
     static const char fn[] = "ffnrt_glu_forward";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = check_halves(ctx, x, y, fn, "y");
@@ -135,12 +115,9 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
     return ffnrt_context_finish_call(ctx, st);
 }
 
-ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
-                                     const ffnrt_tensor *value, ffnrt_tensor *y)
+ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn)
 {
-    static const char fn[] = "ffnrt_glu_forward_split";
-    if (!ctx)
-        return ffnrt_null_context(fn);
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
@@ -153,7 +130,16 @@ ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *d
         ffnrt_ew_binding b[3] = {{gate, 1}, {y, 1}, {value, 1}};
         st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3, fn);
     }
-    return ffnrt_context_finish_call(ctx, st);
+    return st;
+}
+
+ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                     const ffnrt_tensor *value, ffnrt_tensor *y)
+{
+    static const char fn[] = "ffnrt_glu_forward_split";
+    if (!ctx)
+        return ffnrt_null_handle(fn, "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_op_glu_split(ctx, desc, gate, value, y, fn));
 }
 
 ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *x,
@@ -161,7 +147,7 @@ ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
 {
     static const char fn[] = "ffnrt_glu_backward";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = check_halves(ctx, x, dy, fn, "dy");
@@ -186,7 +172,7 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
 {
     static const char fn[] = "ffnrt_glu_backward_split";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
@@ -230,7 +216,7 @@ ffnrt_status ffnrt_glu_plan(ffnrt_context *ctx, const ffnrt_glu_desc *desc, ffnr
 {
     static const char fn[] = "ffnrt_glu_plan";
     if (!ctx)
-        return ffnrt_null_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK && ffnrt_dtype_size(dtype) == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)dtype);

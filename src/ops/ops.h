@@ -1,35 +1,8 @@
-/* What the op files share: the element-wise launcher and dtype helpers. */
+/* What the op files share: argument checks, the compute precision, plans. */
 #ifndef FFNRT_OPS_H
 #define FFNRT_OPS_H
 
-#include "core/context.h"
-
-/* One tensor argument of an element-wise kernel. The launcher iterates over
- * rows x row_elems output elements; a binding holds per_row of its own
- * elements for each row (0: bound whole, e.g. PReLU's slopes). */
-typedef struct ffnrt_ew_binding {
-    const ffnrt_tensor *tensor;
-    uint64_t per_row;
-} ffnrt_ew_binding;
-
-typedef struct ffnrt_ew_launch {
-    const char *file;    /* the op's file in shaders/ */
-    const char *defines; /* the op's build defines; the storage type is added */
-    ffnrt_dtype dtype;   /* storage type of every tensor argument */
-    uint64_t rows;
-    uint64_t row_elems;
-    const ffnrt_ew_binding *bindings;
-    uint32_t binding_count;
-    /* The kernel's Params block; it starts with uint n (elements in the
-     * dispatch's range) and uint base (index of its first element). */
-    void *params;
-    uint32_t params_size;
-} ffnrt_ew_launch;
-
-/* Runs an element-wise kernel over the whole iteration space, split into
- * dispatches that respect the device's buffer range, offset alignment and
- * workgroup counts. */
-ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *launch);
+#include "launch/launch.h"
 
 /* FFNRT_OK when t is non-NULL and belongs to ctx; names the argument otherwise. */
 ffnrt_status ffnrt_check_tensor(ffnrt_context *ctx, const ffnrt_tensor *t, const char *fn, const char *name);
@@ -50,12 +23,11 @@ typedef struct ffnrt_op_arg {
 ffnrt_status ffnrt_check_aliasing(ffnrt_context *ctx, const char *fn, const ffnrt_op_arg *args, size_t n,
                                   int same_ok, const char *rule);
 
-/* Checks that the device and dtype allow the compute precision; *define
- * gets the build define that selects it ("" for fp32). */
+/* The compute precision (dispatch's choice) as the kernel's build define,
+ * and in the plan being made; an error where the device, its vetoes or
+ * the dtype do not allow it. */
 ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
-                                  const char **define);
-/* Publishes and returns the error for a call made with a NULL context. */
-ffnrt_status ffnrt_null_context(const char *fn);
+                                  ffnrt_defines *defines);
 
 /* A tensor with a shape and no memory, for plans (never registered). */
 void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape, ffnrt_tensor *t);
@@ -63,5 +35,21 @@ void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const
  * context's plan sink set so that launches describe themselves instead. */
 ffnrt_status ffnrt_plan_op(ffnrt_context *ctx, const char *fn, ffnrt_plan **out, const char *op_text,
                            ffnrt_status (*run)(ffnrt_context *ctx, const void *arg), const void *arg);
+
+/* ------------------------------------------------ internal run functions */
+
+/* What the public entry points do, without publishing: the error stays in
+ * ctx->error. Internal work (the unfused FFN path, calibration, the tuner)
+ * calls these, never the public wrappers. fn names the caller in messages. */
+ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
+                                 const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn); /* dy NULL: forward */
+ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn);
+ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn);
+/* An FFN layer from host weights, and one forward through it (which also
+ * sets ctx->last_op_ns to the block's device time). */
+ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,
+                             const char *fn, ffnrt_ffn **out);
+ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn);
 
 #endif

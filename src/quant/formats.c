@@ -2,7 +2,7 @@
  * names, block sizes, matrix sizes, quantize and dequantize. */
 #include "quant/quant.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -563,6 +563,9 @@ const ffnrt_backend_ops *ffnrt_opencl_backend(void)
     static const ffnrt_backend_ops ops = {
         .kind = FFNRT_BACKEND_OPENCL,
         .name = "opencl",
+        .prelude = "prelude_opencl.cl",
+        .version_line = "",
+        .fp16_feature = "cl_khr_fp16",
         .load = cl_load,
         .list_devices = cl_list_devices,
         .open = cl_open,

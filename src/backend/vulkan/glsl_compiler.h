@@ -1,7 +1,7 @@
 #ifndef FFNRT_GLSL_COMPILER_H
 #define FFNRT_GLSL_COMPILER_H
 
-#include "core/error.h"
+#include "base/error.h"
 #include <stddef.h>
 #include <stdint.h>
 

@@ -388,6 +388,7 @@ struct ffnrt_bkernel {
 
 struct ffnrt_bdevice {
     vk_instance vi;
+    int force_staging; /* ffnrt_open_options.staging: transfers through staging even where mapped in place */
     atomic_uint_fast64_t validation_messages;
     VkPhysicalDevice physical;
     VkPhysicalDeviceMemoryProperties memory;
@@ -528,13 +529,13 @@ static ffnrt_status vk_device_objects(ffnrt_bdevice *dev, const ffnrt_device_inf
         dev->timestamp_mask = timestamp_bits >= 64 ? UINT64_MAX : ((1ull << timestamp_bits) - 1);
     }
     /* On CPUs and unified-memory GPUs the host reads and writes buffers in
-     * place; elsewhere through a staging buffer. FFNRT_VULKAN_STAGING=1
-     * forces staging so that path is tested on such devices too. */
+     * place; elsewhere through a staging buffer. The staging option
+     * (FFNRT_VULKAN_STAGING=1) forces staging so that path is tested on
+     * such devices too. */
     ia->vkGetPhysicalDeviceMemoryProperties(dev->physical, &dev->memory);
     const VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
-    const char *force_staging = getenv("FFNRT_VULKAN_STAGING");
     int uma = info->type == FFNRT_DEVICE_TYPE_CPU || info->type == FFNRT_DEVICE_TYPE_INTEGRATED_GPU;
-    dev->direct_mapping = uma && !(force_staging && strcmp(force_staging, "0") != 0) &&
+    dev->direct_mapping = uma && !dev->force_staging &&
                           find_memory_type(&dev->memory, host | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->direct_type);
     if (!find_memory_type(&dev->memory, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &dev->device_type))
         dev->device_type = 0;
@@ -550,6 +551,7 @@ static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnr
     if (!dev)
         return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
     atomic_init(&dev->validation_messages, 0);
+    dev->force_staging = opts->staging;
     ffnrt_status st = vk_instance_create(&dev->vi, opts->validation, &dev->validation_messages, err);
     VkPhysicalDevice *pds = NULL;
     uint32_t n = 0;
@@ -1244,6 +1246,9 @@ const ffnrt_backend_ops *ffnrt_vulkan_backend(void)
     static const ffnrt_backend_ops ops = {
         .kind = FFNRT_BACKEND_VULKAN,
         .name = "vulkan",
+        .prelude = "prelude_glsl.glsl",
+        .version_line = "#version 450\n",
+        .fp16_feature = "shaderFloat16",
         .load = vk_load,
         .list_devices = vk_list_devices,
         .open = vk_open,
@@ -1392,6 +1397,7 @@ ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, const ffnrt_
         return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
     atomic_init(&dev->validation_messages, 0);
     dev->external = 1;
+    dev->force_staging = opts->staging;
     dev->timeout_ns = opts->timeout_ns;
     dev->vi.instance = app->instance;
 #define FFNRT_VK_LOAD(name) dev->vi.api.name = (PFN_##name)gipa(app->instance, #name);

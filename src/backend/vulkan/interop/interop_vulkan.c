@@ -1,16 +1,8 @@
 /* The app's Vulkan device, buffers and command buffers (ffnrt_vulkan.h). */
 #include "backend/vulkan/vk_interop.h"
-#include "core/context.h"
+#include "tune/tune.h"
 
 #include <stdlib.h>
-
-static ffnrt_status no_context(const char *fn)
-{
-    ffnrt_error err;
-    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
-    ffnrt_error_publish(&err);
-    return err.status;
-}
 
 /* The context must be one made from the app's Vulkan handles. */
 static ffnrt_status check_app_vulkan(ffnrt_context *ctx, const char *fn)
@@ -41,15 +33,19 @@ ffnrt_status ffnrt_context_create_vulkan(const ffnrt_vulkan_device *device, cons
                    !device->instance ? "instance" : !device->physical_device ? "physical_device"
                                                    : !device->device         ? "device"
                                                                              : "queue");
-    if (err.status == FFNRT_OK) {
+    ffnrt_context_options defaults = FFNRT_CONTEXT_OPTIONS_INIT;
+    ffnrt_settings *settings = err.status == FFNRT_OK ? malloc(sizeof *settings) : NULL;
+    if (err.status == FFNRT_OK && !settings)
+        ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    if (settings && ffnrt_settings_init(settings, options ? options : &defaults, &err) == FFNRT_OK) {
         ffnrt_bdevice *dev;
         ffnrt_device_info info;
         ffnrt_limits limits;
-        ffnrt_open_options opts = {0, 0};
-        if (ffnrt_device_timeout(options, &opts.timeout_ns, &err) == FFNRT_OK &&
-            ffnrt_vk_open_external(device, &opts, &dev, &info, &limits, &err) == FFNRT_OK)
-            ffnrt_context_adopt(ffnrt_vulkan_backend(), dev, &info, &limits, options, out, &err);
+        ffnrt_open_options open_opts = ffnrt_open_options_of(settings);
+        if (ffnrt_vk_open_external(device, &open_opts, &dev, &info, &limits, &err) == FFNRT_OK)
+            ffnrt_context_adopt(ffnrt_vulkan_backend(), dev, &info, &limits, settings, out, &err);
     }
+    free(settings);
     ffnrt_error_publish(&err);
     return err.status;
 }
@@ -60,7 +56,7 @@ ffnrt_status ffnrt_tensor_wrap_vulkan_buffer(ffnrt_context *ctx, VkBuffer buffer
 {
     static const char fn[] = "ffnrt_tensor_wrap_vulkan_buffer";
     if (!ctx)
-        return no_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_error *err = &ctx->error;
     ffnrt_status st = FFNRT_OK;
     if (!out)
@@ -102,7 +98,7 @@ ffnrt_status ffnrt_vulkan_record_begin(ffnrt_context *ctx, VkCommandBuffer cmd)
 {
     static const char fn[] = "ffnrt_vulkan_record_begin";
     if (!ctx)
-        return no_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_app_vulkan(ctx, fn);
     if (st == FFNRT_OK && cmd == VK_NULL_HANDLE)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: cmd is VK_NULL_HANDLE", fn);
@@ -122,7 +118,7 @@ ffnrt_status ffnrt_vulkan_record_end(ffnrt_context *ctx)
 {
     static const char fn[] = "ffnrt_vulkan_record_end";
     if (!ctx)
-        return no_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_app_vulkan(ctx, fn);
     if (st == FFNRT_OK && !ctx->external)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: not recording", fn);

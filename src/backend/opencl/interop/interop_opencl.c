@@ -1,17 +1,9 @@
 /* The app's OpenCL context, queue, buffers and events (ffnrt_opencl.h). */
 #include "backend/opencl/cl_interop.h"
-#include "core/context.h"
+#include "tune/tune.h"
 #include "ffnrt_opencl.h"
 
 #include <stdlib.h>
-
-static ffnrt_status no_context(const char *fn)
-{
-    ffnrt_error err;
-    ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
-    ffnrt_error_publish(&err);
-    return err.status;
-}
 
 static ffnrt_status check_app_opencl(ffnrt_context *ctx, const char *fn)
 {
@@ -34,13 +26,18 @@ ffnrt_status ffnrt_context_create_opencl(cl_context context, cl_device_id device
     else if (!context || !device || !queue)
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                    !context ? "context" : !device ? "device" : "queue");
-    if (err.status == FFNRT_OK) {
+    ffnrt_context_options defaults = FFNRT_CONTEXT_OPTIONS_INIT;
+    ffnrt_settings *settings = err.status == FFNRT_OK ? malloc(sizeof *settings) : NULL;
+    if (err.status == FFNRT_OK && !settings)
+        ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    if (settings && ffnrt_settings_init(settings, options ? options : &defaults, &err) == FFNRT_OK) {
         ffnrt_bdevice *dev;
         ffnrt_device_info info;
         ffnrt_limits limits;
         if (ffnrt_cl_open_external(context, device, queue, &dev, &info, &limits, &err) == FFNRT_OK)
-            ffnrt_context_adopt(ffnrt_opencl_backend(), dev, &info, &limits, options, out, &err);
+            ffnrt_context_adopt(ffnrt_opencl_backend(), dev, &info, &limits, settings, out, &err);
     }
+    free(settings);
     ffnrt_error_publish(&err);
     return err.status;
 }
@@ -50,7 +47,7 @@ ffnrt_status ffnrt_tensor_wrap_opencl_buffer(ffnrt_context *ctx, cl_mem buffer, 
 {
     static const char fn[] = "ffnrt_tensor_wrap_opencl_buffer";
     if (!ctx)
-        return no_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_error *err = &ctx->error;
     if (!out)
         return ffnrt_context_finish_call(ctx, ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn));
@@ -89,7 +86,7 @@ ffnrt_status ffnrt_opencl_enqueue_begin(ffnrt_context *ctx, cl_uint n, const cl_
 {
     static const char fn[] = "ffnrt_opencl_enqueue_begin";
     if (!ctx)
-        return no_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = check_app_opencl(ctx, fn);
     if (st == FFNRT_OK && n > 0 && !wait_list)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %u events but wait_list is NULL", fn, n);
@@ -107,7 +104,7 @@ ffnrt_status ffnrt_opencl_enqueue_end(ffnrt_context *ctx, cl_event *out_event)
 {
     static const char fn[] = "ffnrt_opencl_enqueue_end";
     if (!ctx)
-        return no_context(fn);
+        return ffnrt_null_handle(fn, "ctx");
     if (out_event)
         *out_event = NULL;
     ffnrt_status st = check_app_opencl(ctx, fn);

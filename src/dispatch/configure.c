@@ -1,0 +1,43 @@
+/* What every context gets once its device is open, from its settings:
+ * lowered limits and a profile, quirk vetoes, the precision policy,
+ * autotuning. Shared by contexts ffnrt opens and those over the app's own
+ * device. */
+#include "dispatch/dispatch.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
+{
+    const ffnrt_settings *s = &ctx->settings;
+    uint64_t lim[FFNRT_LIMIT_COUNT];
+    const char *from[FFNRT_LIMIT_COUNT];
+    ffnrt_settings_limits(s, lim, from);
+    ffnrt_limit_request lreq = {lim[FFNRT_LIMIT_BUFFER_RANGE],
+                                lim[FFNRT_LIMIT_SHARED_MEMORY],
+                                lim[FFNRT_LIMIT_WORKGROUP_COUNT],
+                                lim[FFNRT_LIMIT_WORKGROUP_SIZE],
+                                (int)lim[FFNRT_LIMIT_NO_FP16_ARITHMETIC],
+                                (int)lim[FFNRT_LIMIT_NO_16BIT_STORAGE],
+                                lim[FFNRT_LIMIT_MAX_MEMORY]};
+    const ffnrt_setting *p = ffnrt_setting_get(s, FFNRT_KNOB_PROFILE, NULL, NULL);
+    const ffnrt_profile *profile = p && strcasecmp(p->text, "none") != 0 ? ffnrt_profile_find(p->text) : NULL;
+    ctx->profile = profile;
+    if (ffnrt_limits_apply(&ctx->info, &ctx->limits, &lreq, profile, ctx->limit_notes, sizeof ctx->limit_notes,
+                           err) != FFNRT_OK)
+        return err->status;
+    const ffnrt_setting *q = ffnrt_setting_get(s, FFNRT_KNOB_QUIRKS, NULL, NULL);
+    /* The option ignores the table; FFNRT_QUIRKS may also add vetoes, which
+     * a forced ignore does not lift (they are asked for, not the table's). */
+    int ignore = q && q->v[0];
+    unsigned asked = (unsigned)s->env[FFNRT_KNOB_QUIRKS].v[1];
+    ctx->vetoes = ffnrt_quirks_for(&ctx->info, ignore, asked, ctx->quirk_notes, sizeof ctx->quirk_notes);
+    const ffnrt_setting *pr = ffnrt_setting_get(s, FFNRT_KNOB_PRECISION, NULL, NULL);
+    ctx->policy = pr ? (ffnrt_precision)pr->v[0] : FFNRT_PRECISION_EXACT;
+    ffnrt_precision_resolve(ctx->policy, &ctx->info, ctx->vetoes, &ctx->precision);
+    const ffnrt_setting *a = ffnrt_setting_get(s, FFNRT_KNOB_AUTOTUNE, NULL, NULL);
+    ctx->autotune = a && a->v[0];
+    ctx->max_memory = lreq.max_memory;
+    return FFNRT_OK;
+}

@@ -1,0 +1,409 @@
+/* The FFN dispatcher: which path (fused or unfused), which product kernel
+ * and which tiles a layer's forward runs with, each chosen by one function
+ * of the device's traits and limits, the settings (descriptor, forced,
+ * environment), the calibration and the tuning table, which writes its
+ * reason into the plan. Also the layer's cost model (the accounting behind
+ * ffnrt_ffn_cost_of) and the shape classes tuning keeps results for. */
+#include "dispatch/dispatch.h"
+#include "base/op_table.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const kernel_names[FFNRT_PRODUCT_KERNEL_COUNT] = {"blocked", "matvec", "tiled"};
+
+const char *ffnrt_product_kernel_name(ffnrt_product_kernel k)
+{
+    return (unsigned)k < FFNRT_PRODUCT_KERNEL_COUNT ? kernel_names[k] : "unknown";
+}
+
+static int is_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }
+
+/* Shared memory to plan with: what the device reports, else Vulkan's least. */
+static uint64_t shared_memory(const ffnrt_context *ctx)
+{
+    return ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
+}
+
+/* "forced by FFNRT_GEMM_KERNEL" / "by desc.path" / ... for a setting. */
+static const char *why_set(const ffnrt_setting *s)
+{
+    return s->source == FFNRT_FROM_TUNED ? "tuned" : s->from;
+}
+
+/* ------------------------------------------------------------------ tiles */
+
+uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t)
+{
+    uint64_t staged = (uint64_t)t.bk * ((t.bm + 1) + 2 * (t.bn + 1)); /* gated: two W slices */
+    return staged > (uint64_t)t.bm * t.bn ? staged : (uint64_t)t.bm * t.bn;
+}
+
+static int tiled_fits(const ffnrt_context *ctx, ffnrt_tiled_shape t)
+{
+    uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
+    if (wg == 2 && (ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES))
+        return 0; /* the quirk table: the driver's compiler aborts on it */
+    return wg <= ctx->limits.max_workgroup_size && 4 * ffnrt_tiled_smem_floats(t) <= shared_memory(ctx);
+}
+
+ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out, ffnrt_plan *plan,
+                                ffnrt_error *err)
+{
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    ffnrt_tiled_shape t = {kp.tiled_bm, kp.tiled_bn, kp.tiled_bk, kp.tiled_tm, kp.tiled_tn};
+    uint64_t shared = shared_memory(ctx);
+    const ffnrt_setting *forced = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_TILES, NULL, NULL);
+    if (forced) {
+        t = (ffnrt_tiled_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1], (uint32_t)forced->v[2],
+                                (uint32_t)forced->v[3], (uint32_t)forced->v[4]};
+        if (!tiled_fits(ctx, t))
+            return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED,
+                              "%s=%s does not fit %s: %u work-items (limit %u%s) or its staged slices in %llu bytes of "
+                              "shared memory",
+                              forced->from, forced->text, ctx->info.name, (t.bm / t.tm) * (t.bn / t.tn),
+                              ctx->limits.max_workgroup_size,
+                              ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES ? ", and not 2: see the plan's quirks" : "",
+                              (unsigned long long)shared);
+        *out = t;
+        ffnrt_plan_add(plan, "ffn.tiles", forced->text, "forced by %s (bm,bn,bk,tm,tn)", forced->from);
+        return FFNRT_OK;
+    }
+    int halved = 0;
+    while (!tiled_fits(ctx, t)) {
+        halved++;
+        if (4 * ffnrt_tiled_smem_floats(t) > shared && t.bk > 4)
+            t.bk /= 2;
+        else if (t.bm >= t.bn && t.bm > 1)
+            t.bm /= 2, t.tm = t.tm > t.bm ? t.bm : t.tm;
+        else if (t.bn > 1)
+            t.bn /= 2, t.tn = t.tn > t.bn ? t.bn : t.tn;
+        else
+            break; /* 1 x 1: always fits */
+    }
+    *out = t;
+    char choice[96];
+    snprintf(choice, sizeof choice, "%ux%u tile, k-slice %u, %ux%u a work-item, %u work-items", t.bm, t.bn, t.bk,
+             t.tm, t.tn, (t.bm / t.tm) * (t.bn / t.tn));
+    ffnrt_plan_add(plan, "ffn.tiles", choice, "%s %ux%ux%u until the staged slices and the workgroup fit "
+                   "(%u work-items allowed, %llu B shared memory)", halved ? "halved from" : "the start fits:",
+                   kp.tiled_bm, kp.tiled_bn, kp.tiled_bk, ctx->limits.max_workgroup_size, (unsigned long long)shared);
+    return FFNRT_OK;
+}
+
+/* ---------------------------------------------------------- matrix-vector */
+
+uint64_t ffnrt_matvec_smem_floats(ffnrt_matvec_shape s, uint32_t tokens)
+{
+    return (uint64_t)tokens * s.rows * (2ull * s.lanes + 1); /* gated partials, then the output tile */
+}
+
+/* Lanes along K: one subgroup per row where the device reports its size
+ * (its reads are contiguous, and few lanes mean few reduction steps, whose
+ * barriers are costly on CPU drivers), else 4; 256 work-items, halved to
+ * fit. Measured here: lavapipe (subgroup 8) 32 x 8 is 2.5x faster than
+ * 4 x 64; PoCL 64 x 4 is 1.6x faster. Lanes stay a power of two. */
+ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnrt_matvec_shape *out, ffnrt_error *err)
+{
+    uint32_t sub = ctx->info.subgroup_size;
+    uint32_t lanes = sub >= 2 && sub <= 64 && (sub & (sub - 1)) == 0 ? sub : 4;
+    ffnrt_matvec_shape s = {256 / lanes, lanes};
+    uint64_t shared = shared_memory(ctx);
+    const ffnrt_setting *forced = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_MATVEC, NULL, NULL);
+    if (forced) {
+        s = (ffnrt_matvec_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1]};
+        if ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
+            4 * ffnrt_matvec_smem_floats(s, tokens) > shared)
+            return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED, "%s=%s does not fit %s (%u work-items, %llu B shared memory)",
+                              forced->from, forced->text, ctx->info.name, ctx->limits.max_workgroup_size,
+                              (unsigned long long)shared);
+        *out = s;
+        return FFNRT_OK;
+    }
+    while ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
+           4 * ffnrt_matvec_smem_floats(s, tokens) > shared) {
+        if (s.rows > 1)
+            s.rows /= 2;
+        else if (s.lanes > 1)
+            s.lanes /= 2;
+        else
+            break;
+    }
+    *out = s;
+    return FFNRT_OK;
+}
+
+/* ---------------------------------------------------------------- blocked */
+
+/* BLOCKED shape for m rows of x and n outputs, from the device's kernel
+ * params (dispatch/kernel_params.inc says what bounds it on each kind of
+ * driver), or from the forced start (ffn.block). TM takes every row up to
+ * tm_max (decode reads W once), TN the decode width at 4 rows or fewer.
+ * Groups narrowed while that leaves fewer than 16 groups so every core
+ * gets work; then fitted to the workgroup size and, for 16-bit outputs
+ * staged in shared memory, its size. */
+ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged)
+{
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    ffnrt_blocked_shape b;
+    b.tm = m < kp.blocked_tm_max ? (uint32_t)m : kp.blocked_tm_max;
+    if (m <= 4)
+        b.tn = kp.blocked_tn_decode, b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
+    else
+        b.tn = gated ? kp.blocked_tn_gated : kp.blocked_tn, b.wg_n = kp.blocked_wg_n, b.wg_m = kp.blocked_wg_m;
+    const ffnrt_setting *forced = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_BLOCK, NULL, NULL);
+    if (forced)
+        b = (ffnrt_blocked_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1], (uint32_t)forced->v[2],
+                                  (uint32_t)forced->v[3]};
+    while (b.wg_n > 1 && (n + (uint64_t)b.wg_n * b.tn - 1) / ((uint64_t)b.wg_n * b.tn) *
+                                 ((m + (uint64_t)b.wg_m * b.tm - 1) / ((uint64_t)b.wg_m * b.tm)) < 16)
+        b.wg_n /= 2;
+    while (b.wg_m > 1 && (m + (uint64_t)b.wg_m * b.tm - 1) / ((uint64_t)b.wg_m * b.tm) < 2 && b.wg_n * b.wg_m > 8)
+        b.wg_m /= 2;
+    uint64_t shared = shared_memory(ctx);
+    while ((uint64_t)b.wg_n * b.wg_m > ctx->limits.max_workgroup_size ||
+           (staged && 4ull * b.wg_n * b.tn * b.wg_m * b.tm > shared)) {
+        if (b.wg_m > 1)
+            b.wg_m /= 2;
+        else if (b.wg_n > 1)
+            b.wg_n /= 2;
+        else if (b.tn > 1)
+            b.tn /= 2;
+        else if (b.tm > 1)
+            b.tm /= 2;
+        else
+            break;
+    }
+    return b;
+}
+
+/* ------------------------------------------------------------------ cost */
+
+/* uint64 arithmetic that notes an overflow in *ok instead of wrapping. */
+static uint64_t mul(uint64_t a, uint64_t b, int *ok)
+{
+    uint64_t r;
+    if (__builtin_mul_overflow(a, b, &r))
+        *ok = 0;
+    return r;
+}
+
+static uint64_t add(uint64_t a, uint64_t b, int *ok)
+{
+    uint64_t r;
+    if (__builtin_add_overflow(a, b, &r))
+        *ok = 0;
+    return r;
+}
+
+int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ffnrt_ffn_cost *out)
+{
+    int ok = 1;
+    uint64_t d = (uint64_t)desc->d_model, h = (uint64_t)desc->hidden;
+    uint64_t es = ffnrt_dtype_size(desc->dtype), bias = (uint64_t)desc->bias;
+    int gated = is_gated(desc);
+    uint64_t up_rows = gated ? 2 * h : h; /* rows of the input projections (h < 2^32) */
+    uint64_t weights = add(mul(up_rows, d, &ok), mul(d, h, &ok), &ok);
+    uint64_t biases = bias * (up_rows + d);
+    uint64_t td = mul(t, d, &ok), th = mul(t, h, &ok);
+    uint64_t io = mul(2 * es, td, &ok), act = mul(th, es, &ok); /* x + y; one [tokens, hidden] tensor */
+    memset(out, 0, sizeof *out);
+    out->parameters = add(weights, biases, &ok);
+    out->weight_bytes = mul(out->parameters, es, &ok);
+    /* 2 per multiply-add, 1 per bias add, activation (and gating) per hidden unit. */
+    out->flops = add(add(mul(mul(2, t, &ok), weights, &ok), mul(t, biases, &ok), &ok), mul(th, gated ? 2 : 1, &ok),
+                     &ok);
+    /* Multiples of act and of t·d·es (the small factors below), summed. */
+    uint64_t acts, tds, peak_acts;
+    if (!unfused) {
+        /* up: reads x, weights and biases, writes h; down: reads h, writes y. */
+        acts = 2, tds = 0, peak_acts = 1;
+        out->kernels = 2;
+    } else if (!gated) {
+        /* products write h and y; bias passes read and write them; the
+         * activation reads and writes h; the down product reads h. */
+        acts = 4 + 2 * bias, tds = 2 * bias, peak_acts = 1;
+        out->kernels = 3 + 2 * (uint32_t)bias;
+    } else {
+        /* x read twice; g and v written, biased (read + write), read by
+         * the gating pass, which writes h; the down product reads h. */
+        acts = 6 + 4 * bias, tds = 1 + 2 * bias, peak_acts = 3;
+        out->kernels = 4 + 3 * (uint32_t)bias;
+    }
+    uint64_t fixed = add(out->weight_bytes, io, &ok);
+    out->bytes_moved = add(add(fixed, mul(acts, act, &ok), &ok), mul(tds, mul(td, es, &ok), &ok), &ok);
+    out->peak_bytes = add(fixed, mul(peak_acts, act, &ok), &ok);
+    return ok;
+}
+
+/* ----------------------------------------------------------------- tuning */
+
+void ffnrt_ffn_tuning_key(const ffnrt_ffn_desc *d, uint64_t tokens, char *key, size_t cap)
+{
+    unsigned bucket = tokens <= 1 ? 1 : tokens <= 8 ? 8 : tokens <= 64 ? 64 : 512;
+    snprintf(key, cap, "ffn/%s/%s/%s/%s/%lldx%lld/t%u", is_gated(d) ? "gated" : "dense",
+             is_gated(d) ? ffnrt_glu_row_name(d->glu.kind) : ffnrt_op_row_of(d->activation.kind)->name,
+             ffnrt_dtype_name(d->dtype), d->bias ? "bias" : "nobias", (long long)d->d_model, (long long)d->hidden,
+             bucket);
+}
+
+uint32_t ffnrt_ffn_matvec_tokens(const ffnrt_context *ctx, const ffnrt_ffn_desc *d)
+{
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    return d->matvec_max_tokens ? d->matvec_max_tokens : kp.matvec_tokens;
+}
+
+/* The kernels worth timing: on CPU devices the blocked one, and for
+ * decode the matrix-vector one (the tiled kernel's barriers and shared
+ * memory only cost there); on GPUs all three, matvec up to 4x its tokens a
+ * dispatch (past that it rereads the weights too often). Plans list the
+ * set ("ffn.candidates"), which ffnrt bench's regret rows time. */
+int ffnrt_ffn_candidate(const ffnrt_context *ctx, ffnrt_product_kernel k, uint64_t tokens, const ffnrt_ffn_desc *d)
+{
+    int cpu = ctx->info.type == FFNRT_DEVICE_TYPE_CPU;
+    uint64_t mv = ffnrt_ffn_matvec_tokens(ctx, d);
+    if (k == FFNRT_KERNEL_MATVEC)
+        return tokens <= (cpu ? mv : 4 * mv);
+    return !cpu || k == FFNRT_KERNEL_BLOCKED;
+}
+
+/* ------------------------------------------------------------- the choice */
+
+/* The path: a descriptor's, forced or environment's choice, else a tuned
+ * winner for this device and shape class, else fused, which moves fewer
+ * bytes in fewer kernels (ffnrt_ffn_cost's figures, quoted in the plan). */
+static void choose_path(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
+                        const ffnrt_setting *tuned, ffnrt_ffn_choice *c, ffnrt_plan *plan)
+{
+    ffnrt_setting desc = {0};
+    if (d->path != FFNRT_FFN_PATH_AUTO) {
+        desc.source = FFNRT_FROM_DESC;
+        desc.v[0] = (uint64_t)d->path;
+        snprintf(desc.from, sizeof desc.from, "desc.path");
+    }
+    const ffnrt_setting *s = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_PATH, &desc, tuned);
+    if (s) {
+        c->unfused = s->v[0] == FFNRT_FFN_PATH_UNFUSED;
+        if (s->source == FFNRT_FROM_TUNED)
+            ffnrt_plan_add(plan, "ffn.path", c->unfused ? "unfused" : "fused", "%s", tuned->text);
+        else
+            ffnrt_plan_add(plan, "ffn.path", c->unfused ? "unfused" : "fused", "forced by %s", why_set(s));
+        return;
+    }
+    ffnrt_ffn_cost fused, unfused;
+    ffnrt_ffn_cost_model(d, tokens, 0, &fused);
+    ffnrt_ffn_cost_model(d, tokens, 1, &unfused);
+    c->unfused = 0;
+    ffnrt_plan_add(plan, "ffn.path", "fused",
+                   "moves %.2f MB in %u kernels against %.2f MB in %u unfused, and writes no intermediate "
+                   "(no tuning result for this shape class: ffnrt_ffn_autotune or FFNRT_AUTOTUNE=1 times both)",
+                   1e-6 * (double)fused.bytes_moved, fused.kernels, 1e-6 * (double)unfused.bytes_moved,
+                   unfused.kernels);
+}
+
+/* Which product kernel: a descriptor's, forced or environment's choice,
+ * else a tuned winner; else on CPUs the register-blocked one, where shared
+ * memory is ordinary memory and barriers cost (llvmpipe runs them as
+ * coroutine switches); on GPUs the lane-reduced matrix-vector kernel or
+ * the shared-memory tiled one, by the calibrated cost model, or by the
+ * token count before calibration. */
+static void choose_kernel(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
+                          const ffnrt_setting *tuned, ffnrt_ffn_choice *c, ffnrt_plan *plan)
+{
+    c->matvec_tokens = ffnrt_ffn_matvec_tokens(ctx, d);
+    ffnrt_setting desc = {0};
+    if (d->matmul != FFNRT_MATMUL_AUTO) {
+        desc.source = FFNRT_FROM_DESC;
+        desc.v[0] = d->matmul == FFNRT_MATMUL_MATVEC ? FFNRT_KERNEL_MATVEC : FFNRT_KERNEL_TILED;
+        snprintf(desc.from, sizeof desc.from, "desc.matmul");
+    }
+    ffnrt_setting tuned_kernel;
+    if (tuned) {
+        tuned_kernel = *tuned;
+        tuned_kernel.v[0] = tuned->v[1];
+    }
+    const ffnrt_setting *s =
+        ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_KERNEL, &desc, tuned ? &tuned_kernel : NULL);
+    if (s) {
+        c->kernel = (ffnrt_product_kernel)s->v[0];
+        if (s->source == FFNRT_FROM_TUNED)
+            ffnrt_plan_add(plan, "ffn.kernel", kernel_names[c->kernel], "%s", tuned->text);
+        else
+            ffnrt_plan_add(plan, "ffn.kernel", kernel_names[c->kernel], "forced by %s%s", why_set(s),
+                           c->kernel == FFNRT_KERNEL_MATVEC && tokens > c->matvec_tokens ? " (tokens run in chunks)"
+                                                                                         : "");
+    } else if (ctx->info.type == FFNRT_DEVICE_TYPE_CPU) {
+        c->kernel = FFNRT_KERNEL_BLOCKED;
+        ffnrt_plan_add(plan, "ffn.kernel", "blocked",
+                       "a CPU device: register blocks over the whole of K, no shared memory or barriers "
+                       "(shared memory is ordinary memory there and barriers cost)");
+    } else if (ctx->calibration.valid && ctx->calibration.copy_gbps > 0 && ctx->calibration.gemm_gflops > 0) {
+        /* The cost model: matvec streams the weights once per chunk of
+         * matvec_tokens tokens; tiled is bound by the GEMM rate or by one
+         * pass over the weights, whichever is slower. */
+        ffnrt_ffn_cost cost;
+        ffnrt_ffn_cost_model(d, tokens, 0, &cost);
+        double chunks = (double)((tokens + c->matvec_tokens - 1) / c->matvec_tokens);
+        double stream_ms = 1e3 * (double)cost.weight_bytes / (1e9 * ctx->calibration.copy_gbps);
+        double compute_ms = 1e3 * (double)cost.flops / (1e9 * ctx->calibration.gemm_gflops);
+        double mv_ms = chunks * stream_ms, tiled_ms = compute_ms > stream_ms ? compute_ms : stream_ms;
+        c->kernel = mv_ms <= tiled_ms ? FFNRT_KERNEL_MATVEC : FFNRT_KERNEL_TILED;
+        ffnrt_plan_add(plan, "ffn.kernel", kernel_names[c->kernel],
+                       "cost model from this device's calibration (%.1f GB/s, %.1f GFLOP/s): matvec %.3f ms "
+                       "(%.0f pass%s over the weights), tiled %.3f ms",
+                       ctx->calibration.copy_gbps, ctx->calibration.gemm_gflops, mv_ms, chunks,
+                       chunks == 1 ? "" : "es", tiled_ms);
+    } else if (tokens <= c->matvec_tokens) {
+        c->kernel = FFNRT_KERNEL_MATVEC;
+        ffnrt_plan_add(plan, "ffn.kernel", "matvec",
+                       "%llu tokens <= %u (matvec_max_tokens): bandwidth-bound, the weights are streamed once "
+                       "(no calibration yet: ffnrt_context_calibrate gives the cost model)",
+                       (unsigned long long)tokens, c->matvec_tokens);
+    } else {
+        c->kernel = FFNRT_KERNEL_TILED;
+        ffnrt_plan_add(plan, "ffn.kernel", "tiled", "%llu tokens > %u (matvec_max_tokens): compute-bound, "
+                       "shared-memory tiles reuse each weight across tokens (no calibration yet)",
+                       (unsigned long long)tokens, c->matvec_tokens);
+    }
+}
+
+ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
+                              ffnrt_ffn_choice *c, ffnrt_plan *plan, ffnrt_error *err)
+{
+    memset(c, 0, sizeof *c);
+    /* A stored tuning result, unless set aside (ffn.tuning off). */
+    char key[160];
+    ffnrt_ffn_tuning_key(d, tokens, key, sizeof key);
+    const ffnrt_setting *off = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_TUNING, NULL, NULL);
+    ffnrt_setting tuned = {0};
+    int code;
+    double ms[2];
+    int have = !(off && off->v[0]) && ffnrt_tuning_get(ctx, key, &code, ms);
+    if (have) {
+        tuned.source = FFNRT_FROM_TUNED;
+        tuned.v[0] = code / 4 ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+        tuned.v[1] = (uint64_t)(code % 4);
+        snprintf(tuned.from, sizeof tuned.from, "tuned");
+        snprintf(tuned.text, sizeof tuned.text,
+                 "tuned for this device and shape class (%s): %.3f ms against %.3f ms for the next candidate", key,
+                 ms[0], ms[1]);
+    }
+    choose_path(ctx, d, tokens, have ? &tuned : NULL, c, plan);
+    choose_kernel(ctx, d, tokens, have ? &tuned : NULL, c, plan);
+    /* The arithmetic of the activation and gating: the layer's compute, by
+     * the precision policy for AUTO; every kernel of either path computes
+     * in it (the plan names it on each). */
+    char why[160];
+    ffnrt_compute compute = is_gated(d) ? d->glu.compute : d->activation.compute;
+    ffnrt_status st = ffnrt_choose_compute(ctx, compute, d->dtype, "FFN layer", &c->fp16, why, sizeof why, err);
+    if (st == FFNRT_OK)
+        ffnrt_plan_add(plan, "ffn.arithmetic", c->fp16 ? "fp16" : "fp32",
+                       "the activation%s in %s (%s); products accumulate in fp32 on every path",
+                       is_gated(d) ? " and the gating product" : "", c->fp16 ? "fp16 registers" : "fp32", why);
+    if (st == FFNRT_OK && c->kernel == FFNRT_KERNEL_TILED)
+        st = ffnrt_choose_tiled(ctx, &c->tiled, plan, err);
+    return st;
+}

@@ -1,0 +1,89 @@
+/* The context's choices in a plan (device, profile, limits, precision,
+ * calibration, quirks, settings), the public ffnrt_context_plan, and the
+ * settings entry points (ffnrt_context_force, ffnrt_context_precision). */
+#include "dispatch/dispatch.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------- context choices */
+
+void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx)
+{
+    const ffnrt_device_info *d = &ctx->info;
+    char choice[512];
+    snprintf(choice, sizeof choice, "%s (%s %u, %s)", d->name, ffnrt_backend_name(d->backend), d->index,
+             d->driver_version);
+    ffnrt_plan_add(plan, "device", choice, "%s", ctx->device_reason);
+    snprintf(choice, sizeof choice, "%s", ctx->profile ? ctx->profile->name : "none");
+    ffnrt_plan_add(plan, "profile", choice, "%s",
+                   ctx->profile ? ctx->profile->models : "the device's own limits (FFNRT_PROFILE or options.profile to model a GPU)");
+    snprintf(choice, sizeof choice,
+             "range %" PRIu64 " B, shared %" PRIu64 " B, workgroup %u, groups %u, align %" PRIu64 ", subgroup %u",
+             ctx->limits.max_buffer_range, d->shared_memory_size, ctx->limits.max_workgroup_size,
+             ctx->limits.max_workgroup_count[0], ctx->limits.buffer_offset_alignment, d->subgroup_size);
+    ffnrt_plan_add(plan, "limits", choice, "%s", ctx->limit_notes[0] ? ctx->limit_notes : "the device's own");
+    static const char *const policy_names[] = {"exact", "balanced", "fast"};
+    snprintf(choice, sizeof choice, "%s: storage %s, arithmetic %s", policy_names[ctx->policy],
+             ffnrt_dtype_name(ctx->precision.storage), ctx->precision.fp16_arithmetic ? "fp16" : "fp32");
+    ffnrt_plan_add(plan, "precision", choice, "%s", ctx->precision.reason);
+    char vetoes[96];
+    snprintf(vetoes, sizeof vetoes, "%s%s%s", ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC ? "veto fp16 arithmetic " : "",
+             ctx->vetoes & FFNRT_QUIRK_STORAGE_16BIT ? "veto 16-bit storage " : "",
+             ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES ? "veto 2-item GEMM tiles" : "");
+    if (ctx->calibration.valid)
+        snprintf(choice, sizeof choice, "copy %.2f GB/s, GEMM %.2f GFLOP/s, dispatch %.1f us",
+                 ctx->calibration.copy_gbps, ctx->calibration.gemm_gflops, ctx->calibration.dispatch_us);
+    ffnrt_plan_add(plan, "calibration", ctx->calibration.valid ? choice : "not measured", "%s",
+                   ctx->calibration.valid ? "measured once on this device with ffnrt's copy and GEMM kernels (kept in "
+                                            "the disk cache for the device and driver)"
+                                          : "ffnrt_context_calibrate (ffnrt plan --calibrate) measures it; until "
+                                            "then the kernel choice uses the token threshold");
+    ffnrt_plan_add(plan, "quirks", ctx->vetoes ? vetoes : "none", "%s",
+                   ctx->quirk_notes[0] ? ctx->quirk_notes : "no entry of the quirk table matches this device");
+    char settings[1024];
+    ffnrt_settings_describe(&ctx->settings, settings, sizeof settings);
+    ffnrt_plan_add(plan, "settings", settings,
+                   "every knob not listed is at its default; one precedence: descriptor > ffnrt_context_force or "
+                   "options > environment (read when the context was created) > tuned > default");
+}
+
+ffnrt_status ffnrt_context_plan(ffnrt_context *ctx, ffnrt_plan **out)
+{
+    if (!ctx)
+        return ffnrt_null_handle("ffnrt_context_plan", "ctx");
+    ffnrt_status st = FFNRT_OK;
+    if (!out)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_plan: out is NULL");
+    else if (!(*out = ffnrt_plan_new()))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_context_plan: out of host memory");
+    else
+        ffnrt_plan_add_context(*out, ctx);
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_context_precision(const ffnrt_context *ctx, ffnrt_dtype *storage, int *fp16_arithmetic)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (!ctx)
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_precision: ctx is NULL");
+    else {
+        if (storage)
+            *storage = ctx->precision.storage;
+        if (fp16_arithmetic)
+            *fp16_arithmetic = ctx->precision.fp16_arithmetic;
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
+/* --------------------------------------------------------------- settings */
+
+ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const char *value)
+{
+    if (!ctx)
+        return ffnrt_null_handle("ffnrt_context_force", "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_settings_force(&ctx->settings, what, value, &ctx->error));
+}

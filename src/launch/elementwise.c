@@ -1,0 +1,121 @@
+/* Splits an element-wise pass into dispatches that fit the device. */
+#include "launch/launch.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Output words per work-item in shaders/storage.inc (ITEMS there). */
+#define ITEMS_PER_ITEM 4u
+#define PREFERRED_WORKGROUP 256u
+
+static uint64_t gcd64(uint64_t a, uint64_t b)
+{
+    while (b) {
+        uint64_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
+{
+    const ffnrt_limits *lim = &ctx->limits;
+    uint32_t wg = lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
+    ffnrt_defines defines = *l->defines;
+    ffnrt_defines_storage(&defines, l->dtype);
+    if (defines.overflow)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: build defines too long", l->file);
+    ffnrt_bkernel *kernel = NULL;
+    ffnrt_status st = FFNRT_OK;
+    if (!ctx->plan_sink)
+        st = ffnrt_context_kernel(ctx, l->file, "ffnrt_elementwise", defines.text, l->binding_count, l->params_size,
+                                  wg, &kernel);
+    if (st != FFNRT_OK)
+        return st;
+    ctx->last_op_ns = 0;
+    if (l->rows == 0 || l->row_elems == 0)
+        return FFNRT_OK;
+
+    /* Rows per dispatch: each ranged binding must fit the buffer range and
+     * start at an aligned offset; the output words must fit the 2-D grid of
+     * workgroups; element indices stay 32-bit. */
+    uint64_t esize = ffnrt_dtype_size(l->dtype);
+    uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
+    uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
+    uint64_t per_group = (uint64_t)wg * ITEMS_PER_ITEM;
+    uint64_t grid = (uint64_t)lim->max_workgroup_count[0] * lim->max_workgroup_count[1];
+    uint64_t max_rows = (grid * per_group * epw) / l->row_elems;
+    if (max_rows > UINT32_MAX / l->row_elems)
+        max_rows = UINT32_MAX / l->row_elems;
+    uint64_t row_step = 1;
+    for (uint32_t b = 0; b < l->binding_count; b++) {
+        const ffnrt_ew_binding *eb = &l->bindings[b];
+        if (eb->per_row == 0) {
+            if (eb->tensor->bytes > lim->max_buffer_range)
+                return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                                  "a %zu-byte parameter tensor exceeds the device's buffer range of %llu bytes",
+                                  eb->tensor->bytes, (unsigned long long)lim->max_buffer_range);
+            continue;
+        }
+        uint64_t row_bytes = eb->per_row * esize;
+        uint64_t fit = lim->max_buffer_range / row_bytes;
+        if (fit < max_rows)
+            max_rows = fit;
+        uint64_t step = align / gcd64(align, row_bytes);
+        row_step = row_step / gcd64(row_step, step) * step;
+    }
+    uint64_t chunk = l->rows;
+    if (chunk > max_rows) {
+        chunk = max_rows / row_step * row_step;
+        if (chunk == 0)
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                              "rows of %llu elements do not fit the device's buffer range (%llu bytes), "
+                              "offset alignment (%llu) and workgroup counts",
+                              (unsigned long long)l->row_elems, (unsigned long long)lim->max_buffer_range,
+                              (unsigned long long)align);
+    }
+
+    if (ctx->plan_sink) {
+        char choice[160];
+        snprintf(choice, sizeof choice, "%s, %u work-items a group, %u words a work-item", l->file, wg,
+                 ITEMS_PER_ITEM);
+        ffnrt_plan_add(ctx->plan_sink, "kernel", choice,
+                       "element-wise: %u work-items (the device allows %u) of %u 32-bit words each, so 16-bit "
+                       "values are read and written as whole words",
+                       wg, lim->max_workgroup_size, ITEMS_PER_ITEM);
+        uint64_t dispatches = (l->rows + chunk - 1) / chunk;
+        snprintf(choice, sizeof choice, "%llu dispatch%s of up to %llu elements", (unsigned long long)dispatches,
+                 dispatches == 1 ? "" : "es", (unsigned long long)(chunk * l->row_elems));
+        ffnrt_plan_add(ctx->plan_sink, "dispatches", choice,
+                       "every binding within the %llu B buffer range at %llu-byte aligned offsets, groups within "
+                       "%u x %u, element indices within 32 bits",
+                       (unsigned long long)lim->max_buffer_range, (unsigned long long)align,
+                       lim->max_workgroup_count[0], lim->max_workgroup_count[1]);
+        return FFNRT_OK;
+    }
+    if ((st = ffnrt_batch_begin(ctx)) != FFNRT_OK)
+        return st;
+    ffnrt_binding bind[8];
+    for (uint64_t row = 0; row < l->rows && st == FFNRT_OK; row += chunk) {
+        uint64_t rows = l->rows - row < chunk ? l->rows - row : chunk;
+        uint64_t n = rows * l->row_elems;
+        for (uint32_t b = 0; b < l->binding_count; b++) {
+            const ffnrt_ew_binding *eb = &l->bindings[b];
+            uint64_t offset = eb->tensor->offset + (eb->per_row ? row * eb->per_row * esize : 0);
+            uint64_t size = eb->per_row ? rows * eb->per_row * esize : eb->tensor->bytes;
+            size = (size + 3) & ~(uint64_t)3; /* whole words; buffers are padded to them */
+            bind[b] = (ffnrt_binding){eb->tensor->buffer, offset, size ? size : 4};
+        }
+        uint32_t head[2] = {(uint32_t)n, (uint32_t)(row * l->row_elems)};
+        memcpy(l->params, head, sizeof head);
+        uint64_t words = (n + epw - 1) / epw;
+        uint64_t groups = (words + per_group - 1) / per_group;
+        uint32_t gx = (uint32_t)(groups < lim->max_workgroup_count[0] ? groups : lim->max_workgroup_count[0]);
+        uint32_t grid_groups[2] = {gx, (uint32_t)((groups + gx - 1) / gx)};
+        st = ctx->ops->dispatch(ctx->dev, kernel, bind, l->binding_count, l->params, grid_groups, &ctx->error);
+    }
+    /* Submit even after a failed dispatch so the batch is closed. */
+    return ffnrt_batch_end(ctx, st, &ctx->last_op_ns);
+}
+

@@ -1,0 +1,106 @@
+/* The launchers: kernel build defines assembled in one place, the
+ * element-wise launcher and the GEMM launcher. Each takes a choice the
+ * dispatcher made and turns it into builds and dispatches that fit the
+ * device's limits; with the context's plan sink set, it describes them
+ * instead of running them. */
+#ifndef FFNRT_LAUNCH_H
+#define FFNRT_LAUNCH_H
+
+#include "dispatch/dispatch.h"
+
+/* ------------------------------------------------------- build defines */
+
+/* Kernel variants. What makes one build of a kernel differ from another
+ * (beyond its shape) is a define emitted here, from one function per
+ * dimension: the storage type (ffnrt_defines_storage), the activation's
+ * hooks from the op table (ffnrt_defines_activation), the arithmetic
+ * (ffnrt_defines_arithmetic). A new dimension is a field of the launch
+ * (ffnrt_ew_launch, ffnrt_gemm_launch) that the dispatcher chooses, one
+ * function here, and its kernel code under its define: a weight format
+ * (WEIGHTS_Q8_0 ... selecting the kernel's weight loader, ffnrt_weight_format
+ * in ffnrt_gemm_launch, the bytes a row in the launcher's splits), or a
+ * statistics variant (STATS with one more binding for the reduced struct).
+ * The defines are part of the kernel cache's key, so every variant is
+ * built once and kept. */
+
+/* A kernel's build defines, newline-separated "#define" lines. */
+typedef struct ffnrt_defines {
+    char text[1024];
+    int overflow; /* a line did not fit: the build must not run */
+} ffnrt_defines;
+
+/* Appends one line (printf-style, without the newline). */
+void ffnrt_defines_add(ffnrt_defines *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* STORAGE_F32 / STORAGE_F16 / STORAGE_BF16: how the kernel loads and stores. */
+void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype);
+/* The hooks a kernel calls for an activation, from the op table: ACT(v, i),
+ * DACT(v, i), ACT_F16(v, i) and PARAM_SLOPES where it reads slopes;
+ * FFNRT_ACT_COUNT gives the identity (no activation). */
+void ffnrt_defines_activation(ffnrt_defines *d, ffnrt_activation act);
+/* ARITH_F16 when fp16 is set: the op's products in fp16 registers (MUL_F16,
+ * ACT_F16), the special functions in fp32. */
+void ffnrt_defines_arithmetic(ffnrt_defines *d, int fp16);
+
+/* ------------------------------------------------------------ element-wise */
+
+/* One tensor argument of an element-wise kernel. The launcher iterates over
+ * rows x row_elems output elements; a binding holds per_row of its own
+ * elements for each row (0: bound whole, e.g. PReLU's slopes). */
+typedef struct ffnrt_ew_binding {
+    const ffnrt_tensor *tensor;
+    uint64_t per_row;
+} ffnrt_ew_binding;
+
+typedef struct ffnrt_ew_launch {
+    const char *file;             /* the op's file in shaders/ */
+    const ffnrt_defines *defines; /* the op's build defines; the storage type is added */
+    ffnrt_dtype dtype;            /* storage type of every tensor argument */
+    uint64_t rows;
+    uint64_t row_elems;
+    const ffnrt_ew_binding *bindings;
+    uint32_t binding_count;
+    /* The kernel's Params block; it starts with uint n (elements in the
+     * dispatch's range) and uint base (index of its first element). */
+    void *params;
+    uint32_t params_size;
+} ffnrt_ew_launch;
+
+/* Runs an element-wise kernel over the whole iteration space, split into
+ * dispatches that respect the device's buffer range, offset alignment and
+ * workgroup counts. */
+ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *launch);
+
+/* -------------------------------------------------------------------- GEMM */
+
+/* One operand of a product: rows [w_row0, w_row0 + n) of w, and its bias
+ * from element b_first (b NULL: none). Stacked gate/value weights are two
+ * operands over one tensor. */
+typedef struct ffnrt_gemm_operand {
+    const ffnrt_tensor *w;
+    uint64_t w_row0;
+    const ffnrt_tensor *b;
+    uint64_t b_first;
+} ffnrt_gemm_operand;
+
+/* y[m, n] = epilogue(sum_k x[m, k] · W[n, k]) for an m x k slice of x and
+ * the n output features of one (or, gated, two) operands; y's row stride
+ * is n. The tensors may be NULL when only planning. */
+typedef struct ffnrt_gemm_launch {
+    const ffnrt_tensor *x;
+    uint64_t m, k;
+    ffnrt_gemm_operand w, wv; /* wv used when gated */
+    uint64_t n;
+    ffnrt_tensor *y;
+    ffnrt_activation act; /* the epilogue's; FFNRT_ACT_COUNT: none */
+    float alpha, beta;
+    ffnrt_dtype dtype;
+    int gated, bias;
+} ffnrt_gemm_launch;
+
+/* Records one product's dispatches into the open batch, with the kernel,
+ * tiles and arithmetic of the choice; with plan non-NULL, adds "ffn.<name>"
+ * saying what they would be, and dispatches nothing. */
+ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_gemm_launch *g,
+                               ffnrt_plan *plan, const char *name);
+
+#endif

@@ -1,0 +1,282 @@
+/* FFN layers: validation of descriptors and weights, creation from host
+ * arrays or device tensors, and the accounting of ffnrt_ffn_cost_of. */
+#include "ops/ffn_internal.h"
+#include "dispatch/dispatch.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_MATVEC_TOKENS 32u /* registers per work-item grow with it */
+
+static const char *const slot_names[FFN_SLOT_COUNT] = {"w_in",    "b_in",         "w_gate",       "b_gate", "w_value",
+                                                       "b_value", "w_gate_value", "b_gate_value", "w_out",  "b_out"};
+
+ffnrt_status ffnrt_ffn_check_desc(ffnrt_error *err, const ffnrt_ffn_desc *d, const char *fn)
+{
+    if (!d)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: desc is NULL", fn);
+    if (d->kind != FFNRT_FFN_DENSE && d->kind != FFNRT_FFN_GATED)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not an FFN kind", fn, (int)d->kind);
+    if (d->d_model < 1 || d->hidden < 1 || d->d_model > UINT32_MAX || d->hidden > UINT32_MAX)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: d_model %lld and hidden %lld must be in [1, 2^32)",
+                          fn, (long long)d->d_model, (long long)d->hidden);
+    if (ffnrt_dtype_size(d->dtype) == 0)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a dtype", fn, (int)d->dtype);
+    if (d->bias != 0 && d->bias != 1)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: bias must be 0 or 1", fn);
+    if ((unsigned)d->path > FFNRT_FFN_PATH_UNFUSED || (unsigned)d->matmul > FFNRT_MATMUL_TILED)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: bad path (%d) or matmul kernel (%d)", fn,
+                          (int)d->path, (int)d->matmul);
+    if (d->matvec_max_tokens > MAX_MATVEC_TOKENS)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: matvec_max_tokens %u is above %u", fn,
+                          d->matvec_max_tokens, MAX_MATVEC_TOKENS);
+    if (ffnrt_ffn_gated(d)) {
+        if ((unsigned)d->glu.kind >= FFNRT_GLU_COUNT)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a GLU kind", fn, (int)d->glu.kind);
+        if (!isfinite(d->glu.beta))
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: glu.beta must be finite", fn);
+    } else {
+        if ((unsigned)d->activation.kind >= FFNRT_ACT_COUNT)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not an activation", fn,
+                              (int)d->activation.kind);
+        if (d->activation.kind == FFNRT_ACT_PRELU)
+            return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                              "%s: PReLU's learned slopes are not supported in an FFN layer", fn);
+        if (!isfinite(d->activation.alpha) || !isfinite(d->activation.beta))
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: activation alpha and beta must be finite", fn);
+    }
+    return FFNRT_OK;
+}
+
+/* Expected shape of a slot: rows x cols, cols 0 for a 1-D bias. */
+static void slot_shape(const ffnrt_ffn_desc *d, int slot, int64_t *rows, int64_t *cols)
+{
+    int64_t h = d->hidden, m = d->d_model;
+    switch (slot) {
+    case FFN_W_IN: case FFN_W_GATE: case FFN_W_VALUE: *rows = h, *cols = m; break;
+    case FFN_W_GATE_VALUE: *rows = 2 * h, *cols = m; break;
+    case FFN_B_GATE_VALUE: *rows = 2 * h, *cols = 0; break;
+    case FFN_W_OUT: *rows = m, *cols = h; break;
+    case FFN_B_OUT: *rows = m, *cols = 0; break;
+    default: *rows = h, *cols = 0; break; /* b_in, b_gate, b_value */
+    }
+}
+
+/* Which slots the desc needs, given the slots present (NULL or not):
+ * fails naming the first slot missing or given in excess. */
+static ffnrt_status check_slots(ffnrt_error *err, const ffnrt_ffn_desc *d, const void *const present[FFN_SLOT_COUNT],
+                                const char *fn)
+{
+    int stacked = ffnrt_ffn_gated(d) && present[FFN_W_GATE_VALUE] != NULL;
+    for (int s = 0; s < FFN_SLOT_COUNT; s++) {
+        int bias = s == FFN_B_IN || s == FFN_B_GATE || s == FFN_B_VALUE || s == FFN_B_GATE_VALUE || s == FFN_B_OUT;
+        int wanted;
+        const char *why;
+        if (s == FFN_W_OUT || s == FFN_B_OUT) {
+            wanted = 1, why = "";
+        } else if (!ffnrt_ffn_gated(d)) {
+            wanted = s == FFN_W_IN || s == FFN_B_IN, why = "a dense layer has only w_in, w_out and their biases";
+        } else if (s == FFN_W_IN || s == FFN_B_IN) {
+            wanted = 0, why = "a gated layer has gate and value weights, not w_in";
+        } else {
+            wanted = stacked == (s == FFN_W_GATE_VALUE || s == FFN_B_GATE_VALUE);
+            why = "give w_gate and w_value, or w_gate_value stacked, not both";
+        }
+        if (bias && wanted && !d->bias) {
+            wanted = 0, why = "desc.bias is 0";
+        }
+        if (wanted && !present[s])
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: weights.%s is NULL%s", fn, slot_names[s],
+                              bias ? " (desc.bias is 1)" : "");
+        if (!wanted && present[s])
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: weights.%s must be NULL: %s", fn,
+                              slot_names[s], why);
+    }
+    return FFNRT_OK;
+}
+
+static ffnrt_status check_weight(ffnrt_context *ctx, const ffnrt_ffn_desc *d, const ffnrt_tensor *t, int slot,
+                                 const char *fn)
+{
+    char name[32];
+    snprintf(name, sizeof name, "weights.%s", slot_names[slot]);
+    ffnrt_status st = ffnrt_check_tensor(ctx, t, fn, name);
+    if (st != FFNRT_OK)
+        return st;
+    if (t->dtype != d->dtype)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: %s is %s, the layer is %s", fn, name,
+                          ffnrt_dtype_name(t->dtype), ffnrt_dtype_name(d->dtype));
+    int64_t rows, cols;
+    slot_shape(d, slot, &rows, &cols);
+    int ok = cols ? t->ndim == 2 && t->shape[0] == rows && t->shape[1] == cols : t->ndim == 1 && t->shape[0] == rows;
+    if (!ok) {
+        char got[64] = "";
+        for (size_t i = 0; i < t->ndim && i < 4; i++)
+            snprintf(got + strlen(got), sizeof got - strlen(got), "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+        if (cols)
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                              "%s: %s is [%s], expected [%lld, %lld] ([out, in] as nn.Linear)", fn, name, got,
+                              (long long)rows, (long long)cols);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: %s is [%s], expected [%lld]", fn, name,
+                          got, (long long)rows);
+    }
+    return FFNRT_OK;
+}
+
+void ffnrt_ffn_drop_scratch(ffnrt_ffn *l)
+{
+    ffnrt_tensor_free(l->h);
+    ffnrt_tensor_free(l->g);
+    ffnrt_tensor_free(l->v);
+    l->h = l->g = l->v = NULL;
+    l->scratch_tokens = 0;
+}
+
+void ffnrt_ffn_destroy(ffnrt_ffn *layer)
+{
+    if (!layer)
+        return;
+    ffnrt_ffn_drop_scratch(layer);
+    for (int s = 0; s < FFN_SLOT_COUNT; s++)
+        ffnrt_tensor_free(layer->owned[s]);
+    free(layer);
+}
+
+/* Checks the tensors and builds the layer over them (not owned). */
+static ffnrt_status create_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_tensor *const t[FFN_SLOT_COUNT],
+                                 const char *fn, ffnrt_ffn **out)
+{
+    ffnrt_status st = check_slots(&ctx->error, desc, (const void *const *)t, fn);
+    for (int s = 0; s < FFN_SLOT_COUNT && st == FFNRT_OK; s++)
+        if (t[s])
+            st = check_weight(ctx, desc, t[s], s, fn);
+    if (st != FFNRT_OK)
+        return st;
+    ffnrt_ffn *l = calloc(1, sizeof *l);
+    if (!l)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    l->ctx = ctx;
+    l->desc = *desc;
+    l->desc.activation.slopes = NULL;
+    uint64_t h = (uint64_t)desc->hidden;
+    l->in = (ffnrt_gemm_operand){t[FFN_W_IN], 0, t[FFN_B_IN], 0};
+    if (t[FFN_W_GATE_VALUE]) {
+        l->gate = (ffnrt_gemm_operand){t[FFN_W_GATE_VALUE], 0, t[FFN_B_GATE_VALUE], 0};
+        l->value = (ffnrt_gemm_operand){t[FFN_W_GATE_VALUE], h, t[FFN_B_GATE_VALUE], h};
+    } else {
+        l->gate = (ffnrt_gemm_operand){t[FFN_W_GATE], 0, t[FFN_B_GATE], 0};
+        l->value = (ffnrt_gemm_operand){t[FFN_W_VALUE], 0, t[FFN_B_VALUE], 0};
+    }
+    l->out = (ffnrt_gemm_operand){t[FFN_W_OUT], 0, t[FFN_B_OUT], 0};
+    *out = l;
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_ffn_create_from_tensors(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
+                                           const ffnrt_ffn_weight_tensors *weights, ffnrt_ffn **out)
+{
+    static const char fn[] = "ffnrt_ffn_create_from_tensors";
+    if (!ctx)
+        return ffnrt_null_handle(fn, "ctx");
+    if (out)
+        *out = NULL;
+    ffnrt_status st = ffnrt_ffn_check_desc(&ctx->error, desc, fn);
+    if (st == FFNRT_OK && (!weights || !out))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, weights ? "out" : "weights");
+    if (st == FFNRT_OK) {
+        const ffnrt_tensor *t[FFN_SLOT_COUNT] = {weights->w_in,         weights->b_in,         weights->w_gate,
+                                             weights->b_gate,       weights->w_value,      weights->b_value,
+                                             weights->w_gate_value, weights->b_gate_value, weights->w_out,
+                                             weights->b_out};
+        st = create_layer(ctx, desc, t, fn, out);
+    }
+    return ffnrt_context_finish_call(ctx, st);
+}
+
+ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,
+                             const char *fn, ffnrt_ffn **out)
+{
+    if (out)
+        *out = NULL;
+    ffnrt_status st = ffnrt_ffn_check_desc(&ctx->error, desc, fn);
+    if (st == FFNRT_OK && (!weights || !out))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, weights ? "out" : "weights");
+    const void *host[FFN_SLOT_COUNT] = {0};
+    if (st == FFNRT_OK) {
+        const void *h[FFN_SLOT_COUNT] = {weights->w_in,         weights->b_in,         weights->w_gate,
+                                         weights->b_gate,       weights->w_value,      weights->b_value,
+                                         weights->w_gate_value, weights->b_gate_value, weights->w_out,
+                                         weights->b_out};
+        memcpy(host, h, sizeof host);
+        st = check_slots(&ctx->error, desc, host, fn);
+    }
+    /* Upload every given array into a tensor of its slot's shape. */
+    ffnrt_tensor *t[FFN_SLOT_COUNT] = {0};
+    for (int s = 0; s < FFN_SLOT_COUNT && st == FFNRT_OK; s++) {
+        if (!host[s])
+            continue;
+        int64_t shape[2];
+        slot_shape(desc, s, &shape[0], &shape[1]);
+        st = ffnrt_tensor_alloc(ctx, desc->dtype, shape[1] ? 2 : 1, shape, fn, &t[s]);
+        if (st == FFNRT_OK)
+            st = ffnrt_tensor_upload(t[s], host[s], t[s]->bytes);
+    }
+    if (st == FFNRT_OK)
+        st = create_layer(ctx, desc, (const ffnrt_tensor *const *)t, fn, out);
+    if (st == FFNRT_OK)
+        memcpy((*out)->owned, t, sizeof t);
+    else
+        for (int s = 0; s < FFN_SLOT_COUNT; s++)
+            ffnrt_tensor_free(t[s]);
+    return st;
+}
+
+ffnrt_status ffnrt_ffn_create(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,
+                              ffnrt_ffn **out)
+{
+    static const char fn[] = "ffnrt_ffn_create";
+    if (!ctx)
+        return ffnrt_null_handle(fn, "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_ffn_build(ctx, desc, weights, fn, out));
+}
+
+/* ----------------------------------------------------------- accounting */
+
+ffnrt_status ffnrt_ffn_cost_of(const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt_ffn_path path, ffnrt_ffn_cost *out)
+{
+    static const char fn[] = "ffnrt_ffn_cost_of";
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (ffnrt_ffn_check_desc(&err, desc, fn) == FFNRT_OK) {
+        if (!out)
+            ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: out is NULL", fn);
+        else if (tokens < 0)
+            ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: tokens is %lld", fn, (long long)tokens);
+        else if ((unsigned)path > FFNRT_FFN_PATH_UNFUSED)
+            ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %d is not a path", fn, (int)path);
+    }
+    if (err.status == FFNRT_OK) {
+        ffnrt_ffn_cost c;
+        if (ffnrt_ffn_cost_model(desc, (uint64_t)tokens, path == FFNRT_FFN_PATH_UNFUSED, &c))
+            *out = c;
+        else
+            ffnrt_fail(&err, FFNRT_ERROR_LIMIT_EXCEEDED,
+                       "%s: %lld tokens through d_model %lld, hidden %lld: the figures pass 64 bits", fn,
+                       (long long)tokens, (long long)desc->d_model, (long long)desc->hidden);
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
+int64_t ffnrt_ffn_gated_hidden(int64_t dense_hidden, int64_t multiple)
+{
+    if (dense_hidden < 1 || multiple < 1 || dense_hidden > INT64_MAX / 2)
+        return 0;
+    int64_t g = 2 * dense_hidden / 3;
+    /* Rounded up without forming g + multiple - 1, which overflows for a
+     * huge multiple (found by fuzz/fuzz_api.c); the result always fits. */
+    int64_t r = g % multiple;
+    return r ? g + (multiple - r) : g;
+}

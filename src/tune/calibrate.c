@@ -1,0 +1,216 @@
+/* Calibration: the few device figures the cost model and the device
+ * choice need (copy bandwidth, GEMM rate, the cost of a dispatch), measured
+ * with ffnrt's own kernels through the ops' internal run functions, a
+ * fraction of a second a device, and kept in the disk cache per device and
+ * driver (and in this process's memory, for a cache that is off). */
+#include "tune/tune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Calibration under a profile or lowered limits plans other kernels: they
+ * are kept apart. The device choice reads the device's own ("none"). */
+static void variant_of(const ffnrt_context *ctx, char *out, size_t cap)
+{
+    snprintf(out, cap, "calibration profile=%s limits=%s", ctx->profile ? ctx->profile->name : "none",
+             ctx->limit_notes);
+}
+
+static const char plain_variant[] = "calibration profile=none limits=";
+
+static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
+{
+    char text[128];
+    if (!blob || len >= sizeof text)
+        return 0;
+    memcpy(text, blob, len);
+    text[len] = '\0';
+    ffnrt_calibration c = {0, 0, 0, 1};
+    if (sscanf(text, "%lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us) == 3 && c.copy_gbps > 0 &&
+        c.gemm_gflops > 0 && c.dispatch_us > 0 && c.copy_gbps < 1e6 && c.gemm_gflops < 1e7 && c.dispatch_us < 1e7) {
+        *out = c;
+        return 1;
+    }
+    return 0;
+}
+
+int ffnrt_figures_load(ffnrt_disk_cache *disk, const ffnrt_device_info *info, const char *variant,
+                       ffnrt_calibration *out)
+{
+    if (ffnrt_registry_figures_get(info, variant, out))
+        return 1;
+    size_t len = 0;
+    char *blob = ffnrt_device_blob_get(disk, info, FFNRT_CACHE_CALIBRATION, variant, &len);
+    int ok = parse_figures(blob, len, out);
+    free(blob);
+    if (ok)
+        ffnrt_registry_figures_put(info, variant, out);
+    return ok;
+}
+
+static void figures_store(ffnrt_disk_cache *disk, const ffnrt_device_info *info, const char *variant,
+                          const ffnrt_calibration *c)
+{
+    char text[128];
+    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g\n", c->copy_gbps, c->gemm_gflops, c->dispatch_us);
+    ffnrt_device_blob_put(disk, info, FFNRT_CACHE_CALIBRATION, variant, text, (size_t)len);
+    ffnrt_registry_figures_put(info, variant, c);
+}
+
+void ffnrt_calibration_load(ffnrt_context *ctx)
+{
+    char variant[640];
+    variant_of(ctx, variant, sizeof variant);
+    ffnrt_calibration c;
+    if (ffnrt_figures_load(&ctx->disk, &ctx->device_as_found, variant, &c))
+        ctx->calibration = c;
+}
+
+/* Median seconds of `runs` calls of op (device time where the API has it). */
+static ffnrt_status time_op(ffnrt_context *ctx, int runs, ffnrt_status (*op)(void *), void *arg, double *out)
+{
+    double t[9];
+    ffnrt_status st = op(arg); /* warm-up: builds the kernel */
+    for (int i = 0; i < runs && st == FFNRT_OK; i++) {
+        double t0 = ffnrt_now_ms();
+        st = op(arg);
+        t[i] = ctx->last_op_ns ? 1e-9 * (double)ctx->last_op_ns : 1e-3 * (ffnrt_now_ms() - t0);
+    }
+    if (st == FFNRT_OK)
+        *out = ffnrt_median(t, runs);
+    return st;
+}
+
+typedef struct copy_arg {
+    ffnrt_context *ctx;
+    ffnrt_tensor *a, *b;
+} copy_arg;
+
+static ffnrt_status run_copy(void *p)
+{
+    copy_arg *c = p;
+    return ffnrt_op_copy(c->ctx, c->a, c->b, "calibration");
+}
+
+typedef struct ffn_arg {
+    ffnrt_ffn *layer;
+    ffnrt_tensor *x, *y;
+} ffn_arg;
+
+static ffnrt_status run_ffn(void *p)
+{
+    ffn_arg *f = p;
+    return ffnrt_ffn_run(f->layer, f->x, f->y, "calibration");
+}
+
+ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
+{
+    if (ctx->calibration.valid) {
+        *out = ctx->calibration;
+        return FFNRT_OK;
+    }
+    ffnrt_calibration cal = {0, 0, 0, 1};
+    /* Copy: 16 MiB each way (within every device's buffer range). */
+    int64_t n = 4 << 20, one = 1;
+    copy_arg c = {ctx, NULL, NULL};
+    ffnrt_status st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 1, &n, "calibration", &c.a);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 1, &n, "calibration", &c.b);
+    double t = 0;
+    if (st == FFNRT_OK && (st = time_op(ctx, 5, run_copy, &c, &t)) == FFNRT_OK)
+        cal.copy_gbps = 2.0 * 4.0 * (double)n / t * 1e-9;
+    ffnrt_tensor_free(c.a);
+    ffnrt_tensor_free(c.b);
+    /* A dispatch: the copy of one element. */
+    c.a = c.b = NULL;
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 1, &one, "calibration", &c.a);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 1, &one, "calibration", &c.b);
+    if (st == FFNRT_OK && (st = time_op(ctx, 9, run_copy, &c, &t)) == FFNRT_OK)
+        cal.dispatch_us = 1e6 * t;
+    ffnrt_tensor_free(c.a);
+    ffnrt_tensor_free(c.b);
+    /* GEMM: a dense layer's products, 256 tokens x 256 x 1024, with the
+     * kernel the dispatcher picks for prefill on this device. */
+    const int64_t d = 256, h = 1024, tokens = 256;
+    float *w = st == FFNRT_OK ? calloc((size_t)(2 * d * h), sizeof *w) : NULL;
+    ffn_arg f = {NULL, NULL, NULL};
+    if (st == FFNRT_OK && !w)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "calibration: out of host memory");
+    if (st == FFNRT_OK) {
+        ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, d, h);
+        desc.activation.kind = FFNRT_ACT_RELU;
+        desc.path = FFNRT_FFN_PATH_FUSED;
+        desc.matmul = ctx->info.type == FFNRT_DEVICE_TYPE_CPU ? FFNRT_MATMUL_AUTO : FFNRT_MATMUL_TILED;
+        ffnrt_ffn_weights wt = {0};
+        wt.w_in = w;
+        wt.w_out = w + d * h;
+        int64_t shape[2] = {tokens, d};
+        st = ffnrt_ffn_build(ctx, &desc, &wt, "calibration", &f.layer);
+        if (st == FFNRT_OK)
+            st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 2, shape, "calibration", &f.x);
+        if (st == FFNRT_OK)
+            st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 2, shape, "calibration", &f.y);
+        if (st == FFNRT_OK && (st = time_op(ctx, 3, run_ffn, &f, &t)) == FFNRT_OK)
+            cal.gemm_gflops = 2.0 * 2.0 * (double)(tokens * d * h) / t * 1e-9;
+    }
+    ffnrt_tensor_free(f.x);
+    ffnrt_tensor_free(f.y);
+    ffnrt_ffn_destroy(f.layer);
+    free(w);
+    if (st != FFNRT_OK)
+        return st;
+    ctx->calibration = cal;
+    *out = cal;
+    char variant[640];
+    variant_of(ctx, variant, sizeof variant);
+    figures_store(&ctx->disk, &ctx->device_as_found, variant, &cal);
+    return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_calibrate_device(const ffnrt_settings *base, const ffnrt_device_info *info,
+                                    ffnrt_calibration *out, ffnrt_error *err)
+{
+    /* The device as it is: no profile, lowered limits or validation; the
+     * same disk cache (its kernels are kept for later). */
+    ffnrt_settings plain;
+    memset(&plain, 0, sizeof plain);
+    plain.ctx[FFNRT_KNOB_CACHE] = base->ctx[FFNRT_KNOB_CACHE];
+    plain.env[FFNRT_KNOB_CACHE] = base->env[FFNRT_KNOB_CACHE];
+    plain.ctx[FFNRT_KNOB_CACHE_DIR] = base->ctx[FFNRT_KNOB_CACHE_DIR];
+    plain.env[FFNRT_KNOB_CACHE_DIR] = base->env[FFNRT_KNOB_CACHE_DIR];
+    ffnrt_context *ctx = NULL;
+    ffnrt_status st = ffnrt_context_open_device(info, &plain, "measuring it for the device choice", &ctx, err);
+    if (st == FFNRT_OK) {
+        st = ffnrt_calibrate(ctx, out);
+        if (st != FFNRT_OK)
+            ffnrt_fail(err, st, "calibrating %s: %s", info->name, ctx->error.message);
+    }
+    ffnrt_context_destroy(ctx);
+    return st;
+}
+
+int ffnrt_figures_for_choice(ffnrt_disk_cache *disk, const ffnrt_device_info *info, ffnrt_calibration *out)
+{
+    return ffnrt_figures_load(disk, info, plain_variant, out);
+}
+
+ffnrt_status ffnrt_context_calibrate(ffnrt_context *ctx, double *copy_gbps, double *gemm_gflops, double *dispatch_us)
+{
+    if (!ctx)
+        return ffnrt_null_handle("ffnrt_context_calibrate", "ctx");
+    ffnrt_calibration cal;
+    ffnrt_status st = ffnrt_calibrate(ctx, &cal);
+    if (st == FFNRT_OK) {
+        if (copy_gbps)
+            *copy_gbps = cal.copy_gbps;
+        if (gemm_gflops)
+            *gemm_gflops = cal.gemm_gflops;
+        if (dispatch_us)
+            *dispatch_us = cal.dispatch_us;
+    }
+    return ffnrt_context_finish_call(ctx, st);
+}
