@@ -522,22 +522,42 @@ int bench_plot_scatter(FILE *gp, const char *dir, const char *file, const bench_
     const bench_scatter *sc = arg;
     char path[1200];
     snprintf(path, sizeof path, "%s/%s.dat", dir, file);
+    /* The ranges: the points and the limits (gnuplot's autoscale would
+     * leave a limit outside the frame). */
     int n = 0;
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY}, lim[2] = {sc->x_limit, sc->y_limit};
     for (size_t i = 0; i < rs->n; i++) {
         const bench_row *r = &rs->v[i];
-        n += strcmp(r->group, sc->group) == 0 && same_device(r, &m->devices[d]) &&
-             isfinite(scatter_value(r, sc->x, 1)) && isfinite(scatter_value(r, sc->y, 1));
+        double v[2] = {scatter_value(r, sc->x, sc->x_scale), scatter_value(r, sc->y, sc->y_scale)};
+        if (strcmp(r->group, sc->group) != 0 || !same_device(r, &m->devices[d]) || !isfinite(v[0]) || !isfinite(v[1]))
+            continue;
+        n++;
+        for (int a = 0; a < 2; a++)
+            lo[a] = fmin(lo[a], v[a]), hi[a] = fmax(hi[a], v[a]);
     }
     if (n == 0)
         return 0;
+    for (int a = 0; a < 2; a++) {
+        if (lim[a] > 0)
+            lo[a] = fmin(lo[a], lim[a]), hi[a] = fmax(hi[a], lim[a]);
+        double span = hi[a] - lo[a] > 0 ? hi[a] - lo[a] : fabs(hi[a]) > 0 ? fabs(hi[a]) : 1;
+        lo[a] -= 0.08 * span;
+        hi[a] += 0.08 * span;
+        if (lo[a] < 0 && hi[a] - 0.08 * span >= 0 && lo[a] + 0.08 * span >= 0)
+            lo[a] = 0; /* no negative axis for figures that cannot be negative */
+    }
     FILE *f = fopen(path, "w");
     if (!f)
         return 0;
     fprintf(gp, "set title \"%s (%s): %s\" noenhanced\n", m->devices[d].name, m->devices[d].backend, sc->title);
     fprintf(gp, "set xlabel \"%s\" noenhanced\nset ylabel \"%s\" noenhanced\nset key below\n", sc->x_label,
             sc->y_label);
-    fprintf(gp, "%s\n%s\nset offsets graph 0.05, graph 0.05, graph 0.05, graph 0.05\n",
-            sc->log_x ? "set logscale x" : "unset logscale x", sc->log_y ? "set logscale y" : "unset logscale y");
+    fprintf(gp, "%s\n%s\n", sc->log_x ? "set logscale x" : "unset logscale x",
+            sc->log_y ? "set logscale y" : "unset logscale y");
+    if (!sc->log_x)
+        fprintf(gp, "set xrange [%.9g:%.9g]\n", lo[0], hi[0]);
+    if (!sc->log_y)
+        fprintf(gp, "set yrange [%.9g:%.9g]\n", lo[1], hi[1]);
     if (sc->x_limit > 0)
         fprintf(gp, "set arrow from %.9g, graph 0 to %.9g, graph 1 nohead lw 2 lc rgb \"black\" dt 2\n", sc->x_limit,
                 sc->x_limit);
@@ -545,15 +565,33 @@ int bench_plot_scatter(FILE *gp, const char *dir, const char *file, const bench_
         fprintf(gp, "set arrow from graph 0, first %.9g to graph 1, first %.9g nohead lw 2 lc rgb \"black\" dt 2\n",
                 sc->y_limit, sc->y_limit);
     fprintf(gp, "plot ");
-    int k = 0;
+    /* An op "NAME+VARIANT" takes NAME's colour and VARIANT's point shape,
+     * so the variants of one function read as one family. */
+    static const int filled[] = {5, 7, 9, 11, 13}, open[] = {4, 6, 8, 10, 12};
+    char bases[32][40], variants[8][40];
+    int nb = 0, nv = 0, k = 0;
     for (size_t i = 0; i < rs->n; i++) {
         const bench_row *r = &rs->v[i];
         double x = scatter_value(r, sc->x, sc->x_scale), y = scatter_value(r, sc->y, sc->y_scale);
         if (strcmp(r->group, sc->group) != 0 || !same_device(r, &m->devices[d]) || !isfinite(x) || !isfinite(y))
             continue;
+        char base[40], *plus;
+        snprintf(base, sizeof base, "%s", r->op);
+        const char *variant = (plus = strchr(base, '+')) ? r->op + (plus - base) + 1 : "";
+        if (plus)
+            *plus = 0;
+        int b = 0, v = 0;
+        while (b < nb && strcmp(bases[b], base) != 0)
+            b++;
+        if (b == nb && nb < 32)
+            snprintf(bases[nb++], sizeof bases[0], "%s", base);
+        while (v < nv && strcmp(variants[v], variant) != 0)
+            v++;
+        if (v == nv && nv < 8)
+            snprintf(variants[nv++], sizeof variants[0], "%s", variant);
         fprintf(f, "# %s %s\n%.9g %.9g\n\n\n", r->op, r->dtype, x, y);
-        fprintf(gp, "%s'%s' index %d using 1:2 with points pt %d ps 1.6 title \"%s %s\" noenhanced", k ? ", " : "",
-                path, k, 5 + 2 * (k % 4), r->op, r->dtype);
+        fprintf(gp, "%s'%s' index %d using 1:2 with points pt %d ps 1.8 lc %d title \"%s %s\" noenhanced",
+                k ? ", " : "", path, k, (v % 2 ? open : filled)[(v / 2) % 5], b + 1, r->op, r->dtype);
         k++;
     }
     fprintf(gp, "\n");

@@ -52,10 +52,23 @@ void bench_meta_set_field(bench_meta *m, const char *name, const char *value);
 /* A field's value, or NULL. */
 const char *bench_meta_field(const bench_meta *m, const char *name);
 
+/* A run's identity: format, ffnrt's version and commit, preset, date, host. */
+void bench_meta_init(bench_meta *m, const char *format, const char *preset);
+struct ffnrt_device_info;
+/* Lists a device of the run (its name cleaned as rows hold it). */
+void bench_meta_add_device(bench_meta *m, const struct ffnrt_device_info *info);
+/* mkdir -p; 0 when dir is a directory afterwards. */
+int bench_mkdir_p(const char *dir);
+/* 1 when a device passes a --device list (backend, or a case-insensitive
+ * substring of its name, vendor or API version); an empty list passes all. */
+int bench_device_selected(const struct ffnrt_device_info *info, const char *const *names, int n);
+
 void bench_meta_add_peer(bench_meta *m, const char *text);
 /* Something that could not run: kept in the table and JSON, and printed on
  * stderr now. */
 void bench_meta_add_note(bench_meta *m, const char *text);
+/* The same without printing (once per distinct text). */
+void bench_meta_keep_note(bench_meta *m, const char *text);
 
 /* "warm-up calls (kernel builds ...): X s of the Y s; measuring: Z s", one
  * line (a static buffer). */

@@ -98,6 +98,11 @@ const char *bench_time_split(const bench_meta *m)
 void bench_meta_add_note(bench_meta *m, const char *text)
 {
     fprintf(stderr, "ffnrt bench: %s\n", text);
+    bench_meta_keep_note(m, text);
+}
+
+void bench_meta_keep_note(bench_meta *m, const char *text)
+{
     for (int i = 0; i < m->nnotes; i++)
         if (strcmp(m->notes[i], text) == 0)
             return;

@@ -129,6 +129,10 @@ FFNRT_API ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp);
  * NULL. */
 FFNRT_API ffnrt_status ffnrt_compare_sealed(const ffnrt_comparison *cmp, ffnrt_compare_criteria *criteria,
                                             const char **text, const char **sha256_hex, const char **sealed_at);
+/* The widths compared: the dense m (given, or from the budget), the gated
+ * g and the multiple g was rounded to. Any pointer may be NULL. */
+FFNRT_API ffnrt_status ffnrt_compare_widths(const ffnrt_comparison *cmp, int64_t *dense_hidden, int64_t *gated_hidden,
+                                            int64_t *multiple);
 FFNRT_API void ffnrt_compare_destroy(ffnrt_comparison *cmp); /* NULL is a no-op */
 
 /* ------------------------------------------------------------- results */

@@ -236,6 +236,25 @@ ffnrt_status ffnrt_compare_sealed(const ffnrt_comparison *cmp, ffnrt_compare_cri
     return err.status;
 }
 
+ffnrt_status ffnrt_compare_widths(const ffnrt_comparison *cmp, int64_t *dense_hidden, int64_t *gated_hidden,
+                                  int64_t *multiple)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (!cmp) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_compare_widths: cmp is NULL");
+    } else {
+        if (dense_hidden)
+            *dense_hidden = cmp->dense_hidden;
+        if (gated_hidden)
+            *gated_hidden = cmp->gated_hidden;
+        if (multiple)
+            *multiple = cmp->multiple;
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
 size_t ffnrt_compare_result_count(const ffnrt_comparison *cmp)
 {
     return cmp ? cmp->nresults : 0;
