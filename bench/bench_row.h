@@ -15,7 +15,7 @@
 
 /* A named figure a kind of row adds beside the common ones (the compare
  * command's parameters, FLOPs and bytes per token, memory, verdicts). */
-#define BENCH_MAX_METRICS 20
+#define BENCH_MAX_METRICS 32
 typedef struct bench_metric {
     char name[20];
     double value;

@@ -519,6 +519,7 @@ int compare_compare_main(int argc, char **argv)
         }
         if (!changed)
             printf("  none\n");
+        printf("%d verdicts changed; %d candidates that passed now fail\n", changed, lost);
         if (lost && rc == 0)
             rc = 1;
     }

@@ -185,7 +185,7 @@ typedef struct ffnrt_compare_result {
     uint64_t parameters;              /* this variant's: weights, and biases if it has them */
     uint64_t parameters_without_bias; /* 2dm dense, 3dg gated */
     uint64_t parameters_with_bias;    /* + m + d dense, + 2g + d gated */
-    uint64_t weight_bytes;            /* as stored in `format` */
+    uint64_t weight_bytes;            /* weights and biases as allocated in `format` (after the run) */
     size_t npoints;
     ffnrt_compare_point points[FFNRT_COMPARE_MAX_TOKENS];
     /* Stability, from the ops' in-kernel diagnostics on the criteria's
@@ -203,8 +203,12 @@ typedef struct ffnrt_compare_result {
     char message[256];
 } ffnrt_compare_result;
 
+/* The results exist from creation, one per format, bias variant and
+ * candidate (in that order), with their widths and parameter counts: the
+ * seed's accounting needs no run. ffnrt_compare_run fills in the token
+ * counts, measurements, stability figures and verdicts. */
 FFNRT_API size_t ffnrt_compare_result_count(const ffnrt_comparison *cmp);
-/* Result i, valid as long as cmp; NULL past the end or before the run. */
+/* Result i, valid as long as cmp; NULL past the end. */
 FFNRT_API const ffnrt_compare_result *ffnrt_compare_result_get(const ffnrt_comparison *cmp, size_t i);
 
 #ifdef __cplusplus

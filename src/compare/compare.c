@@ -156,6 +156,55 @@ static ffnrt_status check_spec(ffnrt_context *ctx, const ffnrt_compare_spec *s, 
     return FFNRT_OK;
 }
 
+/* The candidates and their accounting, known before anything runs. */
+static ffnrt_status build_results(ffnrt_comparison *cmp)
+{
+    const ffnrt_compare_spec *s = &cmp->spec;
+    uint32_t cand = s->candidates ? s->candidates : (1u << FFNRT_CANDIDATE_COUNT) - 1;
+    uint32_t biases = s->biases ? s->biases : 3;
+    uint32_t fmts = s->formats ? s->formats : 1u << FFNRT_WEIGHT_F32;
+    size_t count = 0;
+    for (size_t f = 0; f < NFORMATS; f++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < FFNRT_CANDIDATE_COUNT; c++)
+                count += (fmts >> formats[f].format & 1u) && (biases >> b & 1u) && (cand >> c & 1u);
+    cmp->results = calloc(count ? count : 1, sizeof *cmp->results);
+    if (!cmp->results)
+        return ffnrt_fail(&cmp->ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_create: out of host memory");
+    /* Results by format, then without and with biases, then candidate. */
+    for (size_t f = 0; f < NFORMATS; f++)
+        for (int b = 0; b < 2; b++)
+            for (int c = 0; c < FFNRT_CANDIDATE_COUNT; c++) {
+                if (!((fmts >> formats[f].format & 1u) && (biases >> b & 1u) && (cand >> c & 1u)))
+                    continue;
+                ffnrt_compare_result *r = &cmp->results[cmp->nresults++];
+                const candidate_row *row = &candidates[c];
+                int gated = row->kind == FFNRT_FFN_GATED;
+                r->candidate = (ffnrt_compare_candidate)c;
+                r->format = formats[f].format;
+                r->bias = b;
+                r->desc = (ffnrt_ffn_desc)FFNRT_FFN_DESC_INIT(row->kind, s->d_model,
+                                                              gated ? cmp->gated_hidden : cmp->dense_hidden);
+                r->desc.dtype = formats[f].dtype;
+                r->desc.bias = b;
+                if (gated)
+                    r->desc.glu = (ffnrt_glu_desc)FFNRT_GLU_DESC_INIT((ffnrt_glu)row->function);
+                else
+                    r->desc.activation = (ffnrt_activation_desc)FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)row->function);
+                ffnrt_ffn_cost c0, c1;
+                ffnrt_ffn_desc d0 = r->desc, d1 = r->desc;
+                d0.bias = 0;
+                d1.bias = 1;
+                if (ffnrt_ffn_cost_model(&d0, 1, 0, &c0) && ffnrt_ffn_cost_model(&d1, 1, 0, &c1)) {
+                    r->parameters_without_bias = c0.parameters;
+                    r->parameters_with_bias = c1.parameters;
+                    r->parameters = b ? c1.parameters : c0.parameters;
+                }
+                r->status = FFNRT_OK;
+            }
+    return FFNRT_OK;
+}
+
 ffnrt_status ffnrt_compare_create(ffnrt_context *ctx, const ffnrt_compare_spec *spec,
                                   const ffnrt_compare_criteria *criteria, ffnrt_comparison **out)
 {
@@ -184,8 +233,12 @@ ffnrt_status ffnrt_compare_create(ffnrt_context *ctx, const ffnrt_compare_spec *
         cmp->gated_hidden = g;
         cmp->multiple = mult;
         cmp->criteria = c;
-        *out = cmp;
+        st = build_results(cmp);
     }
+    if (st == FFNRT_OK)
+        *out = cmp;
+    else
+        ffnrt_compare_destroy(cmp);
     return ffnrt_context_finish_call(ctx, st);
 }
 
@@ -411,53 +464,12 @@ ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp)
     now_iso(cmp->sealed_at, sizeof cmp->sealed_at);
     cmp->sealed = 1;
 
-    const ffnrt_compare_spec *s = &cmp->spec;
-    uint32_t cand = s->candidates ? s->candidates : (1u << FFNRT_CANDIDATE_COUNT) - 1;
-    uint32_t biases = s->biases ? s->biases : 3;
-    uint32_t fmts = s->formats ? s->formats : 1u << FFNRT_WEIGHT_F32;
-    size_t count = 0;
-    for (size_t f = 0; f < NFORMATS; f++)
-        for (int b = 0; b < 2; b++)
-            for (int c = 0; c < FFNRT_CANDIDATE_COUNT; c++)
-                count += (fmts >> formats[f].format & 1u) && (biases >> b & 1u) && (cand >> c & 1u);
-    cmp->results = calloc(count ? count : 1, sizeof *cmp->results);
-    if (!cmp->results)
-        return ffnrt_context_finish_call(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY,
-                                                         "%s: out of host memory", fn));
-    /* Results by format, then without and with biases, then candidate. */
-    for (size_t f = 0; f < NFORMATS; f++)
-        for (int b = 0; b < 2; b++)
-            for (int c = 0; c < FFNRT_CANDIDATE_COUNT; c++) {
-                if (!((fmts >> formats[f].format & 1u) && (biases >> b & 1u) && (cand >> c & 1u)))
-                    continue;
-                ffnrt_compare_result *r = &cmp->results[cmp->nresults++];
-                const candidate_row *row = &candidates[c];
-                int gated = row->kind == FFNRT_FFN_GATED;
-                r->candidate = (ffnrt_compare_candidate)c;
-                r->format = formats[f].format;
-                r->bias = b;
-                r->desc = (ffnrt_ffn_desc)FFNRT_FFN_DESC_INIT(row->kind, s->d_model,
-                                                              gated ? cmp->gated_hidden : cmp->dense_hidden);
-                r->desc.dtype = formats[f].dtype;
-                r->desc.bias = b;
-                if (gated)
-                    r->desc.glu = (ffnrt_glu_desc)FFNRT_GLU_DESC_INIT((ffnrt_glu)row->function);
-                else
-                    r->desc.activation = (ffnrt_activation_desc)FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)row->function);
-                ffnrt_ffn_cost c0, c1;
-                ffnrt_ffn_desc d0 = r->desc, d1 = r->desc;
-                d0.bias = 0;
-                d1.bias = 1;
-                if (ffnrt_ffn_cost_model(&d0, 1, 0, &c0) && ffnrt_ffn_cost_model(&d1, 1, 0, &c1)) {
-                    r->parameters_without_bias = c0.parameters;
-                    r->parameters_with_bias = c1.parameters;
-                    r->parameters = b ? c1.parameters : c0.parameters;
-                }
-                r->npoints = cmp->ntokens;
-                for (size_t t = 0; t < cmp->ntokens; t++)
-                    r->points[t].tokens = cmp->tokens[t];
-                r->status = FFNRT_OK;
-            }
+    for (size_t i = 0; i < cmp->nresults; i++) {
+        ffnrt_compare_result *r = &cmp->results[i];
+        r->npoints = cmp->ntokens;
+        for (size_t t = 0; t < cmp->ntokens; t++)
+            r->points[t].tokens = cmp->tokens[t];
+    }
     size_t first = 0;
     for (size_t f = 0; f < NFORMATS && st == FFNRT_OK; f++) {
         size_t n = 0;

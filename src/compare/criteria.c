@@ -38,9 +38,14 @@ static int parse_count(const char *s, int64_t min, int64_t max, int64_t *out)
     return 0;
 }
 
-/* The shortest %g form that reads back as the same double. */
+/* The shortest form that reads back as the same double: whole numbers
+ * as such ("1000", not "1e+03"), others the shortest %g. */
 static void print_double(char *out, size_t len, double v)
 {
+    if (v == floor(v) && fabs(v) < 1e15) {
+        snprintf(out, len, "%.0f", v);
+        return;
+    }
     for (int p = 1; p <= 17; p++) {
         snprintf(out, len, "%.*g", p, v);
         if (strtod(out, NULL) == v)

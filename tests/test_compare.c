@@ -1,0 +1,427 @@
+/* The seed's controlled comparison (ffnrt_compare.h): the criteria's text
+ * and hash, thresholds first (a criterion given after the run refused),
+ * the seed's accounting (d = 6, m = 12: 144 weights dense and gated at
+ * g = 8), measured peak memory against the cost model, failed runs
+ * counted, verdicts, bad specs. Tiny shapes, two rounds and one pair of
+ * candidates (the seed's GELU against SwiGLU) on the devices: the point is
+ * the bookkeeping, speed is the bench's. */
+#include "device_fixture.h"
+#include "ffnrt_compare.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPECT(call, status)                                                                                  \
+    do {                                                                                                      \
+        ffnrt_status st_ = (call);                                                                            \
+        cr_assert_eq(st_, (status), "%s returned %s, expected %s (%s)", #call, ffnrt_status_string(st_),     \
+                     ffnrt_status_string(status), ffnrt_last_error_message());                                \
+    } while (0)
+
+/* ------------------------------------------------------------ criteria */
+
+Test(compare, criteria_text_round_trip)
+{
+    const char *file = "# thresholds, fixed before the run\n"
+                       "max_latency_ms = 2.5   # a 1-token call\n"
+                       "\n"
+                       "  min_tokens_per_s=1e4\n"
+                       "throughput_tokens = 512\n"
+                       "finite = yes\n"
+                       "max_dead_fraction = 0.1\n"
+                       "input = uniform -3 3\n"
+                       "seeds = 5";
+    ffnrt_compare_criteria c;
+    EXPECT(ffnrt_compare_criteria_parse(file, &c), FFNRT_OK);
+    cr_assert_eq(c.max_latency_ms, 2.5);
+    cr_assert_eq(c.min_tokens_per_s, 1e4);
+    cr_assert_eq(c.throughput_tokens, 512);
+    cr_assert_eq(c.require_finite, 1);
+    cr_assert_eq(c.max_dead_fraction, 0.1);
+    cr_assert_eq(c.input, FFNRT_INPUT_UNIFORM);
+    cr_assert_eq(c.input_a, -3);
+    cr_assert_eq(c.input_b, 3);
+    cr_assert_eq(c.seeds, 5);
+    cr_assert_eq(c.max_memory_mib, 0, "a key not given keeps its default (no criterion)");
+    cr_assert_eq(c.stability_tokens, 64);
+
+    /* The canonical text reads back as the same criteria, and hashes alike. */
+    char text[1024], again[1024], h1[65], h2[65];
+    EXPECT(ffnrt_compare_criteria_text(&c, text, sizeof text, h1), FFNRT_OK);
+    cr_assert(strstr(text, "max_latency_ms = 2.5\n"), "%s", text);
+    cr_assert(strstr(text, "min_tokens_per_s = 10000\n"), "whole numbers as such: %s", text);
+    cr_assert(strstr(text, "max_memory_mib = none\n"), "%s", text);
+    cr_assert(strstr(text, "input = uniform -3 3\n"), "%s", text);
+    ffnrt_compare_criteria back;
+    EXPECT(ffnrt_compare_criteria_parse(text, &back), FFNRT_OK);
+    EXPECT(ffnrt_compare_criteria_text(&back, again, sizeof again, h2), FFNRT_OK);
+    cr_assert_str_eq(text, again);
+    cr_assert_str_eq(h1, h2);
+    cr_assert_eq(strlen(h1), 64);
+
+    /* Any change moves the hash; a too-small buffer is refused. */
+    EXPECT(ffnrt_compare_criteria_set(&back, "max_latency_ms", "2.6"), FFNRT_OK);
+    EXPECT(ffnrt_compare_criteria_text(&back, NULL, 0, h2), FFNRT_OK);
+    cr_assert_str_neq(h1, h2);
+    EXPECT(ffnrt_compare_criteria_text(&back, text, 16, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+
+    /* Defaults: nothing is a criterion, and the stated distribution is N(0, 1). */
+    ffnrt_compare_criteria none = FFNRT_COMPARE_CRITERIA_INIT;
+    EXPECT(ffnrt_compare_criteria_parse("# nothing\n", &c), FFNRT_OK);
+    EXPECT(ffnrt_compare_criteria_text(&c, again, sizeof again, NULL), FFNRT_OK);
+    EXPECT(ffnrt_compare_criteria_text(&none, text, sizeof text, NULL), FFNRT_OK);
+    cr_assert_str_eq(text, again);
+    cr_assert(strstr(text, "max_latency_ms = none\nmax_memory_mib = none\n"), "%s", text);
+    cr_assert(strstr(text, "input = normal 0 1\n"), "%s", text);
+}
+
+Test(compare, criteria_refused)
+{
+    static const struct {
+        const char *text, *says;
+    } bad[] = {
+        {"max_latency_ms = 2\nmax_latency = 3\n", "line 2"},          /* unknown key */
+        {"seeds = 3\nseeds = 4\n", "twice"},                          /* a key twice */
+        {"max_latency_ms = -1\n", "max_latency_ms"},                 /* out of range */
+        {"max_latency_ms = 5ms\n", "max_latency_ms"},                /* trailing text */
+        {"max_dead_fraction = 1.5\n", "max_dead_fraction"},
+        {"input = normal 0 0\n", "input"},                           /* no spread */
+        {"input = uniform 1 1\n", "input"},
+        {"input = cauchy 0 1\n", "input"},
+        {"seeds = 0\n", "seeds"},
+        {"finite = maybe\n", "finite"},
+        {"throughput_tokens = -8\n", "throughput_tokens"},
+        {"max_memory_mib = inf\n", "max_memory_mib"},
+        {"just some words\n", "key = value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+        c.seeds = 7; /* untouched on failure */
+        EXPECT(ffnrt_compare_criteria_parse(bad[i].text, &c), FFNRT_ERROR_INVALID_ARGUMENT);
+        cr_assert(strstr(ffnrt_last_error_message(), bad[i].says), "\"%s\": the message \"%s\" does not say \"%s\"",
+                  bad[i].text, ffnrt_last_error_message(), bad[i].says);
+        cr_assert_eq(c.seeds, 7);
+    }
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    EXPECT(ffnrt_compare_criteria_set(&c, "max_latency_ms", "none"), FFNRT_OK);
+    EXPECT(ffnrt_compare_criteria_set(&c, NULL, "1"), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_criteria_parse(NULL, &c), FFNRT_ERROR_INVALID_ARGUMENT);
+    /* A struct filled by hand out of range has no canonical text. */
+    c.seeds = 0;
+    EXPECT(ffnrt_compare_criteria_text(&c, NULL, 0, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+}
+
+/* ------------------------------------------------------------ on devices */
+
+static const ffnrt_compare_result *result_of(const ffnrt_comparison *cmp, ffnrt_compare_candidate c, int bias)
+{
+    for (size_t i = 0; i < ffnrt_compare_result_count(cmp); i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        if (r->candidate == c && r->bias == bias)
+            return r;
+    }
+    cr_assert_fail("no result for %s%s", ffnrt_compare_candidate_name(c), bias ? "+bias" : "");
+    return NULL;
+}
+
+/* The seed's accounting, before anything runs: every candidate with and
+ * without biases, d = 6, m = 12 against g = 8, 144 weights each. */
+BACKEND_PARAMETERS(compare, seed_accounting)
+
+ParameterizedTest(ffnrt_backend *b, compare, seed_accounting)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, NULL, &cmp), FFNRT_OK);
+    int64_t m, g, mult;
+    EXPECT(ffnrt_compare_widths(cmp, &m, &g, &mult), FFNRT_OK);
+    cr_assert(m == 12 && g == 8 && mult == 1, "m %lld g %lld multiple %lld", (long long)m, (long long)g,
+              (long long)mult);
+    EXPECT(ffnrt_compare_sealed(cmp, NULL, NULL, NULL, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(ffnrt_compare_result_count(cmp), 14, "7 candidates, with and without biases");
+    cr_assert_null(ffnrt_compare_result_get(cmp, 14));
+    for (int bias = 0; bias < 2; bias++)
+        for (int k = 0; k < FFNRT_CANDIDATE_COUNT; k++) {
+            const ffnrt_compare_result *r = result_of(cmp, (ffnrt_compare_candidate)k, bias);
+            int gated = r->desc.kind == FFNRT_FFN_GATED;
+            cr_assert_eq(gated, k >= FFNRT_CANDIDATE_REGLU);
+            /* 2dm = 3dg = 144; biases add m + d dense, 2g + d gated. */
+            cr_assert_eq(r->desc.d_model, 6);
+            cr_assert_eq(r->desc.hidden, gated ? 8 : 12);
+            cr_assert_eq(r->desc.bias, bias);
+            cr_assert_eq(r->parameters_without_bias, 144);
+            cr_assert_eq(r->parameters_with_bias, gated ? 144 + 16 + 6 : 144 + 12 + 6);
+            cr_assert_eq(r->parameters, bias ? r->parameters_with_bias : 144);
+            cr_assert_eq(r->npoints, 0, "no measurement before the run");
+        }
+    ffnrt_compare_destroy(cmp);
+    test_context_done(ctx);
+}
+
+/* The seed's GELU against SwiGLU on the device, with and without biases,
+ * at 1 and 8 tokens: FLOPs, bytes and memory as the report carries them,
+ * and the run's bookkeeping. */
+BACKEND_PARAMETERS(compare, seed_run)
+
+ParameterizedTest(ffnrt_backend *b, compare, seed_run)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.tokens[0] = 1;
+    spec.tokens[1] = 8;
+    spec.ntokens = 2;
+    spec.rounds = 2;
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.max_latency_ms = 10000;   /* generous: every candidate passes what was measured */
+    c.max_memory_mib = 1;
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+    cr_assert_eq(ffnrt_compare_result_count(cmp), 4);
+    for (size_t i = 0; i < 4; i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        int gated = r->desc.kind == FFNRT_FFN_GATED, bias = r->bias;
+        cr_assert_eq(r->weight_bytes, 4 * r->parameters, "f32 weights and biases as allocated");
+        cr_assert_eq(r->status, FFNRT_OK, "%s", r->message);
+        cr_assert_eq(r->npoints, 2);
+        for (size_t p = 0; p < r->npoints; p++) {
+            const ffnrt_compare_point *pt = &r->points[p];
+            int64_t t = pt->tokens;
+            cr_assert_eq(t, p ? 8 : 1);
+            /* FLOPs: 2 a weight, 1 a bias, the activation (and the gating product) per hidden unit. */
+            uint64_t per_token = 2 * 144 + (bias ? (gated ? 22 : 18) : 0) + (gated ? 16 : 12);
+            cr_assert_eq(pt->flops, per_token * (uint64_t)t, "%s t%lld", ffnrt_compare_candidate_name(r->candidate),
+                         (long long)t);
+            /* Bytes and the model's peak are ffnrt_ffn_cost_of's on the path the dispatcher chose. */
+            cr_assert(pt->path == FFNRT_FFN_PATH_FUSED || pt->path == FFNRT_FFN_PATH_UNFUSED);
+            ffnrt_ffn_cost cost;
+            EXPECT(ffnrt_ffn_cost_of(&r->desc, t, pt->path, &cost), FFNRT_OK);
+            cr_assert_eq(pt->bytes_moved, cost.bytes_moved);
+            cr_assert_eq(pt->peak_bytes_model, cost.peak_bytes);
+            /* Measured: weights, biases, x, y and the path's intermediates, as allocated
+             * (whole words; every f32 tensor here is). */
+            cr_assert_eq(pt->peak_bytes, cost.peak_bytes, "%s t%lld: measured %llu, model %llu",
+                         ffnrt_compare_candidate_name(r->candidate), (long long)t,
+                         (unsigned long long)pt->peak_bytes, (unsigned long long)cost.peak_bytes);
+            cr_assert_eq(pt->time.runs, 2);
+            cr_assert_eq(pt->time.failed, 0);
+            cr_assert(pt->time.mean_ms > 0 && pt->time.min_ms <= pt->time.median_ms &&
+                      pt->time.median_ms <= pt->time.max_ms && pt->time.stdev_ms >= 0);
+            cr_assert(pt->time.device_mean_ms > 0, "both devices time their work");
+            cr_assert(fabs(pt->tokens_per_s - (double)t / (1e-3 * pt->time.mean_ms)) <= 1e-9 * pt->tokens_per_s);
+        }
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_LATENCY], FFNRT_VERDICT_PASS);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_MEMORY], FFNRT_VERDICT_PASS);
+        cr_assert_eq(r->judged[FFNRT_CRITERION_MEMORY], (double)r->points[1].peak_bytes / 1048576.0,
+                     "memory is judged at the largest count");
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_THROUGHPUT], FFNRT_VERDICT_NONE, "not a criterion");
+        cr_assert_eq(r->pass, 1);
+    }
+    ffnrt_compare_destroy(cmp);
+    test_context_done(ctx);
+}
+
+/* Thresholds first: criteria may be set until the run starts; the run
+ * seals them (text, hash, time) and judges by them; afterwards a new one is
+ * refused and changes nothing. */
+BACKEND_PARAMETERS(compare, thresholds_first)
+
+ParameterizedTest(ffnrt_backend *b, compare, thresholds_first)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.biases = 1;
+    spec.tokens[0] = 1;
+    spec.ntokens = 1;
+    spec.rounds = 2;
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, NULL, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_set_criterion(cmp, "min_tokens_per_s", "1"), FFNRT_OK);
+    EXPECT(ffnrt_compare_set_criterion(cmp, "max_latency", "1"), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+
+    ffnrt_compare_criteria sealed, expect = FFNRT_COMPARE_CRITERIA_INIT;
+    const char *text, *sha, *at;
+    EXPECT(ffnrt_compare_sealed(cmp, &sealed, &text, &sha, &at), FFNRT_OK);
+    expect.min_tokens_per_s = 1;
+    char want_text[1024], want_sha[65];
+    EXPECT(ffnrt_compare_criteria_text(&expect, want_text, sizeof want_text, want_sha), FFNRT_OK);
+    cr_assert_str_eq(text, want_text);
+    cr_assert_str_eq(sha, want_sha);
+    cr_assert_eq(strlen(at), 24, "an ISO 8601 time with milliseconds: %s", at);
+
+    /* A criterion given after the run: refused, and nothing moves. */
+    char sha_before[65];
+    strcpy(sha_before, sha);
+    EXPECT(ffnrt_compare_set_criterion(cmp, "max_latency_ms", "0.001"), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(ffnrt_last_error_message(), "after the run"), "%s", ffnrt_last_error_message());
+    EXPECT(ffnrt_compare_sealed(cmp, &sealed, &text, &sha, NULL), FFNRT_OK);
+    cr_assert_str_eq(sha, sha_before);
+    cr_assert_eq(sealed.max_latency_ms, 0);
+    for (size_t i = 0; i < ffnrt_compare_result_count(cmp); i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_LATENCY], FFNRT_VERDICT_NONE);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_THROUGHPUT], FFNRT_VERDICT_PASS);
+        cr_assert_eq(r->pass, 1);
+    }
+    /* Nor can the comparison run again under other criteria. */
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_compare_destroy(cmp);
+    test_context_done(ctx);
+}
+
+/* A criterion nothing passes fails every candidate; a stability criterion
+ * is judged from the in-kernel diagnostics, never passed unmeasured. */
+BACKEND_PARAMETERS(compare, verdicts)
+
+ParameterizedTest(ffnrt_backend *b, compare, verdicts)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.biases = 1;
+    spec.tokens[0] = 8;
+    spec.ntokens = 1;
+    spec.rounds = 2;
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.max_latency_ms = 1e-9;
+    c.require_finite = 1;
+    c.max_dead_fraction = 1;
+    c.seeds = 2;
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+    for (size_t i = 0; i < ffnrt_compare_result_count(cmp); i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        cr_assert_eq(r->npoints, 2, "1 is measured for the latency though not asked for");
+        cr_assert_eq(r->points[0].tokens, 1);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_LATENCY], FFNRT_VERDICT_FAIL);
+        cr_assert_eq(r->judged[FFNRT_CRITERION_LATENCY], r->points[0].time.mean_ms);
+        cr_assert_eq(r->seeds, 2);
+        if (r->stability_measured) {
+            cr_assert_eq(r->verdict[FFNRT_CRITERION_FINITE], r->nonfinite_outputs ? FFNRT_VERDICT_FAIL : FFNRT_VERDICT_PASS);
+            cr_assert_eq(r->verdict[FFNRT_CRITERION_DEAD], FFNRT_VERDICT_PASS, "every fraction is at most 1");
+        } else {
+            cr_assert(strstr(r->stability_note, "not measured"), "%s", r->stability_note);
+            cr_assert_eq(r->verdict[FFNRT_CRITERION_FINITE], FFNRT_VERDICT_UNMEASURED);
+            cr_assert_eq(r->verdict[FFNRT_CRITERION_DEAD], FFNRT_VERDICT_UNMEASURED);
+        }
+        cr_assert_eq(r->pass, 0);
+    }
+    ffnrt_compare_destroy(cmp);
+    test_context_done(ctx);
+}
+
+/* Calls that fail are counted, not hidden: under a device-memory budget
+ * that 1 token fits and 64 do not, the 64-token calls fail with the
+ * reason, the 1-token figures stand, and no candidate passes. */
+BACKEND_PARAMETERS(compare, failed_runs)
+
+ParameterizedTest(ffnrt_backend *b, compare, failed_runs)
+{
+    setenv("FFNRT_LIMITS", "max_memory=2400", 1); /* this test's own process */
+    ffnrt_context *ctx = test_context(*b, NULL);
+    unsetenv("FFNRT_LIMITS");
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.biases = 1;
+    spec.tokens[0] = 1;
+    spec.tokens[1] = 64;
+    spec.ntokens = 2;
+    spec.rounds = 2;
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.max_latency_ms = 10000;
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+    cr_assert_eq(ffnrt_compare_result_count(cmp), 2);
+    for (size_t i = 0; i < 2; i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        cr_assert_eq(r->points[0].time.runs, 2, "%s", r->message);
+        cr_assert_eq(r->points[0].time.failed, 0);
+        cr_assert_eq(r->points[1].time.runs, 0);
+        cr_assert_eq(r->points[1].time.failed, 2);
+        cr_assert_eq(r->points[1].tokens_per_s, 0);
+        cr_assert(strstr(r->message, "t64") && strstr(r->message, "max_memory"), "%s", r->message);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_LATENCY], FFNRT_VERDICT_PASS);
+        cr_assert_eq(r->pass, 0, "a candidate whose calls fail does not pass");
+    }
+    ffnrt_compare_destroy(cmp);
+    test_context_done(ctx);
+}
+
+/* Widths from a budget or m, and specs refused before anything runs. */
+BACKEND_PARAMETERS(compare, specs)
+
+ParameterizedTest(ffnrt_backend *b, compare, specs)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_comparison *cmp = NULL;
+    int64_t m, g;
+    /* The seed's example from a budget: 2·6·m <= 144 gives m = 12, g = 8. */
+    ffnrt_compare_spec s = FFNRT_COMPARE_SPEC_INIT(6, 0);
+    s.parameter_budget = 144;
+    EXPECT(ffnrt_compare_create(ctx, &s, NULL, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_widths(cmp, &m, &g, NULL), FFNRT_OK);
+    cr_assert(m == 12 && g == 8, "m %lld g %lld", (long long)m, (long long)g);
+    ffnrt_compare_destroy(cmp);
+    /* Llama's: d = 4096, m = 4d = 16384 at multiple 256 gives g = 11008, from m or its budget. */
+    for (int budget = 0; budget < 2; budget++) {
+        s = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(4096, budget ? 0 : 16384);
+        s.parameter_budget = budget ? 2 * 4096 * 16384 + 100 : 0;
+        s.multiple = 256;
+        EXPECT(ffnrt_compare_create(ctx, &s, NULL, &cmp), FFNRT_OK);
+        EXPECT(ffnrt_compare_widths(cmp, &m, &g, NULL), FFNRT_OK);
+        cr_assert(m == 16384 && g == 11008, "m %lld g %lld", (long long)m, (long long)g);
+        ffnrt_compare_destroy(cmp);
+    }
+
+    static const struct {
+        int64_t d, m, budget;
+        uint32_t candidates, biases, formats;
+        int64_t token;
+        ffnrt_status want;
+    } bad[] = {
+        {0, 12, 0, 0, 0, 0, 1, FFNRT_ERROR_INVALID_ARGUMENT},         /* d_model 0 */
+        {6, 12, 144, 0, 0, 0, 1, FFNRT_ERROR_INVALID_ARGUMENT},       /* m and a budget */
+        {6, 0, 0, 0, 0, 0, 1, FFNRT_ERROR_INVALID_ARGUMENT},          /* neither */
+        {6, 0, 11, 0, 0, 0, 1, FFNRT_ERROR_INVALID_ARGUMENT},         /* a budget too small for m = 1 */
+        {6, 12, 0, 1u << 9, 0, 0, 1, FFNRT_ERROR_INVALID_ARGUMENT},   /* no such candidate */
+        {6, 12, 0, 0, 4, 0, 1, FFNRT_ERROR_INVALID_ARGUMENT},         /* biases */
+        {6, 12, 0, 0, 0, 1u << FFNRT_WEIGHT_FORMAT_COUNT, 1, FFNRT_ERROR_INVALID_ARGUMENT},
+        {6, 12, 0, 0, 0, 0, 0, FFNRT_ERROR_INVALID_ARGUMENT},         /* 0 tokens */
+        {6, 12, 0, 0, 0, 0, (1 << 24) + 1, FFNRT_ERROR_INVALID_ARGUMENT},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        s = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(bad[i].d, bad[i].m);
+        s.parameter_budget = bad[i].budget;
+        s.candidates = bad[i].candidates;
+        s.biases = bad[i].biases;
+        s.formats = bad[i].formats;
+        s.tokens[0] = bad[i].token;
+        s.ntokens = 1;
+        cmp = (ffnrt_comparison *)&s; /* must come back NULL */
+        EXPECT(ffnrt_compare_create(ctx, &s, NULL, &cmp), bad[i].want);
+        cr_assert_null(cmp, "case %zu", i);
+        cr_assert(strlen(ffnrt_last_error_message()) > 0);
+    }
+    s = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(6, 12);
+    s.ntokens = FFNRT_COMPARE_MAX_TOKENS + 1;
+    EXPECT(ffnrt_compare_create(ctx, &s, NULL, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);
+    /* Criteria out of range, and null arguments. */
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.max_dead_fraction = 2;
+    s.ntokens = 0;
+    EXPECT(ffnrt_compare_create(ctx, &s, &c, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_create(ctx, NULL, NULL, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_create(NULL, &s, NULL, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_run(NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_set_criterion(NULL, "seeds", "2"), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert_null(ffnrt_compare_result_get(NULL, 0));
+    ffnrt_compare_destroy(NULL);
+    test_context_done(ctx);
+}
