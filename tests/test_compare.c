@@ -224,6 +224,39 @@ ParameterizedTest(ffnrt_backend *b, compare, seed_run)
     test_context_done(ctx);
 }
 
+/* The dtype dimension: fp16 and bf16 weights, activations and biases,
+ * each a result of its own, stored in two bytes a value. */
+BACKEND_PARAMETERS(compare, precisions)
+
+ParameterizedTest(ffnrt_backend *b, compare, precisions)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.biases = 1;
+    spec.formats = 1u << FFNRT_WEIGHT_F16 | 1u << FFNRT_WEIGHT_BF16;
+    spec.tokens[0] = 1;
+    spec.ntokens = 1;
+    spec.rounds = 1;
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, NULL, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+    cr_assert_eq(ffnrt_compare_result_count(cmp), 4);
+    for (size_t i = 0; i < 4; i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        cr_assert_eq(r->format, i < 2 ? FFNRT_WEIGHT_F16 : FFNRT_WEIGHT_BF16, "results by format first");
+        cr_assert_eq(r->desc.dtype, i < 2 ? FFNRT_DTYPE_F16 : FFNRT_DTYPE_BF16);
+        cr_assert_eq(r->weight_bytes, 2 * r->parameters);
+        cr_assert_eq(r->points[0].time.runs, 1, "%s", r->message);
+        ffnrt_ffn_cost cost;
+        EXPECT(ffnrt_ffn_cost_of(&r->desc, 1, r->points[0].path, &cost), FFNRT_OK);
+        cr_assert_eq(r->points[0].peak_bytes, cost.peak_bytes, "every tensor here is whole 32-bit words");
+        cr_assert_eq(r->pass, 1);
+    }
+    ffnrt_compare_destroy(cmp);
+    test_context_done(ctx);
+}
+
 /* Thresholds first: criteria may be set until the run starts; the run
  * seals them (text, hash, time) and judges by them; afterwards a new one is
  * refused and changes nothing. */
