@@ -103,5 +103,7 @@ awk '!done && /"group": "compare"/ && /t8"/ { sub(/"median_ns": [0-9.e+-]+/, "\"
     "$dir/r1/compare.json" >"$dir/slow.json"
 check "an injected slowdown" 1 "$ffnrt" compare --compare "$dir/r1/compare.json" "$dir/slow.json"
 [ "$(grep -c REGRESSION "$dir/out")" = 1 ] || { echo "FAIL: expected one regression"; cat "$dir/out"; fail=1; }
+check "criteria given to --compare" 2 "$ffnrt" compare --compare "$dir/r1/compare.json" "$dir/r2/compare.json" --finite
+says "$dir/err" "after the run" "the refusal says why"
 check "a missing report" 2 "$ffnrt" compare --compare "$dir/r1/compare.json" "$dir/none.json"
 exit $fail

@@ -130,17 +130,26 @@ static int split_list(char *s, char **out, int max)
     return n;
 }
 
-/* `ffnrt compare --plot REPORT [DIR]`: no criteria may come with it. */
-static int plot_main(int argc, char **argv)
+/* Reports are judged by the criteria fixed before they ran: none may come
+ * with --plot or --compare. 1 (and the refusal on stderr) when one does. */
+static int criteria_after_run(const char *mode, int argc, char **argv)
 {
     for (int i = 0; i < argc; i++)
         if (criteria_flag(argv[i]) >= 0 || strcmp(argv[i], "--criteria") == 0) {
             fprintf(stderr,
-                    "ffnrt compare --plot: %s: criteria cannot be given after the run; a report is judged by the "
+                    "ffnrt compare %s: %s: criteria cannot be given after the run; a report is judged by the "
                     "criteria fixed before it ran (its table shows them with their SHA-256): run again with new ones\n",
-                    argv[i]);
-            return 2;
+                    mode, argv[i]);
+            return 1;
         }
+    return 0;
+}
+
+/* `ffnrt compare --plot REPORT [DIR]`. */
+static int plot_main(int argc, char **argv)
+{
+    if (criteria_after_run("--plot", argc, argv))
+        return 2;
     if (argc < 1 || argc > 2 || argv[0][0] == '-') {
         fprintf(stderr, "usage: ffnrt compare --plot REPORT.json [DIR]\n");
         return 2;
@@ -472,7 +481,7 @@ static int run_main(int argc, char **argv)
 int ffnrt_compare_main(int argc, char **argv)
 {
     if (argc >= 1 && strcmp(argv[0], "--compare") == 0)
-        return compare_compare_main(argc - 1, argv + 1);
+        return criteria_after_run("--compare", argc - 1, argv + 1) ? 2 : compare_compare_main(argc - 1, argv + 1);
     if (argc >= 1 && strcmp(argv[0], "--plot") == 0)
         return plot_main(argc - 1, argv + 1);
     if (argc == 0) {
