@@ -442,6 +442,13 @@ ParameterizedTest(ffnrt_backend *b, compare, specs)
         cr_assert_null(cmp, "case %zu", i);
         cr_assert(strlen(ffnrt_last_error_message()) > 0);
     }
+    /* Widths whose figures pass 64 bits are refused at creation, before any buffer is sized. */
+    s = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(UINT32_MAX, UINT32_MAX);
+    cmp = NULL;
+    ffnrt_status huge = ffnrt_compare_create(ctx, &s, NULL, &cmp);
+    cr_assert(huge == FFNRT_ERROR_LIMIT_EXCEEDED || huge == FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s",
+              ffnrt_status_string(huge), ffnrt_last_error_message());
+    cr_assert_null(cmp);
     s = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(6, 12);
     s.ntokens = FFNRT_COMPARE_MAX_TOKENS + 1;
     EXPECT(ffnrt_compare_create(ctx, &s, NULL, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);

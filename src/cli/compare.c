@@ -415,7 +415,7 @@ static int run_main(int argc, char **argv)
         rc = 1;
     ffnrt_compare_criteria criteria;
     if (rc == 0) {
-        bench_meta_init(meta, "ffnrt-bench-1", "compare");
+        bench_meta_init(meta, "ffnrt-compare-1", "compare");
         rc = fix_criteria(&o, &criteria, meta);
     }
     bench_rows rows = {0};

@@ -195,11 +195,19 @@ static ffnrt_status build_results(ffnrt_comparison *cmp)
                 ffnrt_ffn_desc d0 = r->desc, d1 = r->desc;
                 d0.bias = 0;
                 d1.bias = 1;
-                if (ffnrt_ffn_cost_model(&d0, 1, 0, &c0) && ffnrt_ffn_cost_model(&d1, 1, 0, &c1)) {
-                    r->parameters_without_bias = c0.parameters;
-                    r->parameters_with_bias = c1.parameters;
-                    r->parameters = b ? c1.parameters : c0.parameters;
-                }
+                /* The layer as ffnrt_ffn_create checks it, and its figures within
+                 * 64 bits (so every host buffer's size is too). */
+                ffnrt_status st = ffnrt_ffn_check_desc(&cmp->ctx->error, &d1, "ffnrt_compare_create");
+                if (st != FFNRT_OK)
+                    return st;
+                if (!ffnrt_ffn_cost_model(&d0, 1, 0, &c0) || !ffnrt_ffn_cost_model(&d1, 1 << 24, 1, &c1) ||
+                    !ffnrt_ffn_cost_model(&d1, 1, 0, &c1))
+                    return ffnrt_fail(&cmp->ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                                      "ffnrt_compare_create: d_model %lld and width %lld: the layer's figures pass 64 "
+                                      "bits", (long long)d1.d_model, (long long)d1.hidden);
+                r->parameters_without_bias = c0.parameters;
+                r->parameters_with_bias = c1.parameters;
+                r->parameters = b ? c1.parameters : c0.parameters;
                 r->status = FFNRT_OK;
             }
     return FFNRT_OK;
