@@ -41,9 +41,9 @@ static ffnrt_status upload_dense(ffnrt_context *ctx, const compare_format *f, co
 }
 
 static const compare_format formats[] = {
-    {FFNRT_WEIGHT_F32, FFNRT_DTYPE_F32, upload_dense},
-    {FFNRT_WEIGHT_F16, FFNRT_DTYPE_F16, upload_dense},
-    {FFNRT_WEIGHT_BF16, FFNRT_DTYPE_BF16, upload_dense},
+    {FFNRT_WEIGHT_F32, FFNRT_DTYPE_F32, upload_dense, NULL},
+    {FFNRT_WEIGHT_F16, FFNRT_DTYPE_F16, upload_dense, NULL},
+    {FFNRT_WEIGHT_BF16, FFNRT_DTYPE_BF16, upload_dense, NULL},
 };
 #define NFORMATS (sizeof formats / sizeof formats[0])
 
@@ -187,6 +187,8 @@ static ffnrt_status build_results(ffnrt_comparison *cmp)
                                                               gated ? cmp->gated_hidden : cmp->dense_hidden);
                 r->desc.dtype = formats[f].dtype;
                 r->desc.bias = b;
+                if (formats[f].describe)
+                    formats[f].describe(&formats[f], &r->desc);
                 if (gated)
                     r->desc.glu = (ffnrt_glu_desc)FFNRT_GLU_DESC_INIT((ffnrt_glu)row->function);
                 else

@@ -34,14 +34,17 @@ struct ffnrt_comparison {
 
 /* The dtype dimension: one row per weight format the comparison can run.
  * A row says which storage type the layer's inputs, outputs and biases
- * take and how a weight matrix of fp32 host values becomes a device
- * tensor of the format. The quantized formats join as rows once layers
- * take them (their upload quantizes with ffnrt_quantize). */
+ * take, how a weight matrix of fp32 host values becomes a device tensor of
+ * the format, and (describe, NULL for the dense dtypes) what a layer's
+ * descriptor must say about it. The quantized formats join as rows once
+ * layers take them: their upload quantizes with ffnrt_quantize, their
+ * describe sets the descriptor's weight formats. */
 typedef struct compare_format {
     ffnrt_weight_format format;
     ffnrt_dtype dtype;
     ffnrt_status (*upload)(ffnrt_context *ctx, const struct compare_format *f, const float *w, int64_t rows, int64_t k,
                            ffnrt_tensor **out);
+    void (*describe)(const struct compare_format *f, ffnrt_ffn_desc *desc);
 } compare_format;
 
 /* Progress text for the spec's callback. */
