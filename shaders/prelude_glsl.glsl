@@ -53,8 +53,13 @@ float ffn_two_prod_err(float a, float b, float p)
 #define BUFFER_RO_F4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferF4_##binding_ { vec4 name##_f4[]; };
 #define LOAD_F4(name, i4) name##_f4[(i4)]
 /* No native half loads (see LOAD_HALF4 in prelude_opencl.cl). */
+/* 32-bit atomics, see prelude_opencl.cl. */
 #define ATOMIC_AND(buf, i, v) atomicAnd(buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomicOr(buf[i], v)
+#define ATOMIC_ADD(buf, i, v) atomicAdd(buf[i], v)
+#define ATOMIC_MIN(buf, i, v) atomicMin(buf[i], v)
+#define ATOMIC_MAX(buf, i, v) atomicMax(buf[i], v)
+#define ATOMIC_CAS(buf, i, expected, desired) atomicCompSwap(buf[i], expected, desired)
 
 /* Kernel signature: buffers are descriptor bindings in set 0, Params is the
  * push-constant block. */

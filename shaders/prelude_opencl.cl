@@ -43,9 +43,15 @@ typedef float4 f4;
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
 #define LOAD_HALF4(buf, i) vload_half4(0, (const __global half *)(buf) + (i))
-/* Atomic bit operations on a 32-bit word of a binding. */
+/* 32-bit atomics on a uint word of a binding or of a shared array (the
+ * statistics variant, shaders/stats.inc; no 64-bit atomics are assumed).
+ * ADD and CAS return the word's previous value. */
 #define ATOMIC_AND(buf, i, v) atomic_and(&buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomic_or(&buf[i], v)
+#define ATOMIC_ADD(buf, i, v) atomic_add(&buf[i], v)
+#define ATOMIC_MIN(buf, i, v) atomic_min(&buf[i], v)
+#define ATOMIC_MAX(buf, i, v) atomic_max(&buf[i], v)
+#define ATOMIC_CAS(buf, i, expected, desired) atomic_cmpxchg(&buf[i], expected, desired)
 
 /* Kernel signature: buffers and the Params struct are kernel arguments. */
 #define PARAMS_BEGIN typedef struct {

@@ -250,7 +250,7 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
         compare_progress(cmp, "%s %s%s t%lld warm-up", ffnrt_weight_format_name(f->format), ffnrt_compare_candidate_name(r->candidate),
                  r->bias ? "+bias" : "", (long long)tokens);
         if (cs == FFNRT_OK)
-            cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run");
+            cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run", NULL);
         if (cs == FFNRT_OK)
             cs = ffnrt_choose_ffn(ctx, &r->desc, (uint64_t)tokens, &choice, NULL, &ctx->error);
         if (cs != FFNRT_OK) {
@@ -277,7 +277,7 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
                 continue;
             sample *s = &samples[i];
             double t0 = ffnrt_now_ms();
-            ffnrt_status cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run");
+            ffnrt_status cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run", NULL);
             double ms = ffnrt_now_ms() - t0;
             if (cs != FFNRT_OK) {
                 s->failed++;

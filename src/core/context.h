@@ -117,6 +117,15 @@ struct ffnrt_context {
     uint64_t max_memory;
     uint64_t allocated; /* bytes of the live tensors' buffers */
     uint64_t allocated_peak; /* the most `allocated` reached since creation or ffnrt_context_memory's reset */
+    /* Statistics (ops/stats.c): ffnrt_context_set_stats's options
+     * (stats_set: given), the buffer the statistics kernels add into and
+     * the zeros it starts each call from, the last call's statistics. */
+    int stats_set;
+    ffnrt_stats_options stats_options;
+    struct ffnrt_tensor *stats_buffer;
+    void *stats_zeros;
+    size_t stats_zeros_bytes;
+    ffnrt_stats *last_stats;
 };
 
 /* Timing for the calibration and the tuner: a monotonic clock, and the

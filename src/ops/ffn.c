@@ -82,7 +82,7 @@ static ffnrt_gemm_launch product(const ffn_run *r, const ffnrt_tensor *x, uint64
                                  ffnrt_gemm_operand wv, int gated, int bias, uint64_t n, ffnrt_tensor *y,
                                  ffnrt_activation act, float alpha, float beta)
 {
-    ffnrt_gemm_launch g = {x, r->tokens, k, w, wv, n, y, act, alpha, beta, r->d->dtype, gated, bias};
+    ffnrt_gemm_launch g = {x, r->tokens, k, w, wv, n, y, act, alpha, beta, r->d->dtype, gated, bias, NULL};
     return g;
 }
 
@@ -120,7 +120,7 @@ static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const ffnrt_gemm_opera
     uint32_t params[4] = {0, 0, (uint32_t)width, (uint32_t)pj->b_first};
     ffnrt_ew_binding b[3] = {{y, 1}, {y, 1}, {pj->b, 0}};
     ffnrt_defines none = {0};
-    ffnrt_ew_launch launch = {"bias.kernel", &none, y->dtype, y->numel, 1, b, 3, params, sizeof params};
+    ffnrt_ew_launch launch = {"bias.kernel", &none, y->dtype, y->numel, 1, b, 3, params, sizeof params, NULL};
     ffnrt_status st = ffnrt_run_elementwise(r->ctx, &launch);
     r->ns += r->ctx->last_op_ns;
     return st;
@@ -146,7 +146,7 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
             ffnrt_plan_add(r->plan, "ffn.activation", ffnrt_activation_name(d->activation.kind),
                            "unfused: activation.kernel in place on the [tokens, hidden] intermediate, %s", arith);
         } else if (st == FFNRT_OK) {
-            st = ffnrt_op_activation(ctx, &d->activation, lh, NULL, lh, fn);
+            st = ffnrt_op_activation(ctx, &d->activation, lh, NULL, lh, fn, NULL);
             r->ns += ctx->last_op_ns;
         }
     } else {
@@ -165,7 +165,7 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
             ffnrt_plan_add(r->plan, "ffn.gating", ffnrt_glu_name(d->glu.kind),
                            "unfused: glu.kernel over the gate and value intermediates, %s", arith);
         } else if (st == FFNRT_OK) {
-            st = ffnrt_op_glu_split(ctx, &d->glu, lg, lv, lh, fn);
+            st = ffnrt_op_glu_split(ctx, &d->glu, lg, lv, lh, fn, NULL);
             r->ns += ctx->last_op_ns;
         }
     }
@@ -223,8 +223,10 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
     return st;
 }
 
-ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn)
+ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn,
+                           struct ffnrt_stats_call *stats)
 {
+    (void)stats;
     ffnrt_context *ctx = layer->ctx;
     const ffnrt_ffn_desc *d = &layer->desc;
     ffnrt_status st = ffnrt_ffn_check_io(layer, x, y, fn);
@@ -253,7 +255,7 @@ ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_te
     static const char fn[] = "ffnrt_ffn_forward";
     if (!layer)
         return ffnrt_null_handle(fn, "layer");
-    return ffnrt_context_finish_call(layer->ctx, ffnrt_ffn_run(layer, x, y, fn));
+    return ffnrt_context_finish_call(layer->ctx, ffnrt_ffn_run(layer, x, y, fn, NULL));
 }
 
 ffnrt_status ffnrt_ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)

@@ -20,6 +20,12 @@ struct ffnrt_ffn {
     ffnrt_tensor *owned[FFN_SLOT_COUNT];     /* uploaded from host arrays */
     ffnrt_tensor *h, *g, *v;                 /* intermediates, [scratch_tokens, hidden] */
     uint64_t scratch_tokens;
+    /* Statistics (ops/stats.c): ffnrt_ffn_set_stats's options (stats_set:
+     * given), the last forward's statistics and its feature bits. */
+    int stats_set;
+    ffnrt_stats_options stats_options;
+    ffnrt_stats *last_stats;
+    uint32_t *feature_bits;
 };
 
 static inline int ffnrt_ffn_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }

@@ -141,6 +141,8 @@ void ffnrt_ffn_destroy(ffnrt_ffn *layer)
     ffnrt_ffn_drop_scratch(layer);
     for (int s = 0; s < FFN_SLOT_COUNT; s++)
         ffnrt_tensor_free(layer->owned[s]);
+    free(layer->last_stats);
+    free(layer->feature_bits);
     free(layer);
 }
 
