@@ -148,6 +148,7 @@ int compare_report_add(bench_rows *rows, bench_meta *meta, const ffnrt_compariso
         bench_row_metric(r, "seeds", res->seeds);
         if (res->stability_measured) {
             bench_row_metric(r, "nonfinite", (double)res->nonfinite_outputs);
+            bench_row_metric(r, "nonfinite_hidden", (double)res->nonfinite_hidden);
             bench_row_metric(r, "dead_max", res->dead_fraction_max);
             bench_row_metric(r, "dead_mean", res->dead_fraction_mean);
         } else {

@@ -193,6 +193,7 @@ typedef struct ffnrt_compare_result {
     int stability_measured;
     uint32_t seeds;
     uint64_t nonfinite_outputs;      /* NaN and ±Inf over every seed's output */
+    uint64_t nonfinite_hidden;       /* NaN and ±Inf in the hidden activations as stored, every seed */
     double dead_fraction_max;        /* hidden features dead for every token of a call: the worst seed */
     double dead_fraction_mean;
     char stability_note[160];        /* why not measured, or what was measured */
