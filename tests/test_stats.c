@@ -727,3 +727,257 @@ ParameterizedTest(ffnrt_backend *backend, stats, bad_options)
     cr_expect_eq(s.valid, 0, "off: the last statistics stay as they were (none)");
     test_context_done(ctx);
 }
+
+/* ------------------------------------------------------------ FFN layers */
+
+/* A layer whose products are exact in fp32: inputs in {0, 1}, weights and
+ * biases small integers, so every pre-activation is an integer the host
+ * knows, and ReLU / ReGLU hidden activations are too. Every 7th hidden
+ * feature has only -1 weights in (and no bias): dead for every token. */
+typedef struct ffn_case {
+    int gated, bias, unfused;
+    ffnrt_matmul_kernel matmul;
+    ffnrt_dtype dtype;
+    int64_t tokens;
+    int edge; /* x holds a NaN, a +Inf and a -Inf (tokens 0, 1 and the last) */
+} ffn_case;
+
+#define FFN_D 24
+#define FFN_H 37
+
+static float w_in(int64_t n, int64_t k) { return n % 7 == 0 ? -1.0f : (float)((n * 5 + k) % 3) - 1.0f; }
+static float w_value(int64_t n, int64_t k) { return (float)((n + 2 * k) % 3) - 1.0f; }
+static float w_out(int64_t i, int64_t n) { return (float)((i * 3 + n) % 3) - 1.0f; }
+static float b_in(int64_t n) { return n % 7 == 0 ? 0.0f : (float)(n % 4) - 1.0f; }
+
+static void run_ffn(ffnrt_context *ctx, const ffn_case *c)
+{
+    int64_t t = c->tokens, d = FFN_D, hd = FFN_H;
+    float *wg = malloc(sizeof(float) * hd * d), *wv = malloc(sizeof(float) * hd * d), *wo = malloc(sizeof(float) * hd * d);
+    float bg[FFN_H], bv[FFN_H], bo[FFN_D];
+    for (int64_t n = 0; n < hd; n++) {
+        for (int64_t k = 0; k < d; k++) {
+            wg[n * d + k] = w_in(n, k);
+            wv[n * d + k] = w_value(n, k);
+            wo[k * hd + n] = w_out(k, n);
+        }
+        bg[n] = b_in(n);
+        bv[n] = (float)(n % 3);
+    }
+    for (int64_t k = 0; k < d; k++)
+        bo[k] = (float)(k % 5) - 2.0f;
+    /* Host weights in the layer's dtype (integers: exact in every one). */
+    size_t es = ffnrt_dtype_size(c->dtype);
+    void *hg = malloc(es * hd * d), *hv = malloc(es * hd * d), *ho = malloc(es * hd * d);
+    void *hbg = malloc(es * hd), *hbv = malloc(es * hd), *hbo = malloc(es * d);
+    struct {
+        const float *f;
+        void *h;
+        size_t n;
+    } conv[] = {{wg, hg, (size_t)(hd * d)}, {wv, hv, (size_t)(hd * d)}, {wo, ho, (size_t)(hd * d)},
+                {bg, hbg, (size_t)hd},     {bv, hbv, (size_t)hd},     {bo, hbo, (size_t)d}};
+    for (size_t i = 0; i < 6; i++)
+        for (size_t j = 0; j < conv[i].n; j++)
+            if (c->dtype == FFNRT_DTYPE_F32)
+                ((float *)conv[i].h)[j] = conv[i].f[j];
+            else
+                ((uint16_t *)conv[i].h)[j] = encode16(c->dtype, conv[i].f[j]);
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(c->gated ? FFNRT_FFN_GATED : FFNRT_FFN_DENSE, d, hd);
+    desc.dtype = c->dtype;
+    desc.bias = c->bias;
+    desc.activation = (ffnrt_activation_desc)FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_RELU);
+    desc.glu = (ffnrt_glu_desc)FFNRT_GLU_DESC_INIT(FFNRT_REGLU);
+    desc.path = c->unfused ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+    desc.matmul = c->matmul;
+    ffnrt_ffn_weights w = {0};
+    if (c->gated) {
+        w.w_gate = hg, w.w_value = hv;
+        w.b_gate = c->bias ? hbg : NULL, w.b_value = c->bias ? hbv : NULL;
+    } else {
+        w.w_in = hg, w.b_in = c->bias ? hbg : NULL;
+    }
+    w.w_out = ho, w.b_out = c->bias ? hbo : NULL;
+    ffnrt_ffn *layer = NULL;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &desc, &w, &layer), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    float *x = malloc(sizeof(float) * t * d), *y = malloc(sizeof(float) * t * d);
+    for (int64_t i = 0; i < t * d; i++)
+        x[i] = (float)((i * 7 + i / d) % 3 != 0);
+    if (c->edge) { /* Inf times a zero weight gives NaN, +Inf and -Inf meet: every class */
+        x[3] = NAN;
+        x[(t > 1 ? d : 0) + 5] = INFINITY;
+        x[(t - 1) * d + 11] = -INFINITY;
+    }
+    int64_t shape[2] = {t, d};
+    ffnrt_tensor *tx = tensor(ctx, c->dtype, 2, shape, x), *ty = tensor(ctx, c->dtype, 2, shape, x);
+    ffnrt_stats_options o;
+    options(&o, 32);
+    o.lo = -24, o.hi = 24, o.gate_lo = 0, o.gate_hi = 32;
+    cr_assert_eq(ffnrt_ffn_set_stats(layer, &o), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_forward(layer, tx, ty), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_stats s, sc;
+    cr_assert_eq(ffnrt_ffn_last_stats(layer, &s), FFNRT_OK);
+    cr_assert_eq(ffnrt_context_last_stats(ctx, &sc), FFNRT_OK);
+    cr_expect(memcmp(&s, &sc, sizeof s) == 0, "the layer's and the context's last statistics");
+    read_back(ty, y);
+    char what[128];
+    snprintf(what, sizeof what, "ffn %s %s%s %s %s %lld tokens%s", c->gated ? "reglu" : "relu",
+             c->unfused ? "unfused" : "fused", c->bias ? " bias" : "",
+             c->matmul == FFNRT_MATMUL_MATVEC ? "matvec" : c->matmul == FFNRT_MATMUL_TILED ? "tiled" : "auto kernel",
+             ffnrt_dtype_name(c->dtype), (long long)t, c->edge ? " NaN/Inf in x" : "");
+    host_stats hs;
+    host_init(&hs);
+    uint64_t zero = 0, dead = 0, hidden_bad = 0;
+    double gsum = 0, gmax = 0, vsum = 0, vmax = 0;
+    int alive[FFN_H] = {0};
+    for (int64_t i = 0; i < t * d; i++) {
+        host_in(&hs, x[i]);
+        host_out(&hs, y[i], i, 0);
+    }
+    for (int64_t tk = 0; tk < t; tk++) {
+        double g2 = 0, v2 = 0;
+        for (int64_t n = 0; n < hd; n++) {
+            float pre = c->bias ? bg[n] : 0.0f, val = c->bias ? bv[n] : 0.0f;
+            for (int64_t k = 0; k < d; k++) {
+                pre += x[tk * d + k] * wg[n * d + k];
+                val += x[tk * d + k] * wv[n * d + k];
+            }
+            float a = isnan(pre) ? pre : pre > 0 ? pre : 0.0f, hval = c->gated ? stored(c->dtype, a * val) : stored(c->dtype, a);
+            host_pre(&hs, pre, &s);
+            if (c->gated) {
+                host_gate(&hs, a, &s);
+                g2 += (double)a * a;
+                v2 += (double)val * val;
+            }
+            zero += hval == 0;
+            hidden_bad += !isfinite(hval);
+            alive[n] |= hval != 0;
+        }
+        gsum += sqrt(g2), vsum += sqrt(v2), gmax = fmax(gmax, sqrt(g2)), vmax = fmax(vmax, sqrt(v2));
+    }
+    for (int64_t n = 0; n < hd; n++)
+        dead += !alive[n];
+    hs.zero = zero;
+    check(&s, &hs, what);
+    cr_expect_eq(s.inputs, (uint64_t)(t * d), "%s", what);
+    cr_expect_eq(s.activations, (uint64_t)(t * hd), "%s", what);
+    cr_expect_eq(s.hidden_features, (uint64_t)hd, "%s", what);
+    cr_expect_eq(s.dead_features, dead, "%s: dead features %llu, host %llu", what, (unsigned long long)s.dead_features,
+                 (unsigned long long)dead);
+    if (!c->edge)
+        cr_expect_geq(dead, (uint64_t)(hd + 6) / 7, "%s: the layer has its dead features", what);
+    cr_expect_eq(s.hidden_nonfinite, hidden_bad, "%s: non-finite hidden %llu, host %llu", what,
+                 (unsigned long long)s.hidden_nonfinite, (unsigned long long)hidden_bad);
+    if (c->edge)
+        cr_expect(s.input_nan == 1 && s.input_inf == 2 && hidden_bad > 0 && s.output_nan + s.output_inf > 0,
+                  "%s: the edge inputs reach the figures", what);
+    uint32_t list[FFN_H];
+    size_t count = 0;
+    cr_assert_eq(ffnrt_ffn_dead_features(layer, list, FFN_H, &count), FFNRT_OK);
+    cr_expect_eq(count, dead, "%s", what);
+    for (size_t i = 0; i < count && i < FFN_H; i++)
+        cr_expect(!alive[list[i]] && (i == 0 || list[i] > list[i - 1]), "%s: feature %u listed dead", what, list[i]);
+    if (c->gated) {
+        cr_expect_eq(s.tokens, (uint64_t)t, "%s", what);
+        for (uint32_t b = 0; b < s.bins + 2; b++)
+            cr_expect_eq(s.gate_hist[b], hs.ghist[b], "%s: gate bin %u holds %u, host %u", what, b, s.gate_hist[b],
+                         hs.ghist[b]);
+        if (isfinite(gsum)) {
+            cr_expect(fabs(s.gate_norm_mean - gsum / t) <= 1e-5 * gsum / t + 1e-30, "%s: gate norm %.9g, host %.9g",
+                      what, s.gate_norm_mean, gsum / t);
+            cr_expect(fabs(s.gate_norm_max - gmax) <= 1e-5 * gmax, "%s: gate norm max", what);
+        } else {
+            cr_expect(!isfinite(s.gate_norm_mean), "%s: a non-finite gate norm %g", what, s.gate_norm_mean);
+        }
+        if (isfinite(vsum)) {
+            cr_expect(fabs(s.value_norm_mean - vsum / t) <= 1e-5 * vsum / t + 1e-30, "%s: value norm %.9g, host %.9g",
+                      what, s.value_norm_mean, vsum / t);
+            cr_expect(fabs(s.value_norm_max - vmax) <= 1e-5 * vmax, "%s: value norm max", what);
+        } else {
+            cr_expect(!isfinite(s.value_norm_mean), "%s: a non-finite value norm %g", what, s.value_norm_mean);
+        }
+    } else {
+        cr_expect_eq(s.tokens, 0, "%s", what);
+    }
+    ffnrt_tensor_destroy(tx);
+    ffnrt_tensor_destroy(ty);
+    ffnrt_ffn_destroy(layer);
+    free(wg), free(wv), free(wo), free(hg), free(hv), free(ho), free(hbg), free(hbv), free(hbo), free(x), free(y);
+}
+
+BACKEND_PARAMETERS(stats, ffn)
+ParameterizedTest(ffnrt_backend *backend, stats, ffn)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    ffn_case cases[] = {
+        {1, 1, 0, FFNRT_MATMUL_AUTO, FFNRT_DTYPE_F32, 1, 0},    {1, 1, 0, FFNRT_MATMUL_AUTO, FFNRT_DTYPE_F32, 70, 0},
+        {1, 0, 1, FFNRT_MATMUL_AUTO, FFNRT_DTYPE_F16, 3, 0},    {0, 1, 1, FFNRT_MATMUL_AUTO, FFNRT_DTYPE_F32, 5, 0},
+        {0, 0, 0, FFNRT_MATMUL_AUTO, FFNRT_DTYPE_F16, 9, 0},    {1, 0, 0, FFNRT_MATMUL_MATVEC, FFNRT_DTYPE_F32, 3, 0},
+        {0, 1, 0, FFNRT_MATMUL_TILED, FFNRT_DTYPE_BF16, 70, 0}, {1, 1, 0, FFNRT_MATMUL_TILED, FFNRT_DTYPE_F16, 20, 1},
+        {1, 0, 0, FFNRT_MATMUL_MATVEC, FFNRT_DTYPE_BF16, 2, 1}, {0, 1, 0, FFNRT_MATMUL_AUTO, FFNRT_DTYPE_F32, 40, 1},
+        {1, 1, 1, FFNRT_MATMUL_AUTO, FFNRT_DTYPE_BF16, 6, 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        if (!profiled() || i % 2 == 0)
+            run_ffn(ctx, &cases[i]);
+    test_context_done(ctx);
+}
+
+/* The finite check on a layer: a GEGLU layer whose hidden product passes
+ * 65504 (gelu(400) * 400) stores Inf in f16 and gives a non-finite y from
+ * a finite x; the same layer in f32 (the control) is finite. */
+static ffnrt_status geglu_layer(ffnrt_context *ctx, ffnrt_dtype t, int check, float *y0)
+{
+    enum { D = 4, H = 4 };
+    float wg[H * D], wo[D * H], x[2 * D];
+    for (int i = 0; i < H * D; i++)
+        wg[i] = 100.0f, wo[i] = 0.001f;
+    for (int i = 0; i < 2 * D; i++)
+        x[i] = 1.0f;
+    uint16_t hg[H * D], ho[D * H];
+    for (int i = 0; i < H * D; i++)
+        hg[i] = encode16(FFNRT_DTYPE_F16, wg[i]), ho[i] = encode16(FFNRT_DTYPE_F16, wo[i]);
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, D, H);
+    desc.dtype = t;
+    desc.glu = (ffnrt_glu_desc)FFNRT_GLU_DESC_INIT(FFNRT_GEGLU);
+    desc.glu.compute = FFNRT_COMPUTE_F32;
+    ffnrt_ffn_weights w = {0};
+    w.w_gate = w.w_value = t == FFNRT_DTYPE_F32 ? (const void *)wg : (const void *)hg;
+    w.w_out = t == FFNRT_DTYPE_F32 ? (const void *)wo : (const void *)ho;
+    ffnrt_ffn *layer = NULL;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &desc, &w, &layer), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_stats_options o = FFNRT_STATS_OPTIONS_INIT;
+    o.enabled = 0;
+    o.check_finite = check;
+    cr_assert_eq(ffnrt_ffn_set_stats(layer, &o), FFNRT_OK);
+    int64_t shape[2] = {2, D};
+    ffnrt_tensor *tx = tensor(ctx, t, 2, shape, x), *ty = tensor(ctx, t, 2, shape, x);
+    ffnrt_status st = ffnrt_ffn_forward(layer, tx, ty);
+    snprintf(geglu_message, sizeof geglu_message, "%s", st ? ffnrt_last_error_message() : "");
+    float y[2 * D];
+    read_back(ty, y);
+    *y0 = y[0];
+    ffnrt_tensor_destroy(tx);
+    ffnrt_tensor_destroy(ty);
+    ffnrt_ffn_destroy(layer);
+    return st;
+}
+
+BACKEND_PARAMETERS(stats, ffn_finite_check)
+ParameterizedTest(ffnrt_backend *backend, stats, ffn_finite_check)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    float y;
+    cr_assert_eq(geglu_layer(ctx, FFNRT_DTYPE_F16, 0, &y), FFNRT_OK, "off: stored as computed");
+    cr_expect(!isfinite(y), "%g", (double)y);
+    cr_assert_eq(geglu_layer(ctx, FFNRT_DTYPE_F16, 1, &y), FFNRT_ERROR_NON_FINITE);
+    cr_expect(strstr(geglu_message, "ffnrt_ffn_forward") && strstr(geglu_message, "ffn geglu") &&
+                  strstr(geglu_message, "f16 storage") && strstr(geglu_message, "flat index 0"),
+              "%s", geglu_message);
+    ffnrt_stats s;
+    cr_assert_eq(ffnrt_context_last_stats(ctx, &s), FFNRT_OK);
+    cr_expect(s.hidden_nonfinite == 8 && s.output_nan + s.output_inf == 8, "hidden %llu, y %llu",
+              (unsigned long long)s.hidden_nonfinite, (unsigned long long)(s.output_nan + s.output_inf));
+    cr_assert_eq(geglu_layer(ctx, FFNRT_DTYPE_F32, 1, &y), FFNRT_OK, "the fp32 control: %s", geglu_message);
+    cr_expect(fabsf(y - 640.0f) < 0.01f, "%g", (double)y);
+    test_context_done(ctx);
+}

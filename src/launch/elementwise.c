@@ -32,7 +32,7 @@ static stats_shape choose_stats_shape(const ffnrt_context *ctx, const ffnrt_stat
     }
     uint32_t span = s.items * wg * (uint32_t)epw;
     if (r->hist_stash && (r->roles & FFNRT_STATS_HIST) &&
-        ffnrt_stats_smem_bytes(r, wg, s.norms2, span) <= ctx->info.shared_memory_size)
+        ffnrt_stats_smem_bytes(r, wg, s.norms2, span, 0) <= ctx->info.shared_memory_size)
         s.stash = span;
     return s;
 }
@@ -58,7 +58,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     uint32_t items = ITEMS_PER_ITEM, bindings = l->binding_count, params_size = l->params_size;
     if (l->stats) {
         stats_shape ss = choose_stats_shape(ctx, l->stats, wg, epw);
-        ffnrt_stats_defines(l->stats, &defines, l->binding_count, wg, ss.items, ss.norms2, ss.stash);
+        ffnrt_stats_defines(l->stats, &defines, l->binding_count, wg, ss.items, ss.norms2, ss.stash, 0);
         items = ss.items;
         bindings++;
         params_size += (uint32_t)sizeof(ffnrt_stats_params);

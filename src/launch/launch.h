@@ -80,16 +80,21 @@ typedef struct ffnrt_stats_params {
 } ffnrt_stats_params;
 
 /* The STATS defines of a kernel with `bindings` bindings of its own and
- * workgroup size wg (items: STATS_ITEMS for the element-wise loop; norms2:
- * the element-wise norms summed in registers; stash: elements a group
- * stashes bins for, 0 for none). */
+ * workgroup size wg. Element-wise (gemm_rows 0): items, STATS_ITEMS;
+ * norms2, the token norms summed in registers; stash, elements a group
+ * stashes bins for (0: none). A GEMM: gemm_rows, the rows of a group's
+ * tile. */
 void ffnrt_stats_defines(const ffnrt_stats_run *r, ffnrt_defines *d, uint32_t bindings, uint32_t wg, uint32_t items,
-                         int norms2, uint32_t stash);
+                         int norms2, uint32_t stash, uint32_t gemm_rows);
 /* The stats fields for a dispatch whose first row and column are row0, col0. */
 ffnrt_stats_params ffnrt_stats_params_of(const ffnrt_stats_run *r, uint64_t row0, uint64_t col0);
-/* Shared memory (bytes) the STATS variant of a kernel adds (element-wise
- * with its stash of `stash` elements; a GEMM's with stash 0). */
-uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms2, uint32_t stash);
+/* Shared memory (bytes) the STATS variant of a kernel adds: element-wise
+ * with its stash of `stash` elements, a GEMM's (stash 0) with gemm_rows
+ * rows a group. */
+uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms2, uint32_t stash, uint32_t gemm_rows);
+/* The same for a GEMM as a + b·wg + c·rows (for the kernel shapes, which
+ * leave it room: ffnrt_context's stats_smem). */
+void ffnrt_stats_gemm_smem(const ffnrt_stats_run *r, uint32_t out[3]);
 /* Records the finish pass (shaders/stats.kernel: the token norms' sums and
  * maxima) into the open batch; nothing when the run has no token norms. */
 ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run *r);

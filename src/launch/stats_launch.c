@@ -17,7 +17,7 @@ static uint32_t tree_top(uint32_t wg)
 }
 
 void ffnrt_stats_defines(const ffnrt_stats_run *r, ffnrt_defines *d, uint32_t bindings, uint32_t wg, uint32_t items,
-                         int norms2, uint32_t stash)
+                         int norms2, uint32_t stash, uint32_t gemm_rows)
 {
     ffnrt_defines_add(d, "#define STATS 1");
     ffnrt_defines_add(d, "#define STATS_BINDING %u", bindings);
@@ -34,10 +34,19 @@ void ffnrt_stats_defines(const ffnrt_stats_run *r, ffnrt_defines *d, uint32_t bi
         ffnrt_defines_add(d, "#define STATS_HIST 1");
     if ((r->roles & FFNRT_STATS_GATE) && (r->roles & FFNRT_STATS_HIST))
         ffnrt_defines_add(d, "#define STATS_GATE_HIST 1");
-    if ((r->roles & FFNRT_STATS_GATE) && r->rows)
+    if (gemm_rows) {
+        ffnrt_defines_add(d, "#define STATS_GEMM 1");
+        if ((r->roles & FFNRT_STATS_GATE) && r->rows) {
+            ffnrt_defines_add(d, "#define STATS_GEMM_NORMS 1");
+            ffnrt_defines_add(d, "#define STATS_GROUP_ROWS %uu", gemm_rows);
+        }
+    } else if ((r->roles & FFNRT_STATS_GATE) && r->rows) {
         ffnrt_defines_add(d, norms2 ? "#define STATS_NORMS2 1" : "#define STATS_NORMS 1");
+    }
     if (r->roles & FFNRT_STATS_HIDDEN)
         ffnrt_defines_add(d, "#define STATS_HIDDEN 1");
+    else if (r->roles & FFNRT_STATS_OUTPUT)
+        ffnrt_defines_add(d, "#define STATS_COUNT_OUTPUTS 1");
     if (r->roles & FFNRT_STATS_FEATURES)
         ffnrt_defines_add(d, "#define STATS_FEATURES 1");
     if (stash && r->serial) {
@@ -66,7 +75,7 @@ ffnrt_stats_params ffnrt_stats_params_of(const ffnrt_stats_run *r, uint64_t row0
     return p;
 }
 
-uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms2, uint32_t stash)
+uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms2, uint32_t stash, uint32_t gemm_rows)
 {
     uint64_t slots = norms2 ? 9 : 5; /* stats.inc's ST_SLOTS */
     uint64_t words = slots * wg + (r->serial ? 0 : slots * 16);
@@ -74,7 +83,17 @@ uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms
     int ghist = (r->roles & FFNRT_STATS_GATE) && (r->roles & FFNRT_STATS_HIST);
     uint64_t subhists = stash && r->serial ? 4 : 1; /* stats.inc's ST_SUBHISTS */
     words += (uint64_t)(hist + ghist) * (subhists * (STATS_HIST_WORDS + 1) + (r->serial ? stash : 0));
+    if (gemm_rows && (r->roles & FFNRT_STATS_GATE) && r->rows)
+        words += 2ull * gemm_rows;
     return 4 * words;
+}
+
+void ffnrt_stats_gemm_smem(const ffnrt_stats_run *r, uint32_t out[3])
+{
+    uint64_t base = ffnrt_stats_smem_bytes(r, 0, 0, 0, 0);
+    out[0] = (uint32_t)base;
+    out[1] = (uint32_t)(ffnrt_stats_smem_bytes(r, 1, 0, 0, 0) - base);
+    out[2] = (uint32_t)(ffnrt_stats_smem_bytes(r, 0, 0, 0, 1) - base);
 }
 
 /* shaders/stats.kernel's Params. */
