@@ -60,7 +60,8 @@ typedef struct ffnrt_compare_criteria {
     ffnrt_compare_input input; /* "input": "normal A B" or "uniform A B" */
     double input_a, input_b;
     int64_t stability_tokens;  /* "stability_tokens": tokens per call */
-    uint32_t seeds;            /* "seeds": input seeds, each a call per candidate */
+    uint32_t seeds;            /* "seeds": input seeds, each a call per candidate; 0: no stability figures
+                                  (then neither "finite" nor "max_dead_fraction" may be set) */
 } ffnrt_compare_criteria;
 
 #define FFNRT_COMPARE_CRITERIA_INIT { 0.0, 0.0, 0, 0.0, 0, 0, -1.0, FFNRT_INPUT_NORMAL, 0.0, 1.0, 64, 3 }

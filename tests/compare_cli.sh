@@ -2,7 +2,7 @@
 # `ffnrt compare` on every device found, the seed's d = 6, m = 12 with its
 # GELU against SwiGLU pair (two token counts, two rounds: bookkeeping, not
 # speed): criteria from a file and flags fixed before any device opens and
-# refused when they are bad; the seed's 144 = 144; the report read back
+# refused when they are bad; the seed's 144 = 144; stability measured; the report read back
 # (the same table from its JSON), criteria given after the run refused, a
 # report whose criteria were edited refused; --compare of two reports
 # (same criteria: clean; a run under a criterion nothing meets: the
@@ -35,6 +35,8 @@ cat >"$dir/criteria.txt" <<'EOF'
 # fixed before the run
 max_latency_ms = 1000      # a 1-token call, end to end
 max_memory_mib = 1
+finite = yes               # stability on N(0, 1) inputs, 3 seeds (the defaults)
+max_dead_fraction = 0.25
 EOF
 
 # Refused before any device is opened (exit 2).
@@ -70,6 +72,10 @@ done
 [ "$(grep -cE '^(dense-gelu|swiglu) +f32 +(12|8) +144 +(162|166) ' "$dir/run1.txt")" = 4 ] ||
     { echo "FAIL: expected 4 candidate lines with 144 parameters"; cat "$dir/run1.txt"; fail=1; }
 [ "$(grep -cE ' pass$' "$dir/run1.txt")" = 4 ] || { echo "FAIL: expected 4 passes"; cat "$dir/run1.txt"; fail=1; }
+# Stability from the layers' own statistics: nothing non-finite, no feature dead on every seed.
+[ "$(grep -cE ' nf 0 dead 0\.000 +pass$' "$dir/run1.txt")" = 4 ] ||
+    { echo "FAIL: expected 4 measured stability figures"; cat "$dir/run1.txt"; fail=1; }
+says "$dir/r1/compare.csv" ",nonfinite,nonfinite_hidden,dead_max,dead_mean," "the CSV's stability columns"
 says "$dir/r1/compare.csv" ",params_nobias,params_bias," "the CSV's metric columns"
 says "$dir/r1/compare.json" '"criteria_sha256": "[0-9a-f]\{64\}"' "the JSON records the criteria's hash"
 
@@ -91,7 +97,8 @@ check "a bench run is not a report" 2 "$ffnrt" compare --plot "$(dirname "$0")/.
 # Two reports.
 check "a report against itself" 0 "$ffnrt" compare --compare "$dir/r1/compare.json" "$dir/r1/compare.json"
 says "$dir/out" "criteria: the same" "same criteria"
-check "a run under a latency nothing meets" 0 "$ffnrt" compare "${small[@]}" --max-latency-ms 0.000001 --out "$dir/r2"
+check "a run under a latency nothing meets" 0 "$ffnrt" compare "${small[@]}" --max-latency-ms 0.000001 --seeds 0 \
+    --out "$dir/r2"
 [ "$(grep -cE ' FAIL latency' "$dir/out")" = 4 ] || { echo "FAIL: expected 4 latency failures"; cat "$dir/out"; fail=1; }
 check "verdicts lost between two reports" 1 "$ffnrt" compare --compare "$dir/r1/compare.json" "$dir/r2/compare.json"
 says "$dir/out" "criteria: DIFFERENT" "different criteria are flagged"

@@ -9,6 +9,7 @@
 #include "ffnrt_compare.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,7 +90,9 @@ Test(compare, criteria_refused)
         {"input = normal 0 0\n", "input"},                           /* no spread */
         {"input = uniform 1 1\n", "input"},
         {"input = cauchy 0 1\n", "input"},
-        {"seeds = 0\n", "seeds"},
+        {"seeds = 65\n", "seeds"},
+        {"seeds = 0\nfinite = yes\n", "seeds = 0"},                  /* a stability criterion, no figures */
+        {"max_dead_fraction = 0.1\nseeds = 0\n", "seeds = 0"},
         {"finite = maybe\n", "finite"},
         {"throughput_tokens = -8\n", "throughput_tokens"},
         {"max_memory_mib = inf\n", "max_memory_mib"},
@@ -108,7 +111,7 @@ Test(compare, criteria_refused)
     EXPECT(ffnrt_compare_criteria_set(&c, NULL, "1"), FFNRT_ERROR_INVALID_ARGUMENT);
     EXPECT(ffnrt_compare_criteria_parse(NULL, &c), FFNRT_ERROR_INVALID_ARGUMENT);
     /* A struct filled by hand out of range has no canonical text. */
-    c.seeds = 0;
+    c.seeds = 65;
     EXPECT(ffnrt_compare_criteria_text(&c, NULL, 0, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
 }
 
@@ -177,6 +180,7 @@ ParameterizedTest(ffnrt_backend *b, compare, seed_run)
     ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
     c.max_latency_ms = 10000;   /* generous: every candidate passes what was measured */
     c.max_memory_mib = 1;
+    c.seeds = 0;                /* stability has tests of its own (each variant is a kernel to build) */
     ffnrt_comparison *cmp = NULL;
     EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
     EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
@@ -238,8 +242,10 @@ ParameterizedTest(ffnrt_backend *b, compare, precisions)
     spec.tokens[0] = 1;
     spec.ntokens = 1;
     spec.rounds = 1;
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.seeds = 0;
     ffnrt_comparison *cmp = NULL;
-    EXPECT(ffnrt_compare_create(ctx, &spec, NULL, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
     EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
     cr_assert_eq(ffnrt_compare_result_count(cmp), 4);
     for (size_t i = 0; i < 4; i++) {
@@ -273,6 +279,7 @@ ParameterizedTest(ffnrt_backend *b, compare, thresholds_first)
     spec.rounds = 2;
     ffnrt_comparison *cmp = NULL;
     EXPECT(ffnrt_compare_create(ctx, &spec, NULL, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_set_criterion(cmp, "seeds", "0"), FFNRT_OK);
     EXPECT(ffnrt_compare_set_criterion(cmp, "min_tokens_per_s", "1"), FFNRT_OK);
     EXPECT(ffnrt_compare_set_criterion(cmp, "max_latency", "1"), FFNRT_ERROR_INVALID_ARGUMENT);
     EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
@@ -281,6 +288,7 @@ ParameterizedTest(ffnrt_backend *b, compare, thresholds_first)
     const char *text, *sha, *at;
     EXPECT(ffnrt_compare_sealed(cmp, &sealed, &text, &sha, &at), FFNRT_OK);
     expect.min_tokens_per_s = 1;
+    expect.seeds = 0;
     char want_text[1024], want_sha[65];
     EXPECT(ffnrt_compare_criteria_text(&expect, want_text, sizeof want_text, want_sha), FFNRT_OK);
     cr_assert_str_eq(text, want_text);
@@ -307,8 +315,8 @@ ParameterizedTest(ffnrt_backend *b, compare, thresholds_first)
     test_context_done(ctx);
 }
 
-/* A criterion nothing passes fails every candidate; a stability criterion
- * is judged from the in-kernel diagnostics, never passed unmeasured. */
+/* A criterion nothing passes fails every candidate, whatever the others
+ * say. (seeds = 0: no stability figures, and none judged.) */
 BACKEND_PARAMETERS(compare, verdicts)
 
 ParameterizedTest(ffnrt_backend *b, compare, verdicts)
@@ -322,9 +330,8 @@ ParameterizedTest(ffnrt_backend *b, compare, verdicts)
     spec.rounds = 2;
     ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
     c.max_latency_ms = 1e-9;
-    c.require_finite = 1;
-    c.max_dead_fraction = 1;
-    c.seeds = 2;
+    c.max_memory_mib = 1;
+    c.seeds = 0;
     ffnrt_comparison *cmp = NULL;
     EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
     EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
@@ -334,15 +341,123 @@ ParameterizedTest(ffnrt_backend *b, compare, verdicts)
         cr_assert_eq(r->points[0].tokens, 1);
         cr_assert_eq(r->verdict[FFNRT_CRITERION_LATENCY], FFNRT_VERDICT_FAIL);
         cr_assert_eq(r->judged[FFNRT_CRITERION_LATENCY], r->points[0].time.mean_ms);
-        cr_assert_eq(r->seeds, 2);
-        if (r->stability_measured) {
-            cr_assert_eq(r->verdict[FFNRT_CRITERION_FINITE], r->nonfinite_outputs ? FFNRT_VERDICT_FAIL : FFNRT_VERDICT_PASS);
-            cr_assert_eq(r->verdict[FFNRT_CRITERION_DEAD], FFNRT_VERDICT_PASS, "every fraction is at most 1");
-        } else {
-            cr_assert(strstr(r->stability_note, "not measured"), "%s", r->stability_note);
-            cr_assert_eq(r->verdict[FFNRT_CRITERION_FINITE], FFNRT_VERDICT_UNMEASURED);
-            cr_assert_eq(r->verdict[FFNRT_CRITERION_DEAD], FFNRT_VERDICT_UNMEASURED);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_MEMORY], FFNRT_VERDICT_PASS, "the others are judged as usual");
+        cr_assert_eq(r->stability_measured, 0, "seeds = 0: no stability figures");
+        cr_assert(strstr(r->stability_note, "seeds = 0"), "%s", r->stability_note);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_FINITE], FFNRT_VERDICT_NONE);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_DEAD], FFNRT_VERDICT_NONE);
+        cr_assert_eq(r->pass, 0);
+    }
+    ffnrt_compare_destroy(cmp);
+    test_context_done(ctx);
+}
+
+/* Stability from the layer's own in-kernel diagnostics (ffnrt_ffn_set_stats),
+ * one call per seed on the stated inputs, judged as sealed. N(0, 1) inputs
+ * leave no feature dead and nothing non-finite: both criteria pass. Inputs
+ * near a constant +c kill exactly the ReLU features whose weight row sums
+ * below zero, and near -c the others: the two dead fractions of a ReLU
+ * candidate add up to 1 (so one of them fails a bound of 0.25), the same
+ * features on every seed, while GELU keeps every feature. */
+static ffnrt_comparison *stability_run(ffnrt_context *ctx, int64_t d, int64_t m, uint32_t candidates, const char *input)
+{
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(d, m);
+    spec.candidates = candidates;
+    spec.biases = 1;
+    spec.tokens[0] = 1;
+    spec.ntokens = 1;
+    spec.rounds = 1;
+    ffnrt_compare_criteria c;
+    char text[256];
+    snprintf(text, sizeof text, "finite = yes\nmax_dead_fraction = 0.25\ninput = %s\nstability_tokens = 16\nseeds = 3\n",
+             input);
+    EXPECT(ffnrt_compare_criteria_parse(text, &c), FFNRT_OK);
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+    for (size_t i = 0; i < ffnrt_compare_result_count(cmp); i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        cr_assert_eq(r->status, FFNRT_OK, "%s", r->message);
+        cr_assert_eq(r->stability_measured, 1, "%s: %s", ffnrt_compare_candidate_name(r->candidate), r->stability_note);
+        cr_assert_eq(r->seeds, 3);
+        cr_assert_eq(r->judged[FFNRT_CRITERION_DEAD], r->dead_fraction_max, "the worst seed is judged");
+        cr_assert_eq(r->judged[FFNRT_CRITERION_FINITE], (double)r->nonfinite_outputs);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_DEAD],
+                     r->dead_fraction_max <= 0.25 ? FFNRT_VERDICT_PASS : FFNRT_VERDICT_FAIL);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_FINITE],
+                     r->nonfinite_outputs == 0 ? FFNRT_VERDICT_PASS : FFNRT_VERDICT_FAIL);
+        cr_assert(r->dead_fraction_mean <= r->dead_fraction_max);
+        /* whole features of the layer's hidden width */
+        double k = r->dead_fraction_max * (double)r->desc.hidden;
+        cr_assert_eq(k, floor(k), "%s: dead %g of %lld", ffnrt_compare_candidate_name(r->candidate),
+                     r->dead_fraction_max, (long long)r->desc.hidden);
+    }
+    return cmp;
+}
+
+BACKEND_PARAMETERS(compare, stability_dead)
+
+ParameterizedTest(ffnrt_backend *b, compare, stability_dead)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    uint32_t cands = 1u << FFNRT_CANDIDATE_DENSE_RELU | 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_REGLU;
+    ffnrt_comparison *normal = stability_run(ctx, 6, 12, cands, "normal 0 1");
+    for (size_t i = 0; i < ffnrt_compare_result_count(normal); i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(normal, i);
+        cr_assert_eq(r->nonfinite_outputs, 0);
+        cr_assert_eq(r->nonfinite_hidden, 0);
+        cr_assert_eq(r->dead_fraction_max, 0, "%s: a feature dead for 16 N(0, 1) tokens (p = 2^-16)",
+                     ffnrt_compare_candidate_name(r->candidate));
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_DEAD], FFNRT_VERDICT_PASS);
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_FINITE], FFNRT_VERDICT_PASS);
+        cr_assert_eq(r->pass, 1);
+    }
+    ffnrt_compare_destroy(normal);
+
+    ffnrt_comparison *pos = stability_run(ctx, 6, 12, cands, "uniform 2 2.0001");
+    ffnrt_comparison *neg = stability_run(ctx, 6, 12, cands, "uniform -2.0001 -2");
+    for (size_t i = 0; i < ffnrt_compare_result_count(pos); i++) {
+        const ffnrt_compare_result *p = ffnrt_compare_result_get(pos, i), *n = ffnrt_compare_result_get(neg, i);
+        const char *name = ffnrt_compare_candidate_name(p->candidate);
+        cr_assert_eq(p->candidate, n->candidate);
+        cr_assert_eq(p->nonfinite_outputs + n->nonfinite_outputs, 0);
+        if (p->candidate == FFNRT_CANDIDATE_DENSE_GELU) {
+            cr_assert_eq(p->dead_fraction_max + n->dead_fraction_max, 0, "GELU is zero only at zero");
+            cr_assert(p->pass && n->pass);
+            continue;
         }
+        /* ReLU features: dead on one side or the other, the same on every seed */
+        cr_assert_eq(p->dead_fraction_max + n->dead_fraction_max, 1, "%s: %g + %g", name, p->dead_fraction_max,
+                     n->dead_fraction_max);
+        cr_assert_eq(p->dead_fraction_mean, p->dead_fraction_max, "%s", name);
+        cr_assert_eq(n->dead_fraction_mean, n->dead_fraction_max, "%s", name);
+        const ffnrt_compare_result *worse = p->dead_fraction_max >= 0.5 ? p : n;
+        cr_assert_eq(worse->verdict[FFNRT_CRITERION_DEAD], FFNRT_VERDICT_FAIL, "%s", name);
+        cr_assert_eq(worse->verdict[FFNRT_CRITERION_FINITE], FFNRT_VERDICT_PASS, "%s", name);
+        cr_assert_eq(worse->pass, 0, "%s: a dead layer does not pass", name);
+    }
+    ffnrt_compare_destroy(pos);
+    ffnrt_compare_destroy(neg);
+    test_context_done(ctx);
+}
+
+/* Outputs that overflow fp32 on finite inputs are counted (the call does
+ * not fail: the finite check is off for these calls) and fail `finite`.
+ * Inputs near fp32's largest make some of the 96 pre-activations overflow
+ * (a row's weights sum past about 1.1 in magnitude), and every output sums
+ * every hidden feature. */
+BACKEND_PARAMETERS(compare, stability_non_finite)
+
+ParameterizedTest(ffnrt_backend *b, compare, stability_non_finite)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_comparison *cmp = stability_run(ctx, 16, 96, 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU,
+                                          "uniform 3e38 3.4e38");
+    for (size_t i = 0; i < ffnrt_compare_result_count(cmp); i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        cr_assert_gt(r->nonfinite_outputs, 0, "%s", ffnrt_compare_candidate_name(r->candidate));
+        cr_assert_leq(r->nonfinite_outputs, 3 * 16 * 16, "at most every output of every seed");
+        cr_assert_eq(r->verdict[FFNRT_CRITERION_FINITE], FFNRT_VERDICT_FAIL);
         cr_assert_eq(r->pass, 0);
     }
     ffnrt_compare_destroy(cmp);
@@ -368,6 +483,7 @@ ParameterizedTest(ffnrt_backend *b, compare, failed_runs)
     spec.rounds = 2;
     ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
     c.max_latency_ms = 10000;
+    c.seeds = 0;
     ffnrt_comparison *cmp = NULL;
     EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
     EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
@@ -457,6 +573,20 @@ ParameterizedTest(ffnrt_backend *b, compare, specs)
     c.max_dead_fraction = 2;
     s.ntokens = 0;
     EXPECT(ffnrt_compare_create(ctx, &s, &c, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);
+    c = (ffnrt_compare_criteria)FFNRT_COMPARE_CRITERIA_INIT;
+    c.seeds = 0;
+    c.require_finite = 1;
+    EXPECT(ffnrt_compare_create(ctx, &s, &c, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(ffnrt_last_error_message(), "seeds = 0"), "%s", ffnrt_last_error_message());
+    /* Set one by one, the two meet at the run: refused there, before anything is sealed. */
+    c.require_finite = 0;
+    EXPECT(ffnrt_compare_create(ctx, &s, &c, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_set_criterion(cmp, "max_dead_fraction", "0.5"), FFNRT_OK);
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_sealed(cmp, NULL, NULL, NULL, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_set_criterion(cmp, "seeds", "2"), FFNRT_OK);
+    ffnrt_compare_destroy(cmp);
+    cmp = NULL;
     EXPECT(ffnrt_compare_create(ctx, NULL, NULL, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);
     EXPECT(ffnrt_compare_create(NULL, &s, NULL, &cmp), FFNRT_ERROR_INVALID_ARGUMENT);
     EXPECT(ffnrt_compare_run(NULL), FFNRT_ERROR_INVALID_ARGUMENT);

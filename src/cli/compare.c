@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "  --finite                  no NaN or Inf in any output on the stability inputs\n"
             "  --max-dead-fraction X     at most this share of hidden features dead for every token of a call\n"
             "  --input \"normal M S\" | \"uniform LO HI\"   the stability inputs' distribution (default normal 0 1)\n"
-            "  --stability-tokens N, --seeds N           tokens a call (64) and input seeds (3)\n"
+            "  --stability-tokens N, --seeds N           tokens a call (64) and input seeds (3; 0: no stability figures)\n"
             "options:\n"
             "  --only LIST        dense-relu,dense-gelu,dense-gelu_tanh,dense-silu,reglu,geglu,swiglu (default all)\n"
             "  --bias no|yes|both (default both)\n"
@@ -392,8 +392,13 @@ static void describe_run(bench_meta *meta, const ffnrt_comparison *cmp, const op
     snprintf(text, sizeof text, "nn.Linear's U(±1/sqrt(fan-in)) from seed %u, one set per kind shared by its "
              "candidates; biases likewise", o->spec.weight_seed ? o->spec.weight_seed : 1);
     bench_meta_set_field(meta, "weights", text);
-    snprintf(text, sizeof text, "%s(%g, %g) inputs, %lld tokens a call, seeds 1 to %u", c->input == FFNRT_INPUT_UNIFORM
-             ? "uniform" : "normal", c->input_a, c->input_b, (long long)c->stability_tokens, c->seeds);
+    if (c->seeds)
+        snprintf(text, sizeof text, "%s(%g, %g) inputs on the weights above, %lld tokens a call, seeds 1 to %u; the "
+                 "layer's own statistics (non-finite outputs; hidden features zero for every token of a call)",
+                 c->input == FFNRT_INPUT_UNIFORM ? "uniform" : "normal", c->input_a, c->input_b,
+                 (long long)c->stability_tokens, c->seeds);
+    else
+        snprintf(text, sizeof text, "not measured (seeds = 0)");
     bench_meta_set_field(meta, "stability", text);
 }
 

@@ -75,7 +75,7 @@ static const criteria_key keys[] = {
     {"max_dead_fraction", K_FRACTION, AT(max_dead_fraction), 0, 0, "a fraction in [0, 1], or none"},
     {"input", K_INPUT, AT(input), 0, 0, "\"normal MEAN STD\" (STD > 0) or \"uniform LO HI\" (LO < HI)"},
     {"stability_tokens", K_TOKENS, AT(stability_tokens), 1, 1 << 20, "a token count >= 1"},
-    {"seeds", K_COUNT, AT(seeds), 1, 64, "a count of seeds, 1 to 64"},
+    {"seeds", K_COUNT, AT(seeds), 0, 64, "a count of seeds, 1 to 64, or 0 for no stability figures"},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -218,6 +218,17 @@ static char *trim(char *s)
     return s;
 }
 
+/* Keys that depend on each other: a stability criterion needs stability
+ * figures, so seeds = 0 (none measured) cannot go with one. */
+static ffnrt_status check_together(const ffnrt_compare_criteria *c, const char *fn, ffnrt_error *err)
+{
+    if (c->seeds == 0 && (c->require_finite || c->max_dead_fraction >= 0))
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "%s: %s is a stability criterion and seeds = 0 measures no stability figures: give seeds "
+                          ">= 1 or drop the criterion", fn, c->require_finite ? "finite = yes" : "max_dead_fraction");
+    return FFNRT_OK;
+}
+
 ffnrt_status ffnrt_criteria_parse_text(const char *text, ffnrt_compare_criteria *out, ffnrt_error *err)
 {
     if (!text || !out)
@@ -258,6 +269,8 @@ ffnrt_status ffnrt_criteria_parse_text(const char *text, ffnrt_compare_criteria 
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "criteria line %d: %s", line, why);
         }
     }
+    if (check_together(&c, "criteria", err) != FFNRT_OK)
+        return err->status;
     *out = c;
     return FFNRT_OK;
 }
@@ -280,6 +293,8 @@ ffnrt_status ffnrt_criteria_canonical(const ffnrt_compare_criteria *c, char *buf
                               keys[i].name, v, keys[i].what);
         used += (size_t)snprintf(text + used, sizeof text - used, "%s = %s\n", keys[i].name, v);
     }
+    if (check_together(c, "ffnrt_compare_criteria_text", err) != FFNRT_OK)
+        return err->status;
     if (buf) {
         if (len <= used)
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,

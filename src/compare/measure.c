@@ -338,6 +338,10 @@ ffnrt_status compare_run_format(ffnrt_comparison *cmp, const compare_format *f, 
             snprintf(r->stability_note, sizeof r->stability_note, "not measured: the candidate could not run");
             continue;
         }
+        if (cmp->criteria.seeds == 0) {
+            snprintf(r->stability_note, sizeof r->stability_note, "not measured: seeds = 0 in the criteria");
+            continue;
+        }
         int gated = r->desc.kind == FFNRT_FFN_GATED;
         ffnrt_ffn_weight_tensors wt = tensors_of(&sets[gated], gated, r->bias);
         ffnrt_ffn *layer = NULL;
