@@ -445,7 +445,12 @@ ParameterizedTest(ffnrt_backend *backend, stats, glu)
     cases[nc++] = (glu_case){FFNRT_GEGLU, 1, 0, FFNRT_DTYPE_F32, 5, 2049, 1};
     cases[nc++] = (glu_case){FFNRT_SWIGLU, 0, 1, FFNRT_DTYPE_F32, 7, 301, 0};
     cases[nc++] = (glu_case){FFNRT_GLU, 1, 1, FFNRT_DTYPE_F32, 7, 301, 0};
+    /* Rows a power of two: a group's span divides the row, each group in
+     * one token (the variant without a per-element choice of token). */
+    cases[nc++] = (glu_case){FFNRT_SWIGLU, 0, 0, FFNRT_DTYPE_F32, 3, 4096, 1};
     if (!profiled()) {
+        cases[nc++] = (glu_case){FFNRT_GEGLU, 1, 0, FFNRT_DTYPE_F16, 3, 2048, 0};
+        cases[nc++] = (glu_case){FFNRT_GLU, 0, 0, FFNRT_DTYPE_BF16, 5, 512, 0};
         cases[nc++] = (glu_case){FFNRT_GEGLU, 0, 0, FFNRT_DTYPE_F16, 11, 1001, 0};
         cases[nc++] = (glu_case){FFNRT_REGLU, 1, 0, FFNRT_DTYPE_BF16, 4, 999, 0};
     }
