@@ -67,6 +67,7 @@ static double now_s(void)
 }
 
 static int verbose;
+static int prec_f32; /* --prec f32: ggml_mul_mat_set_prec(GGML_PREC_F32) on every product */
 
 static void log_cb(enum ggml_log_level level, const char *text, void *user)
 {
@@ -206,6 +207,15 @@ static void run_layer(ggml_backend_t backend, const layer *l, const weights *w, 
     struct ggml_tensor *gate = ggml_mul_mat(ctx, w->wg, x), *up = ggml_mul_mat(ctx, w->wu, x);
     struct ggml_tensor *h = ggml_swiglu_split(ctx, gate, up);
     struct ggml_tensor *y = ggml_mul_mat(ctx, w->wd, h);
+    if (prec_f32) { /* ggml's default lets a device with fp16 accumulate products in fp16 */
+        /* Deprecated in 0.25 (ggml_prec_set_acc), but older ggml has only this. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        ggml_mul_mat_set_prec(gate, GGML_PREC_F32);
+        ggml_mul_mat_set_prec(up, GGML_PREC_F32);
+        ggml_mul_mat_set_prec(y, GGML_PREC_F32);
+#pragma GCC diagnostic pop
+    }
     ggml_set_output(y);
     struct ggml_cgraph *gf = ggml_new_graph(ctx);
     ggml_build_forward_expand(gf, y);
@@ -311,6 +321,8 @@ int main(int argc, char **argv)
             warmup = atoi(argv[++a]);
         else if (strcmp(argv[a], "-v") == 0)
             verbose = 1;
+        else if (strcmp(argv[a], "--prec") == 0 && a + 1 < argc && strcmp(argv[a + 1], "f32") == 0)
+            prec_f32 = 1, a++;
         else if (strcmp(argv[a], "--cpu") == 0) /* ggml's CPU backend instead: checks this driver */
             cpu = 1;
         else
@@ -318,10 +330,12 @@ int main(int argc, char **argv)
     }
     if (a >= argc || min_runs < 1 || max_runs < min_runs || warmup < 1 || !(budget >= 0)) {
         fprintf(stderr,
-                "usage: %s [--device-name NAME] [--runs MIN MAX] [--budget S] [--warmup N] [-v] FORMAT:DxG:T...\n"
+                "usage: %s [--device-name NAME] [--runs MIN MAX] [--budget S] [--warmup N] [--prec f32] [--cpu] [-v]\n"
+                "       FORMAT:DxG:T...\n"
                 "  times ggml's Vulkan backend on a SwiGLU layer (gate, up [G, D], down [D, G]) at T tokens;\n"
                 "  FORMAT: f32 f16 bf16 q8_0 q4_0 q4_1 q4_k q6_k. ggml skips CPU devices (lavapipe) unless\n"
-                "  GGML_VK_VISIBLE_DEVICES names them.\n",
+                "  GGML_VK_VISIBLE_DEVICES names them. --prec f32: fp32 accumulation in every product (ggml's\n"
+                "  default lets an fp16 device accumulate in fp16); --cpu: ggml's CPU backend instead.\n",
                 argv[0]);
         return 2;
     }
