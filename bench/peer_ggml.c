@@ -225,9 +225,11 @@ static void run_layer(ggml_backend_t backend, const layer *l, const weights *w, 
     int runs = 0;
     for (int i = 0; i < ggml_graph_n_nodes(gf) && !why[0]; i++) {
         struct ggml_tensor *node = ggml_graph_node(gf, i);
-        if (!ggml_backend_supports_op(backend, node))
-            snprintf(why, sizeof why, "ggml's %s does not support %s of %s here", ggml_backend_name(backend),
-                     ggml_op_desc(node), ggml_type_name(node->src[0]->type));
+        if (!ggml_backend_supports_op(backend, node)) /* its size said: ggml-vulkan refuses a tensor past the device's range */
+            snprintf(why, sizeof why, "ggml's %s does not support %s of %s [%lld, %lld] (%.0f MiB) here",
+                     ggml_backend_name(backend), ggml_op_desc(node), ggml_type_name(node->src[0]->type),
+                     (long long)node->src[0]->ne[1], (long long)node->src[0]->ne[0],
+                     (double)ggml_nbytes(node->src[0]) / 1048576.0);
     }
     if (!why[0] && (!xv || !yv))
         snprintf(why, sizeof why, "out of host memory");
