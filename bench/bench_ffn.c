@@ -10,11 +10,12 @@
  * (up to 8 tokens, where a layer streams its weights once) report weight
  * bytes over time against the copy kernel; prefill rows report GFLOP/s
  * (ffnrt_ffn_cost_of's count) against the GEMM rate. CLBlast's SGEMM of each fp32 prefill row's first projection runs
- * beside it on OpenCL devices. */
+ * beside it on OpenCL devices; ggml's Vulkan backend runs each SwiGLU layer beside it on Vulkan devices (peer_ggml.c). */
 #include "bench_ffn.h"
 #include "bench_parts.h"
 #include "bench_util.h"
 #include "peer_clblast.h"
+#include "peer_ggml.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -481,6 +482,11 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             snprintf(rows->v[first].note, sizeof rows->v[first].note,
                      "%.2f GFLOP/s, fused/unfused %.2f device, %.2f host", (double)cost.flops / t[0], t[1] / t[0],
                      rows->v[first + 1].host_ns / rows->v[first].host_ns);
+        for (int p = 0, k = 0; p < 2 && rc == 0 && cfg->stats; p++) {
+            ffn_call_arg a = {layer[p], x, y};
+            if (layer[p])
+                rc = bench_stats_row(ctx, ffn_call, &a, &c, rows, first + (size_t)k++, 0);
+        }
         if (rc == 0 && cfg->dispatch_regret)
             rc = dispatch_rows(dev, &c, w, dtype, &wt, x, y, tokens[i], rows);
         for (size_t k = first; k < rows->n; k++)
@@ -591,6 +597,8 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
     }
     if (dev->info.backend == FFNRT_BACKEND_OPENCL)
         clblast_rows(dev, cfg, first, rows, gemm);
+    if (dev->info.backend == FFNRT_BACKEND_VULKAN)
+        bench_peer_ggml_rows(dev, cfg, first, rows); /* ggml-vulkan beside each fused SwiGLU row */
     /* The GEMM limit is the best rate measured on the device in this run:
      * the probe, or any layer or peer that beat it. */
     double best = 0;

@@ -545,8 +545,9 @@ typedef struct ffnrt_stats {
     uint64_t hidden_features, dead_features;
     /* Gated layers and GLU ops: per token (a row of the output), the L2
      * norms of the gate branch (the gate's activation) and of the value
-     * branch, their mean and maximum over the call's tokens; and the gate
-     * activation's histogram over [gate_lo, gate_hi) (bins as above). */
+     * branch, their mean and maximum over the call's tokens (both NaN when
+     * a token's norm is); and the gate activation's histogram over
+     * [gate_lo, gate_hi) (bins as above). */
     uint64_t tokens;
     double gate_norm_mean, gate_norm_max, value_norm_mean, value_norm_max;
     float gate_lo, gate_hi;

@@ -9,8 +9,10 @@
 #define PREFERRED_WORKGROUP 256u
 
 /* The statistics variant's shape: words a work-item, whether a group's
- * token norms fit two registers (its span within a token: at most two),
- * and the elements a group stashes bins for (0: counted in the loop). */
+ * token norms fit registers (1: its span lies in at most two tokens; 2:
+ * in one, the span dividing the token, which needs no choice of token per
+ * element), and the elements a group stashes bins for (0: counted in the
+ * loop). */
 typedef struct stats_shape {
     uint32_t items;
     int norms2;
@@ -23,7 +25,13 @@ static stats_shape choose_stats_shape(const ffnrt_context *ctx, const ffnrt_stat
      * figure, kernel_params.inc): a group's reduction is spread over more
      * elements. */
     stats_shape s = {r->items ? r->items : ITEMS_PER_ITEM, 0, 0};
-    if ((r->roles & FFNRT_STATS_GATE) && r->rows) {
+    uint32_t one = s.items; /* a group within one token: its span divides the token */
+    while (one > 1 && r->row_len % ((uint64_t)one * wg * epw) != 0)
+        one /= 2;
+    if ((r->roles & FFNRT_STATS_GATE) && r->rows && r->row_len % ((uint64_t)one * wg * epw) == 0) {
+        s.items = one;
+        s.norms2 = 2;
+    } else if ((r->roles & FFNRT_STATS_GATE) && r->rows) {
         while (s.items > 1 && (uint64_t)s.items * wg * epw > r->row_len)
             s.items /= 2;
         s.norms2 = (uint64_t)s.items * wg * epw <= r->row_len;
@@ -56,8 +64,9 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     ffnrt_defines defines = *l->defines;
     ffnrt_defines_storage(&defines, l->dtype);
     uint32_t items = ITEMS_PER_ITEM, bindings = l->binding_count, params_size = l->params_size;
+    stats_shape ss = {0, 0, 0};
     if (l->stats) {
-        stats_shape ss = choose_stats_shape(ctx, l->stats, wg, epw);
+        ss = choose_stats_shape(ctx, l->stats, wg, epw);
         ffnrt_stats_defines(l->stats, &defines, l->binding_count, wg, ss.items, ss.norms2, ss.stash, 0);
         items = ss.items;
         bindings++;
@@ -100,6 +109,11 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         if (fit < max_rows)
             max_rows = fit;
         uint64_t step = align / gcd64(align, row_bytes);
+        row_step = row_step / gcd64(row_step, step) * step;
+    }
+    if (ss.norms2 == 2) {
+        /* Groups within one token: every dispatch starts at a token. */
+        uint64_t step = l->stats->row_len / gcd64(l->stats->row_len, l->row_elems);
         row_step = row_step / gcd64(row_step, step) * step;
     }
     uint64_t chunk = l->rows;

@@ -42,6 +42,8 @@ void ffnrt_stats_defines(const ffnrt_stats_run *r, ffnrt_defines *d, uint32_t bi
         }
     } else if ((r->roles & FFNRT_STATS_GATE) && r->rows) {
         ffnrt_defines_add(d, norms2 ? "#define STATS_NORMS2 1" : "#define STATS_NORMS 1");
+        if (norms2 == 2)
+            ffnrt_defines_add(d, "#define STATS_NORMS1 1");
     }
     if (r->roles & FFNRT_STATS_HIDDEN)
         ffnrt_defines_add(d, "#define STATS_HIDDEN 1");

@@ -271,7 +271,7 @@ static ffnrt_status non_finite(ffnrt_context *ctx, const ffnrt_stats_call *c, co
                       "%s (%s, %s storage, %s arithmetic): %llu non-finite output%s (%llu NaN, %llu Inf) from "
                       "finite inputs, the first at flat index %lld; rerun the call in fp32 (f32 tensors, "
                       "FFNRT_COMPUTE_F32) as a control: finite there means the %s precision overflowed or lost "
-                      "it (ffnrt check --fp32-control shows both), non-finite there means the data or the "
+                      "it (ffnrt check --fp32-control OP X... shows both), non-finite there means the data or the "
                       "op's math itself",
                       c->fn, c->op, ffnrt_dtype_name(c->dtype), c->fp16 ? "fp16" : "fp32",
                       (unsigned long long)(s->output_nan + s->output_inf), s->output_nan + s->output_inf == 1 ? "" : "s",
