@@ -43,6 +43,10 @@ typedef float4 f4;
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
 #define LOAD_HALF4(buf, i) vload_half4(0, (const __global half *)(buf) + (i))
+/* Four unsigned codes of a 32-bit word as floats (quant.inc): 4-bit ones
+ * from bit sh on (sh, sh + 4, sh + 8, sh + 12), or its four bytes. */
+#define NIBBLES4(w, sh) convert_float4(((uint4)(w) >> (uint4)((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & (uint4)(15u))
+#define BYTES4(w) convert_float4(((uint4)(w) >> (uint4)(0u, 8u, 16u, 24u)) & (uint4)(255u))
 /* Atomic bit operations on a 32-bit word of a binding. */
 #define ATOMIC_AND(buf, i, v) atomic_and(&buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomic_or(&buf[i], v)
