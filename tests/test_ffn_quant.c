@@ -375,3 +375,96 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
     run_case(ctx, &cases[0], kernel_names[g->kernel]);
     test_context_done(ctx);
 }
+
+/* ----------------------------------------------------------- bad input */
+
+#define EXPECT_FAIL(call, status, needle)                                                              \
+    do {                                                                                               \
+        ffnrt_status st_ = (call);                                                                     \
+        cr_expect_eq(st_, status, "%s gave %s: %s", #call, ffnrt_status_string(st_),                   \
+                     ffnrt_last_error_message());                                                      \
+        cr_expect(strstr(ffnrt_last_error_message(), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", \
+                  #call, ffnrt_last_error_message(), needle);                                          \
+    } while (0)
+
+/* What the formats cost: the bytes the device holds, GGUF's for Q4_0 but
+ * for its rows padded to whole words. */
+Test(ffn_quant, accounting)
+{
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+    d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q4_0;
+    ffnrt_ffn_cost c;
+    cr_assert_eq(ffnrt_ffn_cost_of(&d, 1, FFNRT_FFN_PATH_FUSED, &c), FFNRT_OK);
+    cr_assert_eq(c.parameters, 3 * 64 * 96);
+    /* gate, value: 96 rows of 2 blocks (18 B each); down: 64 rows of 3 blocks and 2 B of padding */
+    cr_assert_eq(c.weight_bytes, 2 * 96 * 2 * 18 + 64 * (3 * 18 + 2));
+    d.format_out = FFNRT_WEIGHT_F32; /* down in the dtype */
+    cr_assert_eq(ffnrt_ffn_cost_of(&d, 1, FFNRT_FFN_PATH_FUSED, &c), FFNRT_OK);
+    cr_assert_eq(c.weight_bytes, 2 * 96 * 2 * 18 + 64 * 96 * 4);
+    d.format_in = d.format_value = FFNRT_WEIGHT_Q4_K; /* 148 B a 256-block on the device (GGUF: 144) */
+    d.d_model = 256;
+    cr_assert_eq(ffnrt_ffn_cost_of(&d, 1, FFNRT_FFN_PATH_FUSED, &c), FFNRT_OK);
+    cr_assert_eq(c.weight_bytes, 2 * 96 * 148 + 256 * 96 * 4);
+}
+
+BACKEND_PARAMETERS(ffn_quant, bad_input)
+ParameterizedTest(ffnrt_backend *b, ffn_quant, bad_input)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    static uint8_t bytes[4 * 96 * 64]; /* room for any of the matrices below */
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+    d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q4_0;
+    ffnrt_ffn_weights w = {0};
+    w.w_gate = w.w_value = w.w_out = bytes;
+    ffnrt_ffn *layer = NULL;
+    ffnrt_ffn_desc bad = d;
+    bad.d_model = 48;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_SHAPE_MISMATCH, "d_model) is 48");
+    bad = d;
+    bad.format_out = FFNRT_WEIGHT_Q4_K; /* hidden 96: not a multiple of 256 */
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_SHAPE_MISMATCH, "blocks of 256");
+    bad = d;
+    bad.format_in = FFNRT_WEIGHT_F16; /* a dense format other than the dtype's */
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_UNSUPPORTED, "desc.format_in is f16");
+    bad = d;
+    bad.format_value = (ffnrt_weight_format)42;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "not a weight format");
+    bad = d;
+    bad.kind = FFNRT_FFN_DENSE;
+    ffnrt_ffn_weights dense = {0};
+    dense.w_in = dense.w_out = bytes;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &dense, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "no value matrix");
+    bad = d;
+    bad.format_value = FFNRT_WEIGHT_Q8_0;
+    bad.path = FFNRT_FFN_PATH_FUSED;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &w, &layer), FFNRT_ERROR_UNSUPPORTED, "reads both in one format");
+    ffnrt_plan *plan = NULL;
+    EXPECT_FAIL(ffnrt_ffn_plan(ctx, &bad, 1, &plan), FFNRT_ERROR_UNSUPPORTED, "reads both in one format");
+    ffnrt_ffn_weights stacked = {0};
+    stacked.w_gate_value = stacked.w_out = bytes;
+    bad.path = FFNRT_FFN_PATH_AUTO;
+    EXPECT_FAIL(ffnrt_ffn_create(ctx, &bad, &stacked, &layer), FFNRT_ERROR_INVALID_ARGUMENT, "give them equal");
+    /* Tensors of the wrong byte size. */
+    int64_t n = 96 * 2 * 18 / 2 - 1;
+    ffnrt_tensor *t = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, &n, &t), FFNRT_OK);
+    ffnrt_ffn_weight_tensors tw = {0};
+    tw.w_gate = tw.w_value = tw.w_out = t;
+    EXPECT_FAIL(ffnrt_ffn_create_from_tensors(ctx, &d, &tw, &layer), FFNRT_ERROR_SHAPE_MISMATCH,
+                "holds 3454 bytes; a [96, 64] q4_0 matrix is 3456");
+    cr_expect_null(layer);
+    /* Mixed formats: the dispatcher runs them unfused and says why. */
+    bad = d;
+    bad.format_value = FFNRT_WEIGHT_Q8_0;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &bad, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "unfused");
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.weights"), "gate q4_0, value q8_0, down q4_0");
+    const char *cands = ffnrt_plan_choice(plan, "ffn.candidates");
+    for (const char *c = cands; c && *c; c = strchr(c, ',') ? strchr(c, ',') + 1 : c + strlen(c))
+        cr_expect(strncmp(c, "unfused/", 8) == 0, "a fused candidate: %s", cands);
+    ffnrt_plan_destroy(plan);
+    ffnrt_tensor_destroy(t);
+    test_context_done(ctx);
+}
