@@ -206,6 +206,7 @@ typedef struct ffnrt_kernel_params {
     uint32_t blocked_wg_n, blocked_wg_m;    /* work-items a group, prefill */
     uint32_t blocked_wg_n_decode, blocked_wg_m_decode;
     uint32_t blocked_vec_acc;               /* a vector of partial sums per output (else dot()) */
+    uint32_t blocked_wide_codes;            /* block formats: 16 weights a step in 16-wide vectors */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

@@ -90,6 +90,11 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
         if (kp.blocked_vec_acc)
             ffnrt_defines_add(&defines, "#define VEC_ACC 1");
+        /* Block formats on drivers that run a work-item as vector code:
+         * 16 weights a step (the prelude's 16-wide vectors, where it has
+         * them), which dequantizing needs to keep up with the bytes. */
+        if (ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16)
+            ffnrt_defines_add(&defines, "#define WQ_WIDE 1");
         if (aligned)
             ffnrt_defines_add(&defines, "#define ALIGNED4 %u", 1);
         ffnrt_defines_add(&defines, "#define TM %uu", bs.tm);
