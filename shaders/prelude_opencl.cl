@@ -47,9 +47,11 @@ typedef float4 f4;
  * from bit sh on (sh, sh + 4, sh + 8, sh + 12), or its four bytes. */
 #define NIBBLES4(w, sh) convert_float4(((uint4)(w) >> (uint4)((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & (uint4)(15u))
 #define BYTES4(w) convert_float4(((uint4)(w) >> (uint4)(0u, 8u, 16u, 24u)) & (uint4)(255u))
-/* One half of a 16-bit binding as a float, converted natively and
- * exactly (subnormals included; vload_half is core OpenCL). */
-#define LOAD_HALF(buf, i) vload_half((i), (const __global half *)(buf))
+/* Halves 2j and 2j + 1 of a 16-bit binding as a float2, converted exactly
+ * (subnormals included; vload_half2 is core OpenCL, and CPUs convert a
+ * vector of halves in one instruction where PoCL's scalar vload_half runs
+ * some fifteen). */
+#define LOAD_HALF2(buf, j) vload_half2((j), (const __global half *)(buf))
 /* Sixteen-wide vectors, for drivers that run each work-item as vector code
  * (quant.inc's WQ_WIDE): 16 floats of a binding from element i, 16 codes
  * of 2 words (4 bits) or 4 words (8 bits), and the sum of 16 lanes as 4.
@@ -57,6 +59,7 @@ typedef float4 f4;
 #define HAVE_V16 1
 typedef float16 v16;
 #define V16_ZERO ((float16)(0.0f))
+#define V16_SPLAT(s) ((float16)(s))
 #define V16_FMA(a, b, c) fma((a), (b), (c))
 #define V16_SUM4(v) (((v).s0123 + (v).s4567) + ((v).s89ab + (v).scdef))
 #define V16_LOAD(buf, i) vload16(0, (buf) + (i))
