@@ -56,6 +56,7 @@ float ffn_two_prod_err(float a, float b, float p)
 /* See prelude_opencl.cl. */
 #define NIBBLES4(w, sh) vec4((uvec4(w) >> uvec4((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & uvec4(15u))
 #define BYTES4(w) vec4((uvec4(w) >> uvec4(0u, 8u, 16u, 24u)) & uvec4(255u))
+#define SBYTES4(w) vec4(ivec4(uvec4(w) << uvec4(24u, 16u, 8u, 0u)) >> 24) /* GLSL's >> of int is arithmetic */
 #define ATOMIC_AND(buf, i, v) atomicAnd(buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomicOr(buf[i], v)
 

@@ -47,6 +47,9 @@ typedef float4 f4;
  * from bit sh on (sh, sh + 4, sh + 8, sh + 12), or its four bytes. */
 #define NIBBLES4(w, sh) convert_float4(((uint4)(w) >> (uint4)((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & (uint4)(15u))
 #define BYTES4(w) convert_float4(((uint4)(w) >> (uint4)(0u, 8u, 16u, 24u)) & (uint4)(255u))
+/* ... or as signed bytes (two's complement; >> of a negative int is
+ * arithmetic in every OpenCL compiler, Clang's included). */
+#define SBYTES4(w) convert_float4(as_int4((uint4)(w) << (uint4)(24u, 16u, 8u, 0u)) >> 24)
 /* Halves 2j and 2j + 1 of a 16-bit binding as a float2, converted exactly
  * (subnormals included; vload_half2 is core OpenCL, and CPUs convert a
  * vector of halves in one instruction where PoCL's scalar vload_half runs
@@ -68,6 +71,8 @@ typedef float16 v16;
     (uint16)(0u, 4u, 8u, 12u, 16u, 20u, 24u, 28u, 0u, 4u, 8u, 12u, 16u, 20u, 24u, 28u)) & (uint16)(15u))
 #define V16_BYTES(buf, i) convert_float16((vload4(0, (buf) + (i)).s0000111122223333 >> \
     (uint16)(0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u)) & (uint16)(255u))
+#define V16_SBYTES(buf, i) convert_float16(as_int16(vload4(0, (buf) + (i)).s0000111122223333 << \
+    (uint16)(24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u)) >> 24)
 /* Atomic bit operations on a 32-bit word of a binding. */
 #define ATOMIC_AND(buf, i, v) atomic_and(&buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomic_or(&buf[i], v)

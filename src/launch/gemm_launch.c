@@ -18,6 +18,7 @@
 #include "quant/quant.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Element indices are 32-bit in the kernels: plan with at most 2 GiB a binding. */
@@ -93,16 +94,23 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         /* Block formats on drivers that run a work-item as vector code:
          * 16 weights a step (the prelude's 16-wide vectors, where it has
          * them), which dequantizing needs to keep up with the bytes. */
-        if (ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16)
+        int wide = ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
+        if (wide)
             ffnrt_defines_add(&defines, "#define WQ_WIDE 1");
+        /* Elsewhere, at decode (few rows: registers for a group's sums),
+         * each group's codes are dotted with x before they are scaled. */
+        int sumx = ql && !wide && bs.tm <= 4;
+        if (sumx)
+            ffnrt_defines_add(&defines, "#define WQ_SUMX 1");
         if (aligned)
             ffnrt_defines_add(&defines, "#define ALIGNED4 %u", 1);
         ffnrt_defines_add(&defines, "#define TM %uu", bs.tm);
         ffnrt_defines_add(&defines, "#define TN %uu", bs.tn);
         ffnrt_defines_add(&defines, "#define WG_N %uu", bs.wg_n);
         ffnrt_defines_add(&defines, "#define WG_M %uu", bs.wg_m);
-        snprintf(shape_text, sizeof shape_text, "blocked: %ux%u a work-item, %ux%u work-items%s", bs.tm, bs.tn,
-                 bs.wg_n, bs.wg_m, aligned ? ", vector loads" : "");
+        snprintf(shape_text, sizeof shape_text, "blocked: %ux%u a work-item, %ux%u work-items%s%s", bs.tm, bs.tn,
+                 bs.wg_n, bs.wg_m, aligned ? ", vector loads" : "",
+                 wide ? ", 16 weights a step (16-wide vectors)" : sumx ? ", each group's codes dotted before scaling" : "");
     } else if (matvec) {
         tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
         ffnrt_status mst = ffnrt_choose_matvec(ctx, tokens, &mv, &ctx->error);

@@ -3,14 +3,15 @@
  * A [rows, k] matrix in a block format becomes two arrays of 32-bit words,
  * row after row: its codes and its scales. Codes are unsigned, 8 a word
  * (4-bit formats: element 8u + i of a row in bits 4i..4i+3 of the row's
- * word u) or 4 a word (8-bit: element 4u + i in bits 8i..8i+7), so a word
+ * word u) or 4 a word (8-bit: element 4u + i in bits 8i..8i+7; Q8_0's are
+ * GGUF's signed bytes, two's complement), so a word
  * holds consecutive elements and a kernel reads x beside it in whole
  * vectors. Every weight is code * s + m with one (s, m) per group of
  * elements, both exact in fp32, and s * code + m rounds once, as ggml's
  * own dequantization does:
  *
  *   format  codes                      scale words a row               s, m
- *   Q8_0    q + 128, 8 bits            ceil(k/64): d, fp16, two a word  d, -128 d
+ *   Q8_0    q (GGUF's int8), 8 bits    ceil(k/64): d, fp16, two a word  d, 0
  *   Q4_0    q, 4 bits                  ceil(k/64): as Q8_0              d, -8 d
  *   Q4_1    q, 4 bits                  k/32: d | m << 16                d, m
  *   Q4_K    q, 4 bits                  k/256 words d | dmin << 16, then
@@ -103,8 +104,7 @@ void ffnrt_quant_repack(ffnrt_weight_format format, const uint8_t *src, uint64_t
             const uint8_t *in = src + (r * blocks + b) * t->block_bytes;
             switch (format) {
             case FFNRT_WEIGHT_Q8_0:
-                for (int j = 0; j < 32; j++)
-                    c[j] = (uint8_t)(in[2 + j] ^ 0x80); /* q + 128 */
+                memcpy(c, in + 2, 32); /* GGUF's int8 q, as they are */
                 sr[b / 2] |= (uint32_t)u16(in) << (16 * (b % 2));
                 break;
             case FFNRT_WEIGHT_Q4_0:
@@ -162,14 +162,15 @@ float ffnrt_quant_weight(ffnrt_weight_format format, const uint32_t *codes, cons
 {
     const ffnrt_quant_layout *l = ffnrt_quant_layout_of(format);
     uint32_t per = 32 / l->code_bits;
-    float code = (float)((codes[e / per] >> (l->code_bits * (e % per))) & ((1u << l->code_bits) - 1));
+    uint32_t bits = (codes[e / per] >> (l->code_bits * (e % per))) & ((1u << l->code_bits) - 1);
+    float code = format == FFNRT_WEIGHT_Q8_0 ? (float)(int8_t)(uint8_t)bits : (float)bits;
     uint64_t b = e / 32;
     float s = 0, m = 0;
     switch (format) {
     case FFNRT_WEIGHT_Q8_0:
     case FFNRT_WEIGHT_Q4_0:
         s = ffnrt_f16_to_f32((uint16_t)(scales[b / 2] >> (16 * (b % 2))));
-        m = (format == FFNRT_WEIGHT_Q8_0 ? -128.0f : -8.0f) * s;
+        m = format == FFNRT_WEIGHT_Q8_0 ? 0.0f : -8.0f * s;
         break;
     case FFNRT_WEIGHT_Q4_1:
         s = ffnrt_f16_to_f32((uint16_t)scales[b]);
