@@ -468,3 +468,38 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, bad_input)
     ffnrt_tensor_destroy(t);
     test_context_done(ctx);
 }
+
+/* The default path: fused at decode on every device; above 4 tokens, the
+ * measured exception of a driver that runs work-items as vector code
+ * (PoCL: its blocked kernel runs a gated block-format layer's two products
+ * apart faster than together), said in the plan. */
+BACKEND_PARAMETERS(ffn_quant, default_path)
+ParameterizedTest(ffnrt_backend *b, ffn_quant, default_path)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+    d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q4_0;
+    const int cpu_vector_items = info.backend == FFNRT_BACKEND_OPENCL && info.type == FFNRT_DEVICE_TYPE_CPU;
+    const int64_t tokens[] = {1, 4, 64};
+    for (size_t i = 0; i < 3; i++) {
+        ffnrt_plan *plan = NULL;
+        cr_assert_eq(ffnrt_ffn_plan(ctx, &d, tokens[i], &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+        int unfused = cpu_vector_items && tokens[i] > 4;
+        cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), unfused ? "unfused" : "fused", "%lld tokens:\n%s",
+                         (long long)tokens[i], ffnrt_plan_text(plan));
+        if (unfused)
+            cr_expect(strstr(ffnrt_plan_text(plan), "apart faster than together") != NULL, "%s", ffnrt_plan_text(plan));
+        ffnrt_plan_destroy(plan);
+    }
+    /* Dense-weight layers keep the fused default. */
+    ffnrt_ffn_desc f = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &f, 64, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), "fused", "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    test_context_done(ctx);
+}

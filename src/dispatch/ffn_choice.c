@@ -145,7 +145,8 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
  * Groups narrowed while that leaves fewer than 16 groups so every core
  * gets work; then fitted to the workgroup size and, for 16-bit outputs
  * staged in shared memory, its size. */
-ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged)
+ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged,
+                                         int wide)
 {
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
@@ -155,6 +156,9 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, u
         b.tn = kp.blocked_tn_decode, b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
     else
         b.tn = gated ? kp.blocked_tn_gated : kp.blocked_tn, b.wg_n = kp.blocked_wg_n, b.wg_m = kp.blocked_wg_m;
+    /* 16-wide accumulators take a vector register each. */
+    if (m > 4 && wide && (gated ? kp.blocked_tn_gated_wide : kp.blocked_tn_wide))
+        b.tn = gated ? kp.blocked_tn_gated_wide : kp.blocked_tn_wide;
     const ffnrt_setting *forced = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_BLOCK, NULL, NULL);
     if (forced)
         b = (ffnrt_blocked_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1], (uint32_t)forced->v[2],
@@ -408,6 +412,22 @@ static void choose_path(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint6
     ffnrt_ffn_cost fused, unfused;
     ffnrt_ffn_cost_model(d, tokens, 0, &fused);
     ffnrt_ffn_cost_model(d, tokens, 1, &unfused);
+    /* A measured exception, from the device's row of the kernel-shape
+     * table: there, the blocked kernel's gate and value of block-format
+     * weights together lose to the two products apart at prefill. */
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    if (is_gated(d) && ffnrt_ffn_quantized(d) && tokens > 4 && c->kernel == FFNRT_KERNEL_BLOCKED &&
+        kp.blocked_gated_quant_unfused) {
+        c->unfused = 1;
+        ffnrt_plan_add(plan, "ffn.path", "unfused",
+                       "block-format gate and value above 4 tokens on this driver: its register-blocked kernel "
+                       "runs the two products apart faster than together (measured 1.2-1.3x; kernel_params.inc), "
+                       "though fused moves %.2f MB in %u kernels against %.2f MB in %u",
+                       1e-6 * (double)fused.bytes_moved, fused.kernels, 1e-6 * (double)unfused.bytes_moved,
+                       unfused.kernels);
+        return;
+    }
     c->unfused = 0;
     ffnrt_plan_add(plan, "ffn.path", "fused",
                    "moves %.2f MB in %u kernels against %.2f MB in %u unfused, and writes no intermediate "
@@ -552,8 +572,10 @@ ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d,
     }
     if (plan)
         plan_weights(d, tokens, plan);
-    choose_path(ctx, d, tokens, have ? &tuned : NULL, c, plan);
+    /* The kernel first: it does not depend on the path, and the path's
+     * measured exception for block formats depends on the kernel. */
     choose_kernel(ctx, d, tokens, have ? &tuned : NULL, c, plan);
+    choose_path(ctx, d, tokens, have ? &tuned : NULL, c, plan);
     /* The arithmetic of the activation and gating: the layer's compute, by
      * the precision policy for AUTO; every kernel of either path computes
      * in it (the plan names it on each). */

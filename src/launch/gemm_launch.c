@@ -78,23 +78,23 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     uint64_t esize = ffnrt_dtype_size(pr->dtype);
     uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
     ffnrt_blocked_shape bs = {0, 0, 0, 0};
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    /* Block formats on drivers that run a work-item as vector code: 16
+     * weights a step (the prelude's 16-wide vectors, where it has them),
+     * which dequantizing needs to keep up with the bytes. */
+    int wide = blocked && ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
     if (blocked) {
         /* One kernel for decode and prefill: the shape follows the rows. */
-        bs = ffnrt_choose_blocked(ctx, pr->m, pr->n, gated, esize != 4);
+        bs = ffnrt_choose_blocked(ctx, pr->m, pr->n, gated, esize != 4, wide);
         /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
          * binding offsets) or 2 (16-bit words) when K is. */
         int aligned = esize == 4 ? pr->k % 4 == 0 && align % 16 == 0 : pr->k % 2 == 0 && align % 4 == 0;
         smem_floats = esize == 4 ? 1 : (uint64_t)bs.wg_n * bs.tn * bs.wg_m * bs.tm;
         wg = (uint64_t)bs.wg_n * bs.wg_m;
         ffnrt_defines_add(&defines, "#define BLOCKED %u", 1);
-        ffnrt_kernel_params kp;
-        ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
         if (kp.blocked_vec_acc)
             ffnrt_defines_add(&defines, "#define VEC_ACC 1");
-        /* Block formats on drivers that run a work-item as vector code:
-         * 16 weights a step (the prelude's 16-wide vectors, where it has
-         * them), which dequantizing needs to keep up with the bytes. */
-        int wide = ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
         if (wide)
             ffnrt_defines_add(&defines, "#define WQ_WIDE 1");
         /* Elsewhere, at decode (few rows: registers for a group's sums),
