@@ -41,6 +41,9 @@ typedef struct bench_config {
     double budget_s;                    /* per row: stop after this much time once min_runs are done */
     int verbose_rows;                   /* print rows as they are measured */
     int dispatch_regret;                /* FFN rows: also the dispatcher's regret (every candidate timed) */
+    ffnrt_weight_format formats[8];     /* FFN weights in block formats (f32 activations), beside the dtypes' rows */
+    int nformats;
+    int formats_given;                  /* --weights chose them (else the preset did) */
 } bench_config;
 
 typedef struct bench_device {

@@ -7,6 +7,7 @@
  * max(|f'(x)|, the sum of its terms' magnitudes), as the tests do.
  * The README's accuracy table is `ffnrt check --table`. */
 #include "check.h"
+#include "check_quant.h"
 #include "ffnrt.h"
 #include "contract.h"
 #include "reference.h"
@@ -346,6 +347,8 @@ static int parse_dtype(const char *s, ffnrt_dtype *t)
 
 int ffnrt_check_main(int argc, char **argv)
 {
+    if (argc >= 1 && strcmp(argv[0], "--quant") == 0)
+        return ffnrt_check_quant_main(argc - 1, argv + 1);
     const char *op = NULL, *device = NULL, *compare = NULL;
     int exhaustive = 0, table = 0, bad = 0;
     check_case c = {FFNRT_ACT_RELU, 0, FFNRT_DTYPE_F32, FFNRT_COMPUTE_F32};
@@ -376,6 +379,7 @@ int ffnrt_check_main(int argc, char **argv)
         fprintf(stderr, "usage: ffnrt check OP [--device SPEC] [--dtype f32|f16|bf16] [--f16-arithmetic]\n"
                         "                      [--backward] [--exhaustive] [--compare SPEC]\n"
                         "       ffnrt check --table [--exhaustive]\n"
+                        "       ffnrt check --quant ... (a layer's loss with quantized weights: ffnrt check --quant --help)\n"
                         "SPEC as FFNRT_DEVICE takes it (\"opencl\", \"vulkan:0\", \"llvmpipe\")\n");
         return 2;
     }

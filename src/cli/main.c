@@ -149,6 +149,7 @@ static void usage(FILE *f)
                     "  plan [options]       what the dispatcher chooses for an op, and why (ffnrt plan --help)\n"
                     "  run OP X [X...]      apply an activation to numbers, on the chosen device\n"
                     "  check OP [options]   accuracy of OP on a device, in ULP (ffnrt check --help)\n"
+                    "  check --quant ...    a layer's error with its weights quantized to each format, on a device\n"
                     "  bench [options]      the device bench harness (ffnrt bench --help)\n"
                     "  bench --compare OLD.json NEW.json   per-row ratios of two runs, regressions flagged\n"
                     "environment: FFNRT_DEVICE (\"opencl\", \"vulkan:0\", \"pocl\", ...), FFNRT_VALIDATION=1,\n"

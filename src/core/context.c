@@ -325,6 +325,7 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, const cha
         ffnrt_shader_source("math.inc"),
         ffnrt_shader_source("math_grad.inc"),
         ffnrt_shader_source("storage.inc"),
+        ffnrt_shader_source("quant.inc"),
         ffnrt_shader_source(file),
     };
     char head[64];
