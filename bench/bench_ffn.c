@@ -567,6 +567,11 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             snprintf(rows->v[first].note, sizeof rows->v[first].note,
                      "%.2f GFLOP/s, fused/unfused %.2f device, %.2f host", (double)cost.flops / t[0], t[1] / t[0],
                      rows->v[first + 1].host_ns / rows->v[first].host_ns);
+        for (int p = 0, k = 0; p < 2 && rc == 0 && cfg->stats; p++) {
+            ffn_call_arg a = {layer[p], x, y};
+            if (layer[p])
+                rc = bench_stats_row(ctx, ffn_call, &a, &c, rows, first + (size_t)k++, 0);
+        }
         if (rc == 0 && cfg->dispatch_regret)
             rc = dispatch_rows(dev, &c, w, dtype, wf, &wt, x, y, tokens[i], rows);
         for (size_t k = first; k < rows->n; k++)

@@ -73,9 +73,15 @@ typedef float16 v16;
     (uint16)(0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u)) & (uint16)(255u))
 #define V16_SBYTES(buf, i) convert_float16(as_int16(vload4(0, (buf) + (i)).s0000111122223333 << \
     (uint16)(24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u)) >> 24)
-/* Atomic bit operations on a 32-bit word of a binding. */
+/* 32-bit atomics on a uint word of a binding or of a shared array (the
+ * statistics variant, shaders/stats.inc; no 64-bit atomics are assumed).
+ * ADD and CAS return the word's previous value. */
 #define ATOMIC_AND(buf, i, v) atomic_and(&buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomic_or(&buf[i], v)
+#define ATOMIC_ADD(buf, i, v) atomic_add(&buf[i], v)
+#define ATOMIC_MIN(buf, i, v) atomic_min(&buf[i], v)
+#define ATOMIC_MAX(buf, i, v) atomic_max(&buf[i], v)
+#define ATOMIC_CAS(buf, i, expected, desired) atomic_cmpxchg(&buf[i], expected, desired)
 
 /* Kernel signature: buffers and the Params struct are kernel arguments. */
 #define PARAMS_BEGIN typedef struct {

@@ -207,6 +207,9 @@ typedef struct ffnrt_kernel_params {
     uint32_t blocked_wg_n, blocked_wg_m;    /* work-items a group, prefill */
     uint32_t blocked_wg_n_decode, blocked_wg_m_decode;
     uint32_t blocked_vec_acc;               /* a vector of partial sums per output (else dot()) */
+    uint32_t stats_serial;                  /* statistics: one work-item reduces a group's figures */
+    uint32_t stats_hist_stash;              /* statistics: histograms counted after the loop (with serial) */
+    uint32_t stats_items;                   /* statistics: words a work-item of the element-wise loop */
     uint32_t blocked_wide_codes;            /* block formats: 16 weights a step in 16-wide vectors */
     uint32_t blocked_tn_wide, blocked_tn_gated_wide; /* their columns, prefill (0: blocked_tn, _gated) */
     uint32_t blocked_gated_quant_unfused;   /* gated block-format layers above 4 tokens: unfused by default */
@@ -237,6 +240,30 @@ ffnrt_status ffnrt_precision_parse(const char *name, ffnrt_precision *out);
  * why says where the choice came from. Errors name fn. */
 ffnrt_status ffnrt_choose_compute(const ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
                                   int *fp16, char *why, size_t cap, ffnrt_error *err);
+
+/* ------------------------------------------------------------- statistics */
+
+/* Whether an op's kernels run their statistics variant, with which
+ * options, and whether its result is checked for non-finite outputs
+ * (dispatch/stats_choice.c). */
+typedef struct ffnrt_stats_choice {
+    int on;                      /* the statistics variant runs */
+    int check_finite;            /* finite inputs giving a non-finite output fail the call */
+    ffnrt_stats_options options; /* checked */
+    int serial;                  /* one work-item reduces a group's figures (kernel_params.inc) */
+    int hist_stash;              /* histograms counted after the loop (with serial) */
+    uint32_t items;              /* words a work-item of the element-wise loop */
+} ffnrt_stats_choice;
+
+/* Checks statistics options; an error names the field (fn: the caller). */
+ffnrt_status ffnrt_stats_options_check(const ffnrt_stats_options *o, const char *fn, ffnrt_error *err);
+/* The choice for an op: layer (a layer's own options, may be NULL) over
+ * the context's (ffnrt_context_set_stats); the finite check by the one
+ * precedence: the options' check_finite > ffnrt_context_force
+ * ("check.finite") > FFNRT_CHECK_FINITE > off. Plan items "stats" and
+ * "check.finite" say why. */
+void ffnrt_choose_stats(const ffnrt_context *ctx, const ffnrt_stats_options *layer, ffnrt_stats_choice *c,
+                        ffnrt_plan *plan);
 
 /* ------------------------------------------------------------------- plan */
 

@@ -27,6 +27,16 @@ static uint64_t shared_memory(const ffnrt_context *ctx)
     return ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
 }
 
+/* What a kernel of wg work-items and a tile of `rows` rows has for its own
+ * shared memory: all of it, less what its statistics variant takes when
+ * that runs (ctx->stats_smem; 0 otherwise). */
+static uint64_t shared_for(const ffnrt_context *ctx, uint64_t wg, uint64_t rows)
+{
+    uint64_t stats = ctx->stats_smem[0] + ctx->stats_smem[1] * wg + ctx->stats_smem[2] * rows;
+    uint64_t all = shared_memory(ctx);
+    return stats < all ? all - stats : 0;
+}
+
 /* "forced by FFNRT_GEMM_KERNEL" / "by desc.path" / ... for a setting. */
 static const char *why_set(const ffnrt_setting *s)
 {
@@ -46,7 +56,7 @@ static int tiled_fits(const ffnrt_context *ctx, ffnrt_tiled_shape t)
     uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
     if (wg == 2 && (ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES))
         return 0; /* the quirk table: the driver's compiler aborts on it */
-    return wg <= ctx->limits.max_workgroup_size && 4 * ffnrt_tiled_smem_floats(t) <= shared_memory(ctx);
+    return wg <= ctx->limits.max_workgroup_size && 4 * ffnrt_tiled_smem_floats(t) <= shared_for(ctx, wg, t.bm);
 }
 
 ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out, ffnrt_plan *plan,
@@ -75,7 +85,7 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
     int halved = 0;
     while (!tiled_fits(ctx, t)) {
         halved++;
-        if (4 * ffnrt_tiled_smem_floats(t) > shared && t.bk > 4)
+        if (4 * ffnrt_tiled_smem_floats(t) > shared_for(ctx, (uint64_t)(t.bm / t.tm) * (t.bn / t.tn), t.bm) && t.bk > 4)
             t.bk /= 2;
         else if (t.bm >= t.bn && t.bm > 1)
             t.bm /= 2, t.tm = t.tm > t.bm ? t.bm : t.tm;
@@ -89,8 +99,9 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
     snprintf(choice, sizeof choice, "%ux%u tile, k-slice %u, %ux%u a work-item, %u work-items", t.bm, t.bn, t.bk,
              t.tm, t.tn, (t.bm / t.tm) * (t.bn / t.tn));
     ffnrt_plan_add(plan, "ffn.tiles", choice, "%s %ux%ux%u until the staged slices and the workgroup fit "
-                   "(%u work-items allowed, %llu B shared memory)", halved ? "halved from" : "the start fits:",
-                   kp.tiled_bm, kp.tiled_bn, kp.tiled_bk, ctx->limits.max_workgroup_size, (unsigned long long)shared);
+                   "(%u work-items allowed, %llu B shared memory%s)", halved ? "halved from" : "the start fits:",
+                   kp.tiled_bm, kp.tiled_bn, kp.tiled_bk, ctx->limits.max_workgroup_size, (unsigned long long)shared,
+                   ctx->stats_smem[0] ? ", less what the statistics variant takes" : "");
     return FFNRT_OK;
 }
 
@@ -116,7 +127,7 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
     if (forced) {
         s = (ffnrt_matvec_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1]};
         if ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
-            4 * ffnrt_matvec_smem_floats(s, tokens) > shared)
+            4 * ffnrt_matvec_smem_floats(s, tokens) > shared_for(ctx, (uint64_t)s.rows * s.lanes, tokens))
             return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED, "%s=%s does not fit %s (%u work-items, %llu B shared memory)",
                               forced->from, forced->text, ctx->info.name, ctx->limits.max_workgroup_size,
                               (unsigned long long)shared);
@@ -124,7 +135,7 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
         return FFNRT_OK;
     }
     while ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
-           4 * ffnrt_matvec_smem_floats(s, tokens) > shared) {
+           4 * ffnrt_matvec_smem_floats(s, tokens) > shared_for(ctx, (uint64_t)s.rows * s.lanes, tokens)) {
         if (s.rows > 1)
             s.rows /= 2;
         else if (s.lanes > 1)
@@ -168,9 +179,10 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, u
         b.wg_n /= 2;
     while (b.wg_m > 1 && (m + (uint64_t)b.wg_m * b.tm - 1) / ((uint64_t)b.wg_m * b.tm) < 2 && b.wg_n * b.wg_m > 8)
         b.wg_m /= 2;
-    uint64_t shared = shared_memory(ctx);
     while ((uint64_t)b.wg_n * b.wg_m > ctx->limits.max_workgroup_size ||
-           (staged && 4ull * b.wg_n * b.tn * b.wg_m * b.tm > shared)) {
+           (staged ? 4ull * b.wg_n * b.tn * b.wg_m * b.tm : 0) >
+               shared_for(ctx, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) ||
+           shared_for(ctx, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) == 0) {
         if (b.wg_m > 1)
             b.wg_m /= 2;
         else if (b.wg_n > 1)

@@ -140,13 +140,23 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     }
     ffnrt_defines_add(&defines, "#define SMEM_FLOATS %uu", (unsigned)smem_floats);
     uint32_t buffers = 3 + (uint32_t)gated + (uint32_t)bias * (1 + (uint32_t)gated) + (ql ? 1 + (uint32_t)gated : 0);
+    uint32_t bindings = buffers, params_size = sizeof(gemm_params);
+    if (pr->stats) {
+        /* The statistics variant: one more binding (after the scales), the
+         * stats fields after the Params, and its rows a group (the token
+         * norms' row sums). */
+        uint32_t rows = blocked ? bs.wg_m * bs.tm : matvec ? tokens : tl.bm;
+        ffnrt_stats_defines(pr->stats, &defines, buffers, (uint32_t)wg, 0, 0, 0, rows);
+        bindings++;
+        params_size += (uint32_t)sizeof(ffnrt_stats_params);
+    }
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = FFNRT_OK;
     if (defines.overflow)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "gemm.kernel: build defines too long");
     if (!plan)
-        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines.text, buffers, sizeof(gemm_params),
-                                  (uint32_t)wg, &kernel);
+        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines.text, bindings, params_size, (uint32_t)wg,
+                                  &kernel);
     if (st != FFNRT_OK)
         return st;
 
@@ -183,9 +193,10 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         uint64_t splits_m = (pr->m + m_chunk - 1) / m_chunk, splits_n = (pr->n + n_chunk - 1) / n_chunk;
         char what[64], choice[256];
         snprintf(what, sizeof what, "ffn.%s", name);
-        snprintf(choice, sizeof choice, "%s%s; %llu dispatch%s", shape_text,
+        snprintf(choice, sizeof choice, "%s%s%s; %llu dispatch%s", shape_text,
                  gated || pr->act != FFNRT_ACT_COUNT ? (fp16 ? ", fp16 epilogue" : ", fp32 epilogue") : "",
-                 (unsigned long long)(splits_m * splits_n), splits_m * splits_n > 1 ? "es" : "");
+                 pr->stats ? ", statistics variant" : "", (unsigned long long)(splits_m * splits_n),
+                 splits_m * splits_n > 1 ? "es" : "");
         ffnrt_plan_add(plan, what, choice,
                        "[%llu x %llu] x [%llu x %llu]^T%s%s%s%s%s; a dispatch takes at most %llu output features and "
                        "%llu tokens: bindings within the %llu B buffer range, groups within %u a dimension",
@@ -207,7 +218,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
                                 pr->alpha, pr->beta, 0, 0};
             /* W's words a row: its elements, or its code words (scales apart). */
             uint64_t wpr = ql ? code_words : pr->k;
-            ffnrt_binding b[8];
+            ffnrt_binding b[9];
             uint32_t nb = 0;
             b[nb++] = bind_elements(ctx, pr->x, m0 * pr->k, mc * pr->k, &p.x_base);
             b[nb++] = bind_elements(ctx, pr->w.w, (pr->w.w_row0 + n0) * wpr, nc * wpr, &p.w_base);
@@ -223,9 +234,18 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
             if (ql && gated)
                 b[nb++] = bind_elements(ctx, pr->wv.ws, (pr->wv.w_row0 + n0) * scale_words, nc * scale_words,
                                         &p.wvs_base);
+            struct {
+                gemm_params g;
+                ffnrt_stats_params s;
+            } all = {p, {0}};
+            if (pr->stats) {
+                const ffnrt_tensor *sb = pr->stats->buffer;
+                b[nb++] = (ffnrt_binding){sb->buffer, sb->offset, (sb->bytes + 3) & ~(uint64_t)3};
+                all.s = ffnrt_stats_params_of(pr->stats, m0, n0);
+            }
             uint32_t groups[2] = {(uint32_t)((nc + n_per_group - 1) / n_per_group),
                                   matvec ? 1 : (uint32_t)((mc + m_per_group - 1) / m_per_group)};
-            st = ctx->ops->dispatch(ctx->dev, kernel, b, nb, &p, groups, &ctx->error);
+            st = ctx->ops->dispatch(ctx->dev, kernel, b, nb, &all, groups, &ctx->error);
         }
     }
     return st;

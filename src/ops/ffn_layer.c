@@ -205,6 +205,8 @@ void ffnrt_ffn_destroy(ffnrt_ffn *layer)
         ffnrt_tensor_free(layer->owned[s]);
         ffnrt_tensor_free(layer->scales[s]);
     }
+    free(layer->last_stats);
+    free(layer->feature_bits);
     free(layer);
 }
 
