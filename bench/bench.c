@@ -429,6 +429,9 @@ static void usage(FILE *f)
             "  --shape LIST       FFN d_model x hidden: 768x3072,512x1376,2048x5632,4096x14336\n"
             "  --tokens LIST      FFN token counts: 1,8,64,512\n"
             "  --path LIST        FFN paths: fused,unfused\n"
+            "  --weights LIST     FFN weights in block formats: q8_0,q4_0,q4_1,q4_k,q6_k (f32 activations; none: no\n"
+            "                     quantized rows); presets: quick q4_0 at 512x1376, full q8_0,q4_0,q4_1 (and the\n"
+            "                     K-quants at decode) at 576x1536, 2048x5632 and 4096x14336\n"
             "  --no-regret        FFN rows without the dispatcher's regret (every candidate path and kernel timed,\n"
             "                     then the automatic and the tuned choice: group \"dispatch\")\n"
             "  --stats            element-wise and FFN rows again with statistics on (path \"stats\"), their ratio\n"
@@ -591,7 +594,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
                     strcmp(a, "--tokens") == 0 || strcmp(a, "--path") == 0 || strcmp(a, "--only") == 0 ||
                     strcmp(a, "--repeats") == 0 || strcmp(a, "--min-runs") == 0 || strcmp(a, "--budget") == 0 ||
                     strcmp(a, "--out") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0 ||
-                    strcmp(a, "--stats-bins") == 0;
+                    strcmp(a, "--stats-bins") == 0 || strcmp(a, "--weights") == 0;
         if (takes) {
             if (i + 1 >= argc || *nlists >= 16) {
                 fprintf(stderr, "ffnrt bench: %s\n", i + 1 >= argc ? "an option needs a value" : "too many options");
@@ -692,6 +695,20 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
             progress_mode = 0;
         } else if (strcmp(a, "--quiet") == 0) {
             cfg.verbose_rows = 0;
+        } else if (strcmp(a, "--weights") == 0) {
+            const char *items[8];
+            int n = split_list(v, items, 8);
+            cfg.formats_given = 1;
+            for (int k = 0; k < n; k++) {
+                ffnrt_weight_format f;
+                if (strcmp(items[k], "none") == 0)
+                    continue;
+                if (ffnrt_weight_format_from_name(items[k], &f) != FFNRT_OK || f < FFNRT_WEIGHT_Q8_0) {
+                    fprintf(stderr, "ffnrt bench: --weights %s: q8_0, q4_0, q4_1, q4_k, q6_k or none\n", items[k]);
+                    return 2;
+                }
+                cfg.formats[cfg.nformats++] = f;
+            }
         } else if (strcmp(a, "--no-regret") == 0) {
             cfg.dispatch_regret = 0;
         } else if (strcmp(a, "--stats") == 0) {
@@ -771,6 +788,13 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     }
     if (!cfg.paths)
         cfg.paths = 3;
+    if (!cfg.formats_given) {
+        static const ffnrt_weight_format quick_formats[] = {FFNRT_WEIGHT_Q4_0};
+        static const ffnrt_weight_format full_formats[] = {FFNRT_WEIGHT_Q8_0, FFNRT_WEIGHT_Q4_0, FFNRT_WEIGHT_Q4_1,
+                                                           FFNRT_WEIGHT_Q4_K, FFNRT_WEIGHT_Q6_K};
+        cfg.nformats = cfg.quick ? 1 : 5;
+        memcpy(cfg.formats, cfg.quick ? quick_formats : full_formats, sizeof cfg.formats[0] * (size_t)cfg.nformats);
+    }
     cfg.min_runs = min_runs > 0 ? min_runs : 3;
     cfg.max_runs = repeats > 0 ? repeats : cfg.quick ? 5 : 25;
     if (cfg.max_runs < cfg.min_runs)

@@ -43,6 +43,9 @@ typedef struct bench_config {
     int dispatch_regret;                /* FFN rows: also the dispatcher's regret (every candidate timed) */
     int stats;                          /* element-wise and FFN rows: also with statistics on (path "stats") */
     uint32_t stats_bins;                /* their histograms' bins (0: counts and moments only) */
+    ffnrt_weight_format formats[8];     /* FFN weights in block formats (f32 activations), beside the dtypes' rows */
+    int nformats;
+    int formats_given;                  /* --weights chose them (else the preset did) */
 } bench_config;
 
 typedef struct bench_device {

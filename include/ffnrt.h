@@ -571,6 +571,32 @@ FFNRT_API uint32_t ffnrt_stats_bin(float x, float lo, float hi, uint32_t bins);
  * their hist first). NaN for an empty histogram or q outside [0, 1]. */
 FFNRT_API double ffnrt_stats_quantile(const uint32_t *hist, uint32_t bins, float lo, float hi, double q);
 
+/* ------------------------------------------------------ weight formats */
+
+/* How a weight matrix [rows, k] (row-major, [out, in] as nn.Linear) is
+ * stored: the dense dtypes, or GGUF's block formats byte for byte, so a
+ * GGUF tensor's bytes are handed over unchanged. Blocks run along k (the
+ * input dimension, GGUF's ne0); a row is k / block_elements blocks.
+ *   Q8_0: fp16 d, 32 x int8 q                      x = d*q          34 B / 32
+ *   Q4_0: fp16 d, 16 B nibbles                     x = d*(q - 8)    18 B / 32
+ *   Q4_1: fp16 d, fp16 m, 16 B nibbles             x = d*q + m      20 B / 32
+ *         (nibbles: byte j holds element j in its low half and
+ *          element j + 16 in its high half)
+ *   Q4_K: 256-element super-blocks of 8 x 32, 6-bit scales and mins  144 B
+ *   Q6_K: 256-element super-blocks of 16 x 16, int8 scales           210 B
+ * The dense values equal ffnrt_dtype's, so a dtype converts to its format. */
+typedef enum ffnrt_weight_format {
+    FFNRT_WEIGHT_F32 = 0,
+    FFNRT_WEIGHT_F16 = 1,
+    FFNRT_WEIGHT_BF16 = 2,
+    FFNRT_WEIGHT_Q8_0 = 3,
+    FFNRT_WEIGHT_Q4_0 = 4,
+    FFNRT_WEIGHT_Q4_1 = 5,
+    FFNRT_WEIGHT_Q4_K = 6,
+    FFNRT_WEIGHT_Q6_K = 7,
+    FFNRT_WEIGHT_FORMAT_COUNT
+} ffnrt_weight_format;
+
 /* ------------------------------------------------------------ FFN layers */
 
 /* A feed-forward block on tokens x d_model inputs (row-major):
@@ -620,14 +646,29 @@ typedef struct ffnrt_ffn_desc {
     /* Accumulate in fp16 where the device has fp16 arithmetic; a
      * permission, not a demand. Not used yet: accumulation is fp32. */
     int allow_fp16_accumulation;
+    /* How each weight matrix is stored, each its own: format_in is W_in
+     * (dense) or W_gate (gated; both halves of a stacked w_gate_value),
+     * format_value W_value, format_out W_out. FFNRT_WEIGHT_F32 (0, the
+     * default) or the dtype's own format: the matrix is in dtype, as above.
+     * A block format (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K): the matrix is GGUF's
+     * bytes of that type, [rows][k / block] blocks (ffnrt_weight_bytes), k
+     * its input width (d_model, or hidden for W_out) a multiple of the
+     * block; a stacked w_gate_value is both halves in format_in
+     * (format_value the same or left at its default). Biases, x and y stay
+     * in dtype; products accumulate in fp32 from the exact dequantized
+     * weights. Gate and value in different formats run unfused. */
+    ffnrt_weight_format format_in, format_value, format_out;
 } ffnrt_ffn_desc;
 
 #define FFNRT_FFN_DESC_INIT(kind_, d_model_, hidden_)                                              \
     { (kind_), (d_model_), (hidden_), FFNRT_DTYPE_F32, 0, FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU), \
-      FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU), FFNRT_FFN_PATH_AUTO, FFNRT_MATMUL_AUTO, 0, 0 }
+      FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU), FFNRT_FFN_PATH_AUTO, FFNRT_MATMUL_AUTO, 0, 0,                \
+      FFNRT_WEIGHT_F32, FFNRT_WEIGHT_F32, FFNRT_WEIGHT_F32 }
 
 /* Weights as host arrays of the desc's dtype (float, or uint16_t bits for
- * f16 and bf16). Dense: w_in [hidden, d_model], b_in [hidden]. Gated:
+ * f16 and bf16), or, for a matrix in a block format, GGUF's bytes of it
+ * (ffnrt_weight_bytes of its rows and k; a GGUF tensor's data unchanged).
+ * Dense: w_in [hidden, d_model], b_in [hidden]. Gated:
  * w_gate and w_value [hidden, d_model] with b_gate, b_value [hidden], or
  * both stacked as w_gate_value [2*hidden, d_model] (gate rows first, as
  * Phi-3's gate_up_proj) with b_gate_value [2*hidden]. Both: w_out
@@ -641,7 +682,11 @@ typedef struct ffnrt_ffn_weights {
 } ffnrt_ffn_weights;
 
 /* The same as device tensors of those shapes (biases 1-D). The layer uses
- * them in place: they must outlive it. */
+ * them in place: they must outlive it. A matrix in a block format is a
+ * tensor of any dtype and shape holding GGUF's bytes of it (its byte size
+ * ffnrt_weight_bytes: e.g. f16 [bytes / 2]); the layer repacks those
+ * bytes at creation into device buffers of its own, so that tensor need
+ * not outlive the layer. */
 typedef struct ffnrt_ffn_weight_tensors {
     const ffnrt_tensor *w_in, *b_in;
     const ffnrt_tensor *w_gate, *b_gate, *w_value, *b_value;
@@ -692,7 +737,9 @@ FFNRT_API ffnrt_status ffnrt_ffn_dead_features(const ffnrt_ffn *layer, uint32_t 
  * biases, x, y and the path's intermediates. */
 typedef struct ffnrt_ffn_cost {
     uint64_t parameters;
-    uint64_t weight_bytes;   /* parameters * dtype size */
+    uint64_t weight_bytes;   /* weights and biases as the device holds them: dtype size each, block
+                                formats' blocks as repacked (scales included; = GGUF's bytes for
+                                Q8_0, Q4_0, Q4_1 but rows padded to whole words) */
     uint64_t flops;
     uint64_t bytes_moved;
     uint64_t peak_bytes;
@@ -726,30 +773,8 @@ FFNRT_API ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffn
 
 /* ------------------------------------------------------ weight formats */
 
-/* How a weight matrix [rows, k] (row-major, [out, in] as nn.Linear) is
- * stored: the dense dtypes, or GGUF's block formats byte for byte, so a
- * GGUF tensor's bytes are handed over unchanged. Blocks run along k (the
- * input dimension, GGUF's ne0); a row is k / block_elements blocks.
- *   Q8_0: fp16 d, 32 x int8 q                      x = d*q          34 B / 32
- *   Q4_0: fp16 d, 16 B nibbles                     x = d*(q - 8)    18 B / 32
- *   Q4_1: fp16 d, fp16 m, 16 B nibbles             x = d*q + m      20 B / 32
- *         (nibbles: byte j holds element j in its low half and
- *          element j + 16 in its high half)
- *   Q4_K: 256-element super-blocks of 8 x 32, 6-bit scales and mins  144 B
- *   Q6_K: 256-element super-blocks of 16 x 16, int8 scales           210 B
- * The dense values equal ffnrt_dtype's, so a dtype converts to its format. */
-typedef enum ffnrt_weight_format {
-    FFNRT_WEIGHT_F32 = 0,
-    FFNRT_WEIGHT_F16 = 1,
-    FFNRT_WEIGHT_BF16 = 2,
-    FFNRT_WEIGHT_Q8_0 = 3,
-    FFNRT_WEIGHT_Q4_0 = 4,
-    FFNRT_WEIGHT_Q4_1 = 5,
-    FFNRT_WEIGHT_Q4_K = 6,
-    FFNRT_WEIGHT_Q6_K = 7,
-    FFNRT_WEIGHT_FORMAT_COUNT
-} ffnrt_weight_format;
-
+/* Host conversions between fp32 and the formats (ffnrt_weight_format is
+ * defined before the FFN layers, which take it). */
 /* "f32", "q4_1", ...; "unknown" for a value out of range. */
 FFNRT_API const char *ffnrt_weight_format_name(ffnrt_weight_format format);
 /* Parses a name as ffnrt_weight_format_name prints it (any case). */

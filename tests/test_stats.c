@@ -991,3 +991,68 @@ ParameterizedTest(ffnrt_backend *backend, stats, ffn_finite_check)
     cr_expect(fabsf(y - 640.0f) < 0.01f, "%g", (double)y);
     test_context_done(ctx);
 }
+
+/* A layer with block-format weights (Q8_0, gated, fused and unfused): the
+ * statistics variant of the kernels that dequantize builds and leaves y
+ * as the kernels without it compute it, bit for bit; its figures count
+ * the layer's tensors, and a NaN in x reaches the input count and y's
+ * first non-finite index as read back. */
+BACKEND_PARAMETERS(stats, ffn_quantized)
+ParameterizedTest(ffnrt_backend *backend, stats, ffn_quantized)
+{
+    enum { D = 64, H = 96, T = 3 };
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    float *w = malloc(sizeof(float) * D * H), x[T * D], y0[T * D], y1[T * D];
+    for (int i = 0; i < D * H; i++)
+        w[i] = (float)((i * 7919) % 201 - 100) * 1e-2f;
+    for (int i = 0; i < T * D; i++)
+        x[i] = (float)((i * 31) % 17 - 8) * 0.25f;
+    x[D + 5] = NAN;
+    size_t bin, bout;
+    cr_assert_eq(ffnrt_weight_bytes(FFNRT_WEIGHT_Q8_0, H, D, &bin), FFNRT_OK);
+    cr_assert_eq(ffnrt_weight_bytes(FFNRT_WEIGHT_Q8_0, D, H, &bout), FFNRT_OK);
+    void *qi = malloc(bin), *qo = malloc(bout);
+    cr_assert_eq(ffnrt_quantize(FFNRT_WEIGHT_Q8_0, w, H, D, qi, bin), FFNRT_OK);
+    cr_assert_eq(ffnrt_quantize(FFNRT_WEIGHT_Q8_0, w, D, H, qo, bout), FFNRT_OK);
+    int64_t shape[2] = {T, D};
+    ffnrt_tensor *tx = tensor(ctx, FFNRT_DTYPE_F32, 2, shape, x), *ty = tensor(ctx, FFNRT_DTYPE_F32, 2, shape, x);
+    for (int unfused = 0; unfused < 2; unfused++) {
+        ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, D, H);
+        desc.format_in = desc.format_value = desc.format_out = FFNRT_WEIGHT_Q8_0;
+        desc.path = unfused ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+        ffnrt_ffn_weights wt = {0};
+        wt.w_gate = wt.w_value = qi;
+        wt.w_out = qo;
+        ffnrt_ffn *layer = NULL;
+        cr_assert_eq(ffnrt_ffn_create(ctx, &desc, &wt, &layer), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        cr_assert_eq(ffnrt_ffn_forward(layer, tx, ty), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        read_back(ty, y0);
+        ffnrt_stats_options o;
+        options(&o, 16);
+        cr_assert_eq(ffnrt_ffn_set_stats(layer, &o), FFNRT_OK);
+        cr_assert_eq(ffnrt_ffn_forward(layer, tx, ty), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        read_back(ty, y1);
+        cr_expect(memcmp(y0, y1, sizeof y0) == 0, "q8_0 %s: y with statistics differs", unfused ? "unfused" : "fused");
+        ffnrt_stats s;
+        cr_assert_eq(ffnrt_ffn_last_stats(layer, &s), FFNRT_OK);
+        int64_t first = -1;
+        uint64_t bad = 0;
+        for (int i = 0; i < T * D; i++)
+            if (!isfinite(y1[i])) {
+                bad++;
+                first = first < 0 ? i : first;
+            }
+        cr_expect(s.valid && s.inputs == T * D && s.input_nan == 1 && s.input_inf == 0 && s.pre_count == T * H &&
+                      s.activations == T * H && s.hidden_features == H && s.tokens == T,
+                  "q8_0 %s: counts", unfused ? "unfused" : "fused");
+        cr_expect(s.output_nan + s.output_inf == bad && s.first_nonfinite == first && bad > 0,
+                  "q8_0 %s: y's non-finite %llu first %lld, read back %llu first %lld", unfused ? "unfused" : "fused",
+                  (unsigned long long)(s.output_nan + s.output_inf), (long long)s.first_nonfinite,
+                  (unsigned long long)bad, (long long)first);
+        ffnrt_ffn_destroy(layer);
+    }
+    ffnrt_tensor_destroy(tx);
+    ffnrt_tensor_destroy(ty);
+    free(w), free(qi), free(qo);
+    test_context_done(ctx);
+}

@@ -104,6 +104,7 @@ static void usage(FILE *f)
                     "                       --stats prints the call's statistics, --fp32-control reruns it in\n"
                     "                       fp32 to tell a precision problem from a data one (ffnrt run --help)\n"
                     "  check OP [options]   accuracy of OP on a device, in ULP (ffnrt check --help)\n"
+                    "  check --quant ...    a layer's error with its weights quantized to each format, on a device\n"
                     "  bench [options]      the device bench harness (ffnrt bench --help)\n"
                     "  bench --compare OLD.json NEW.json   per-row ratios of two runs, regressions flagged\n"
                     "  compare [options]    dense and gated FFNs at equal parameters, judged against criteria fixed\n"

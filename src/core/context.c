@@ -350,6 +350,7 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, const cha
         ffnrt_shader_source("storage.inc"),
         stats ? ffnrt_shader_source("stats_layout.h") : NULL,
         stats && strcmp(file, "stats.kernel") != 0 ? ffnrt_shader_source("stats.inc") : NULL,
+        ffnrt_shader_source("quant.inc"),
         ffnrt_shader_source(file),
     };
     const size_t first_optional = 7, last_optional = 8; /* may be left out (NULL) */

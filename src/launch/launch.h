@@ -40,6 +40,11 @@ void ffnrt_defines_activation(ffnrt_defines *d, ffnrt_activation act);
 /* ARITH_F16 when fp16 is set: the op's products in fp16 registers (MUL_F16,
  * ACT_F16), the special functions in fp32. */
 void ffnrt_defines_arithmetic(ffnrt_defines *d, int fp16);
+/* The weights' format: nothing for a dense one (W in the storage type);
+ * WEIGHTS_QUANT, the format's WEIGHTS_ define and its code width
+ * (WQ_CODES4 / WQ_CODES8) for a block format, whose loaders are
+ * shaders/quant.inc's. */
+void ffnrt_defines_weights(ffnrt_defines *d, ffnrt_weight_format format);
 
 /* ------------------------------------------------------------- statistics */
 
@@ -133,12 +138,16 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *la
 
 /* One operand of a product: rows [w_row0, w_row0 + n) of w, and its bias
  * from element b_first (b NULL: none). Stacked gate/value weights are two
- * operands over one tensor. */
+ * operands over one tensor. A block format (format, chosen when the layer
+ * is made) keeps w's codes in w and its scales in ws, as src/quant/layout.c
+ * lays them out; a dense one (0) is w in the product's storage type. */
 typedef struct ffnrt_gemm_operand {
     const ffnrt_tensor *w;
     uint64_t w_row0;
     const ffnrt_tensor *b;
     uint64_t b_first;
+    const ffnrt_tensor *ws;
+    ffnrt_weight_format format;
 } ffnrt_gemm_operand;
 
 /* y[m, n] = epilogue(sum_k x[m, k] · W[n, k]) for an m x k slice of x and

@@ -100,10 +100,24 @@ static void kernel_stats(const ffn_run *r, unsigned roles, ffn_kernel_stats *k)
 
 static const ffnrt_gemm_operand no_operand = {0};
 
-/* An operand of the layer (none when planning), without its bias. */
-static ffnrt_gemm_operand weights_only(const ffn_run *r, const ffnrt_gemm_operand *pj)
+/* An operand of the layer, with or without its bias; when planning, one
+ * without tensors in the desc's format of that matrix. */
+static ffnrt_gemm_operand operand(const ffn_run *r, const ffnrt_gemm_operand *pj, ffnrt_ffn_matrix m, int bias)
 {
-    return r->l ? (ffnrt_gemm_operand){pj->w, pj->w_row0, NULL, 0} : no_operand;
+    ffnrt_gemm_operand o = no_operand;
+    if (!r->l) {
+        o.format = ffnrt_ffn_format(r->d, m);
+        return o;
+    }
+    o = *pj;
+    if (!bias)
+        o.b = NULL, o.b_first = 0;
+    return o;
+}
+
+static ffnrt_gemm_operand weights_only(const ffn_run *r, const ffnrt_gemm_operand *pj, ffnrt_ffn_matrix m)
+{
+    return operand(r, pj, m, 0);
 }
 
 static ffnrt_gemm_launch product(const ffn_run *r, const ffnrt_tensor *x, uint64_t k, ffnrt_gemm_operand w,
@@ -172,8 +186,8 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
     kernel_stats(r, FFN_LAST, &last);
     ffnrt_status st;
     if (!gated) {
-        ffnrt_gemm_launch up = product(r, x, dm, weights_only(r, l ? &l->in : NULL), no_operand, 0, 0, h, lh,
-                                       FFNRT_ACT_COUNT, 0, 0, &first);
+        ffnrt_gemm_launch up = product(r, x, dm, weights_only(r, l ? &l->in : NULL, FFNRT_FFN_MATRIX_IN), no_operand,
+                                       0, 0, h, lh, FFNRT_ACT_COUNT, 0, 0, &first);
         st = run_product(r, &up, "up");
         if (st == FFNRT_OK)
             st = run_bias(r, lh, l ? &l->in : NULL, "up.bias", NULL);
@@ -185,13 +199,13 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
             r->ns += ctx->last_op_ns;
         }
     } else {
-        ffnrt_gemm_launch gate = product(r, x, dm, weights_only(r, l ? &l->gate : NULL), no_operand, 0, 0, h, lg,
-                                         FFNRT_ACT_COUNT, 0, 0, &first);
+        ffnrt_gemm_launch gate = product(r, x, dm, weights_only(r, l ? &l->gate : NULL, FFNRT_FFN_MATRIX_IN),
+                                         no_operand, 0, 0, h, lg, FFNRT_ACT_COUNT, 0, 0, &first);
         st = run_product(r, &gate, "gate");
         if (st == FFNRT_OK)
             st = run_bias(r, lg, l ? &l->gate : NULL, "gate.bias", NULL);
-        ffnrt_gemm_launch value = product(r, x, dm, weights_only(r, l ? &l->value : NULL), no_operand, 0, 0, h, lv,
-                                          FFNRT_ACT_COUNT, 0, 0, NULL);
+        ffnrt_gemm_launch value = product(r, x, dm, weights_only(r, l ? &l->value : NULL, FFNRT_FFN_MATRIX_VALUE),
+                                          no_operand, 0, 0, h, lv, FFNRT_ACT_COUNT, 0, 0, NULL);
         if (st == FFNRT_OK)
             st = run_product(r, &value, "value");
         if (st == FFNRT_OK)
@@ -204,8 +218,8 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
             r->ns += ctx->last_op_ns;
         }
     }
-    ffnrt_gemm_launch down = product(r, lh, h, weights_only(r, l ? &l->out : NULL), no_operand, 0, 0, dm, y,
-                                     FFNRT_ACT_COUNT, 0, 0, d->bias ? NULL : &last);
+    ffnrt_gemm_launch down = product(r, lh, h, weights_only(r, l ? &l->out : NULL, FFNRT_FFN_MATRIX_OUT), no_operand,
+                                     0, 0, dm, y, FFNRT_ACT_COUNT, 0, 0, d->bias ? NULL : &last);
     if (st == FFNRT_OK)
         st = run_product(r, &down, "down");
     if (st == FFNRT_OK)
@@ -226,13 +240,15 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
     kernel_stats(r, FFN_LAST, &last);
     ffnrt_gemm_launch up;
     if (gated)
-        up = product(r, x, dm, l ? l->gate : no_operand, l ? l->value : no_operand, 1, d->bias, h, lh,
+        up = product(r, x, dm, operand(r, l ? &l->gate : NULL, FFNRT_FFN_MATRIX_IN, 1),
+                     operand(r, l ? &l->value : NULL, FFNRT_FFN_MATRIX_VALUE, 1), 1, d->bias, h, lh,
                      ffnrt_glu_gate_activation(d->glu.kind), 0, d->glu.beta, &first);
     else
-        up = product(r, x, dm, l ? l->in : no_operand, no_operand, 0, d->bias, h, lh, d->activation.kind,
-                     d->activation.alpha, d->activation.beta, &first);
+        up = product(r, x, dm, operand(r, l ? &l->in : NULL, FFNRT_FFN_MATRIX_IN, 1), no_operand, 0, d->bias, h, lh,
+                     d->activation.kind, d->activation.alpha, d->activation.beta, &first);
     ffnrt_gemm_launch down =
-        product(r, lh, h, l ? l->out : no_operand, no_operand, 0, d->bias, dm, y, FFNRT_ACT_COUNT, 0, 0, &last);
+        product(r, lh, h, operand(r, l ? &l->out : NULL, FFNRT_FFN_MATRIX_OUT, 1), no_operand, 0, d->bias, dm, y,
+                FFNRT_ACT_COUNT, 0, 0, &last);
     if (r->plan) {
         ffnrt_status st = ffnrt_launch_gemm(ctx, r->c, &up, r->plan, gated ? "gate_value" : "up");
         return st == FFNRT_OK ? ffnrt_launch_gemm(ctx, r->c, &down, r->plan, "down") : st;
@@ -393,7 +409,8 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
         char list[128] = "";
         for (int unfused = 0; unfused < 2; unfused++)
             for (int k = 0; k < FFNRT_PRODUCT_KERNEL_COUNT; k++)
-                if (ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, (uint64_t)tokens, desc)) {
+                if (ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, (uint64_t)tokens, desc) &&
+                    (unfused || ffnrt_ffn_fusable(desc))) {
                     size_t len = strlen(list);
                     snprintf(list + len, sizeof list - len, "%s%s/%s", len ? "," : "", unfused ? "unfused" : "fused",
                              ffnrt_product_kernel_name((ffnrt_product_kernel)k));

@@ -17,7 +17,8 @@ struct ffnrt_ffn {
     ffnrt_context *ctx;
     ffnrt_ffn_desc desc;
     ffnrt_gemm_operand in, gate, value, out; /* in: dense; gate and value: gated */
-    ffnrt_tensor *owned[FFN_SLOT_COUNT];     /* uploaded from host arrays */
+    ffnrt_tensor *owned[FFN_SLOT_COUNT];     /* uploaded from host arrays; a block format's codes */
+    ffnrt_tensor *scales[FFN_SLOT_COUNT];    /* a block format's scales (src/quant/layout.c) */
     ffnrt_tensor *h, *g, *v;                 /* intermediates, [scratch_tokens, hidden] */
     uint64_t scratch_tokens;
     /* Statistics (ops/stats.c): ffnrt_ffn_set_stats's options (stats_set:

@@ -30,7 +30,7 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
     int nc = 0;
     for (int unfused = 0; unfused < 2; unfused++)
         for (int k = 0; k < FFNRT_PRODUCT_KERNEL_COUNT; k++) {
-            if (!ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, tokens, d))
+            if (!ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, tokens, d) || (!unfused && !ffnrt_ffn_fusable(d)))
                 continue;
             ffnrt_ffn_choice c = {unfused, (ffnrt_product_kernel)k, ffnrt_ffn_matvec_tokens(ctx, d), {0, 0, 0, 0, 0},
                                   fp16};
