@@ -94,7 +94,9 @@ typedef struct ffnrt_compare_spec {
     int64_t multiple;
     uint32_t candidates;   /* bits 1 << ffnrt_compare_candidate; 0: all */
     uint32_t biases;       /* bit 0: without biases, bit 1: with; 0: both */
-    uint32_t formats;      /* bits 1 << ffnrt_weight_format; 0: f32 only */
+    uint32_t formats;      /* bits 1 << ffnrt_weight_format; 0: f32 only. The block formats (Q8_0 ...)
+                              run with fp32 activations; d_model and both widths must be multiples of
+                              their block (refused here otherwise) */
     /* Token counts, ascending or not; 1 and the criteria's memory and
      * throughput counts are added when missing. ntokens 0: 1, 8, 64, 512. */
     int64_t tokens[FFNRT_COMPARE_MAX_TOKENS];
@@ -186,7 +188,8 @@ typedef struct ffnrt_compare_result {
     uint64_t parameters;              /* this variant's: weights, and biases if it has them */
     uint64_t parameters_without_bias; /* 2dm dense, 3dg gated */
     uint64_t parameters_with_bias;    /* + m + d dense, + 2g + d gated */
-    uint64_t weight_bytes;            /* weights and biases as allocated in `format` (after the run) */
+    uint64_t weight_bytes;            /* weights and biases as allocated in `format` (after the run); a block
+                                         format's as its layer holds them (repacked codes and scales) */
     size_t npoints;
     ffnrt_compare_point points[FFNRT_COMPARE_MAX_TOKENS];
     /* Stability, from the ops' in-kernel diagnostics on the criteria's

@@ -263,6 +263,59 @@ ParameterizedTest(ffnrt_backend *b, compare, precisions)
     test_context_done(ctx);
 }
 
+/* The block formats are rows of their own: Q8_0 and Q4_K weights quantized
+ * from the same fp32 numbers, fp32 activations, each matrix of the layer in
+ * the format; the weight bytes are the layer's repacked blocks and the
+ * measured peak is the cost model's. A width off the block is refused at
+ * creation, naming the format. */
+BACKEND_PARAMETERS(compare, block_formats)
+
+ParameterizedTest(ffnrt_backend *b, compare, block_formats)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(256, 768); /* m = 3 and g = 2 Q4_K super-blocks */
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.biases = 1;
+    spec.formats = 1u << FFNRT_WEIGHT_Q8_0 | 1u << FFNRT_WEIGHT_Q4_K;
+    spec.tokens[0] = 1;
+    spec.ntokens = 1;
+    spec.rounds = 1;
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.seeds = 0;
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+    cr_assert_eq(ffnrt_compare_result_count(cmp), 4);
+    for (size_t i = 0; i < 4; i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        ffnrt_weight_format f = i < 2 ? FFNRT_WEIGHT_Q8_0 : FFNRT_WEIGHT_Q4_K;
+        int gated = r->desc.kind == FFNRT_FFN_GATED;
+        cr_assert_eq(r->format, f);
+        cr_assert_eq(r->desc.dtype, FFNRT_DTYPE_F32);
+        cr_assert_eq(r->desc.format_in, f);
+        cr_assert_eq(r->desc.format_out, f);
+        cr_assert_eq(r->desc.format_value, gated ? f : FFNRT_WEIGHT_F32, "a dense layer has no value matrix");
+        cr_assert_eq(r->status, FFNRT_OK, "%s", r->message);
+        cr_assert_eq(r->points[0].time.runs, 1, "%s", r->message);
+        cr_assert_eq(r->parameters, gated ? 3u * 256 * 512 : 2u * 256 * 768);
+        ffnrt_ffn_cost cost;
+        EXPECT(ffnrt_ffn_cost_of(&r->desc, 1, r->points[0].path, &cost), FFNRT_OK);
+        cr_assert_eq(r->weight_bytes, cost.weight_bytes, "%s: the layer's blocks", ffnrt_weight_format_name(f));
+        cr_assert_lt(r->weight_bytes, r->parameters * (f == FFNRT_WEIGHT_Q8_0 ? 2 : 1), "fewer bytes than f16");
+        cr_assert_eq(r->points[0].peak_bytes, cost.peak_bytes, "%s %s: measured %llu, model %llu",
+                     ffnrt_weight_format_name(f), ffnrt_compare_candidate_name(r->candidate),
+                     (unsigned long long)r->points[0].peak_bytes, (unsigned long long)cost.peak_bytes);
+        cr_assert_eq(r->pass, 1);
+    }
+    ffnrt_compare_destroy(cmp);
+    ffnrt_compare_spec off = FFNRT_COMPARE_SPEC_INIT(6, 12);
+    off.formats = 1u << FFNRT_WEIGHT_Q8_0;
+    EXPECT(ffnrt_compare_create(ctx, &off, NULL, &cmp), FFNRT_ERROR_SHAPE_MISMATCH);
+    cr_assert(strstr(ffnrt_last_error_message(), "q8_0"), "%s", ffnrt_last_error_message());
+    cr_assert_null(cmp);
+    test_context_done(ctx);
+}
+
 /* Thresholds first: criteria may be set until the run starts; the run
  * seals them (text, hash, time) and judges by them; afterwards a new one is
  * refused and changes nothing. */

@@ -40,7 +40,8 @@ static void usage(FILE *f)
             "  --only LIST        dense-relu,dense-gelu,dense-gelu_tanh,dense-silu,reglu,geglu,swiglu (default all)\n"
             "  --bias no|yes|both (default both)\n"
             "  --tokens LIST      token counts (default 1,8,64,512; 1 is always measured)\n"
-            "  --precision LIST   weight formats: f32,f16,bf16 (default f32)\n"
+            "  --precision LIST   weight formats: f32,f16,bf16 or q8_0,q4_0,q4_1,q4_k,q6_k (GGUF's blocks, fp32\n"
+            "                     activations; widths a multiple of the block) (default f32)\n"
             "  --rounds N         interleaved timing rounds after a warm-up round (default 5)\n"
             "  --device NAMES     backend (opencl, vulkan) or part of a device's name (default: every device)\n"
             "  --weight-seed N    the weights' seed (default 1)\n"
@@ -281,7 +282,7 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
                 } else if (strcmp(a, "--precision") == 0) {
                     ffnrt_weight_format f;
                     if (ffnrt_weight_format_from_name(items[j], &f) != FFNRT_OK) {
-                        fprintf(stderr, "ffnrt compare: --precision %s: f32, f16, bf16 (or a weight format)\n", items[j]);
+                        fprintf(stderr, "ffnrt compare: --precision %s: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k or q6_k\n", items[j]);
                         return 2;
                     }
                     o->spec.formats |= 1u << f;

@@ -40,10 +40,56 @@ static ffnrt_status upload_dense(ffnrt_context *ctx, const compare_format *f, co
     return compare_upload(ctx, f->dtype, w, rows, k, out);
 }
 
+/* A block format (Q8_0, Q4_0, ...): the fp32 matrix quantized with GGUF's
+ * reference rounding (ffnrt_quantize) and uploaded as GGUF's bytes, an f16
+ * tensor of half as many elements (every block is an even count of bytes);
+ * each layer repacks them at creation into buffers of its own. */
+static ffnrt_status upload_blocks(ffnrt_context *ctx, const compare_format *f, const float *w, int64_t rows,
+                                  int64_t k, ffnrt_tensor **out)
+{
+    static const char fn[] = "ffnrt_compare_run";
+    size_t bytes = 0;
+    if (ffnrt_weight_bytes(f->format, rows, k, &bytes) != FFNRT_OK)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: %s weights [%lld, %lld]: %s", fn,
+                          ffnrt_weight_format_name(f->format), (long long)rows, (long long)k, ffnrt_last_error_message());
+    void *q = malloc(bytes + 2);
+    if (!q)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+    ffnrt_status st = ffnrt_quantize(f->format, w, rows, k, q, bytes);
+    if (st != FFNRT_OK)
+        st = ffnrt_fail(&ctx->error, st, "%s: %s", fn, ffnrt_last_error_message());
+    int64_t halves = (int64_t)(bytes / 2);
+    ffnrt_tensor *t = NULL;
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F16, 1, &halves, fn, &t);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_upload(t, q, bytes);
+    free(q);
+    if (st != FFNRT_OK) {
+        ffnrt_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return FFNRT_OK;
+}
+
+static void describe_blocks(const compare_format *f, ffnrt_ffn_desc *desc)
+{
+    desc->format_in = desc->format_out = f->format;
+    if (desc->kind == FFNRT_FFN_GATED)
+        desc->format_value = f->format; /* a dense layer has no value matrix */
+}
+
+/* Block formats run with fp32 activations, as GGUF models' layers do. */
 static const compare_format formats[] = {
     {FFNRT_WEIGHT_F32, FFNRT_DTYPE_F32, upload_dense, NULL},
     {FFNRT_WEIGHT_F16, FFNRT_DTYPE_F16, upload_dense, NULL},
     {FFNRT_WEIGHT_BF16, FFNRT_DTYPE_BF16, upload_dense, NULL},
+    {FFNRT_WEIGHT_Q8_0, FFNRT_DTYPE_F32, upload_blocks, describe_blocks},
+    {FFNRT_WEIGHT_Q4_0, FFNRT_DTYPE_F32, upload_blocks, describe_blocks},
+    {FFNRT_WEIGHT_Q4_1, FFNRT_DTYPE_F32, upload_blocks, describe_blocks},
+    {FFNRT_WEIGHT_Q4_K, FFNRT_DTYPE_F32, upload_blocks, describe_blocks},
+    {FFNRT_WEIGHT_Q6_K, FFNRT_DTYPE_F32, upload_blocks, describe_blocks},
 };
 #define NFORMATS (sizeof formats / sizeof formats[0])
 
@@ -140,9 +186,8 @@ static ffnrt_status check_spec(ffnrt_context *ctx, const ffnrt_compare_spec *s, 
         if (f >= FFNRT_WEIGHT_FORMAT_COUNT)
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: formats bit %d is no weight format", fn, f);
         if (!format_of((ffnrt_weight_format)f))
-            return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
-                              "%s: %s weights: FFN layers do not take this format yet (ffnrt compare runs f32, f16 "
-                              "and bf16)", fn, ffnrt_weight_format_name((ffnrt_weight_format)f));
+            return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED, "%s: %s weights: the comparison has no row for this format",
+                              fn, ffnrt_weight_format_name((ffnrt_weight_format)f));
     }
     if (s->ntokens > FFNRT_COMPARE_MAX_TOKENS)
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %zu token counts, at most %d", fn, s->ntokens,

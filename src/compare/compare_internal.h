@@ -44,6 +44,9 @@ typedef struct compare_format {
     ffnrt_dtype dtype;
     ffnrt_status (*upload)(ffnrt_context *ctx, const struct compare_format *f, const float *w, int64_t rows, int64_t k,
                            ffnrt_tensor **out);
+    /* NULL for the dense dtypes. Set for the block formats, whose layers
+     * repack the uploaded GGUF bytes into buffers of their own at creation:
+     * their weight bytes and peak are the layer's, not the upload's. */
     void (*describe)(const struct compare_format *f, ffnrt_ffn_desc *desc);
 } compare_format;
 

@@ -260,12 +260,17 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
             layers[i] = NULL;
             continue;
         }
-        p->peak_bytes = (ctx->allocated_peak - in_use) + io_bytes + w->weight_bytes + (r->bias ? w->bias_bytes : 0);
+        /* A block format's layer holds its own repacked copy (counted in the
+         * peak since in_use); the uploaded GGUF bytes are only its source. */
+        p->peak_bytes = (ctx->allocated_peak - in_use) + io_bytes + (f->describe ? 0 : w->weight_bytes) +
+                        (r->bias ? w->bias_bytes : 0);
         p->path = choice.unfused ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
         if (ffnrt_ffn_cost_model(&r->desc, (uint64_t)tokens, choice.unfused, &cost)) {
             p->flops = cost.flops;
             p->bytes_moved = cost.bytes_moved;
             p->peak_bytes_model = cost.peak_bytes;
+            if (f->describe) /* the layer's repacked blocks and its biases, as it holds them */
+                r->weight_bytes = cost.weight_bytes;
         }
     }
     /* Interleaved rounds: load on the machine falls on every candidate alike. */
