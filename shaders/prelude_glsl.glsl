@@ -35,6 +35,13 @@ float ffn_two_prod_err(float a, float b, float p)
 }
 #define TWO_PROD_ERR(a, b, p) ffn_two_prod_err((a), (b), (p))
 #define FABS(v) abs(v)
+uint ffn_mulhi(uint a, uint b)
+{
+    uint hi, lo;
+    umulExtended(a, b, hi, lo);
+    return hi;
+}
+#define MULHI(a, b) ffn_mulhi((a), (b)) /* high 32 bits of a uint product */
 #define FLOOR(v) floor(v)
 #define RINT(v) roundEven(v)
 #define ISNAN(v) isnan(v)

@@ -18,6 +18,15 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
     return a;
 }
 
+void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift)
+{
+    uint32_t l = 0; /* ceil(log2(d)) */
+    while (l < 32 && ((uint64_t)1 << l) < d)
+        l++;
+    *magic = (uint32_t)(((((uint64_t)1 << l) - d) << 32) / (d ? d : 1) + 1);
+    *shift = l ? 1u | ((l - 1) << 1) : 0u;
+}
+
 ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
 {
     const ffnrt_limits *lim = &ctx->limits;

@@ -43,6 +43,11 @@ void ffnrt_defines_arithmetic(ffnrt_defines *d, int fp16);
 
 /* ------------------------------------------------------------ element-wise */
 
+/* Magic number and shifts for DIV_BY(n, magic, shift) in shaders/storage.inc:
+ * n / d exactly for every uint32 n, d >= 1, by a multiply-high, an add and
+ * two shifts. */
+void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift);
+
 /* One tensor argument of an element-wise kernel. The launcher iterates over
  * rows x row_elems output elements; a binding holds per_row of its own
  * elements for each row (0: bound whole, e.g. PReLU's slopes). */

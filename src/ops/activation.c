@@ -9,6 +9,7 @@
 /* Parameters of shaders/activation.kernel, in its Params order. */
 typedef struct activation_params {
     uint32_t n, base, inner, channels;
+    uint32_t inner_magic, inner_shift, channels_magic, channels_shift;
     float alpha, beta;
 } activation_params;
 
@@ -79,6 +80,8 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
         inner *= (uint64_t)x->shape[i];
     p->inner = (uint32_t)(inner ? inner : 1);
     p->channels = (uint32_t)s->numel;
+    ffnrt_divisor(p->inner, &p->inner_magic, &p->inner_shift);
+    ffnrt_divisor(p->channels, &p->channels_magic, &p->channels_shift);
     return FFNRT_OK;
 }
 
@@ -95,7 +98,7 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
         st = ffnrt_check_same_layout(ctx, x, out, fn, "x", dy ? "dx" : "y");
     if (st == FFNRT_OK && dy)
         st = ffnrt_check_same_layout(ctx, x, dy, fn, "x", "dy");
-    activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
+    activation_params p = {0, 0, 1, 1, 1, 0, 1, 0, 0.0f, 1.0f};
     int slopes = st == FFNRT_OK && (ffnrt_op_row_of(desc->kind)->params & FFNRT_OP_SLOPES);
     if (slopes)
         st = prelu_layout(ctx, desc, x, &p, fn);
@@ -109,6 +112,8 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
     ffnrt_defines_activation(&defines, st == FFNRT_OK ? desc->kind : FFNRT_ACT_COUNT);
     if (dy)
         ffnrt_defines_add(&defines, "#define BACKWARD 1");
+    if (slopes && st == FFNRT_OK && (p.channels == 1 || p.inner == 1))
+        ffnrt_defines_add(&defines, p.channels == 1 ? "#define SLOPES_SHARED 1" : "#define SLOPES_LAST_AXIS 1");
     if (st == FFNRT_OK)
         st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &defines);
     if (st != FFNRT_OK)
@@ -156,7 +161,7 @@ ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tens
         st = ffnrt_check_aliasing(ctx, fn, args, 2, 1, ACTIVATION_ALIASING);
     if (st != FFNRT_OK)
         return st;
-    activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
+    activation_params p = {0, 0, 1, 1, 1, 0, 1, 0, 0.0f, 1.0f};
     ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
     ffnrt_defines defines = {0};
     ffnrt_defines_activation(&defines, FFNRT_ACT_COUNT);
