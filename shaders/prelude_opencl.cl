@@ -44,13 +44,10 @@ typedef float4 f4;
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
 #define LOAD_HALF4(buf, i) vload_half4(0, (const __global half *)(buf) + (i))
-/* The bits of packed 16-bit element i of a uint binding, for the
- * element-wise loop (shaders/storage.inc), through a ushort view: an
- * element index, where a shifted word index ((2u + 1) >> 1 is u & 0x7fffffff
- * to LLVM) makes PoCL gather. The conversions stay storage.inc's: PoCL 3.1
- * runs vstore_half one element at a time (20x slower than the integer
- * rounding there), and vload_half is no faster than the bit conversion. */
-#define LOAD_BITS16(buf, i) ((uint)((const __global ushort *)(buf))[i])
+/* The element-wise loop (storage.inc) converts 16-bit values itself, from
+ * whole words: PoCL 3.1 runs vstore_half one element at a time (60x slower
+ * than the integer rounding there), vload_half is no faster than the bit
+ * conversion, and a ushort view of the words made bf16 9x slower. */
 /* Atomic bit operations on a 32-bit word of a binding. */
 #define ATOMIC_AND(buf, i, v) atomic_and(&buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomic_or(&buf[i], v)

@@ -27,10 +27,20 @@ void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift)
     *shift = l ? 1u | ((l - 1) << 1) : 0u;
 }
 
+static uint32_t workgroup_size(const ffnrt_limits *lim)
+{
+    return lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
+}
+
+uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype)
+{
+    return workgroup_size(&ctx->limits) * ITEMS_PER_ITEM * (ffnrt_dtype_size(dtype) == 4 ? 1u : 2u);
+}
+
 ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
 {
     const ffnrt_limits *lim = &ctx->limits;
-    uint32_t wg = lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
+    uint32_t wg = workgroup_size(lim);
     ffnrt_defines defines = *l->defines;
     ffnrt_defines_storage(&defines, l->dtype);
     if (defines.overflow)

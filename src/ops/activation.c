@@ -112,8 +112,17 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
     ffnrt_defines_activation(&defines, st == FFNRT_OK ? desc->kind : FFNRT_ACT_COUNT);
     if (dy)
         ffnrt_defines_add(&defines, "#define BACKWARD 1");
-    if (slopes && st == FFNRT_OK && (p.channels == 1 || p.inner == 1))
-        ffnrt_defines_add(&defines, p.channels == 1 ? "#define SLOPES_SHARED 1" : "#define SLOPES_LAST_AXIS 1");
+    if (slopes && st == FFNRT_OK) {
+        /* the kernel's slope lookup for this layout (shaders/activation.kernel) */
+        uint32_t span = ffnrt_elementwise_group_span(ctx, x->dtype);
+        const char *lookup = p.channels == 1                        ? "SLOPES_SHARED"
+                           : p.inner == 1 && p.channels >= span    ? "SLOPES_LAST_AXIS_WIDE"
+                           : p.inner == 1                          ? "SLOPES_LAST_AXIS"
+                           : p.inner >= span                       ? "SLOPES_INNER_WIDE"
+                                                                   : NULL;
+        if (lookup)
+            ffnrt_defines_add(&defines, "#define %s 1", lookup);
+    }
     if (st == FFNRT_OK)
         st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &defines);
     if (st != FFNRT_OK)
