@@ -100,8 +100,10 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         snprintf(choice, sizeof choice, "%s, %u work-items a group, %u words a work-item", l->file, wg,
                  ITEMS_PER_ITEM);
         ffnrt_plan_add(ctx->plan_sink, "kernel", choice,
-                       "element-wise: %u work-items (the device allows %u) of %u 32-bit words each, so 16-bit "
-                       "values are read and written as whole words",
+                       "element-wise: %u work-items (the device allows %u) of %u 32-bit words each (strided by the "
+                       "group on OpenCL, where CPU drivers vectorise across work-items; consecutive on Vulkan), so "
+                       "16-bit values are read and written as whole words and converted by the kernel's own "
+                       "round-to-nearest-even (native vstore_half and packHalf2x16 measured slower on the CPU drivers)",
                        wg, lim->max_workgroup_size, ITEMS_PER_ITEM);
         uint64_t dispatches = (l->rows + chunk - 1) / chunk;
         snprintf(choice, sizeof choice, "%llu dispatch%s of up to %llu elements", (unsigned long long)dispatches,
