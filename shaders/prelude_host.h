@@ -44,6 +44,7 @@ static inline float ffnrt_host_two_prod_err(float a, float b, float p)
 #define TWO_PROD_ERR(a, b, p) fmaf((a), (b), -(p)) /* a*b - p exactly, p = a*b rounded */
 #endif
 #define FABS(v) fabsf(v)
+#define MULHI(a, b) ((uint)(((uint64_t)(a) * (b)) >> 32)) /* high 32 bits of a uint product */
 #define FLOOR(v) floorf(v)
 #define RINT(v) rintf(v)
 #define ISNAN(v) isnan(v)

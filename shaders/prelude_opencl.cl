@@ -22,6 +22,7 @@
 #define FMA(a, b, c) fma((a), (b), (c)) /* correctly rounded in OpenCL's full profile */
 #define TWO_PROD_ERR(a, b, p) fma((a), (b), -(p)) /* a*b - p exactly, p = a*b rounded */
 #define FABS(v) fabs(v)
+#define MULHI(a, b) ((uint)(((ulong)(a) * (ulong)(b)) >> 32)) /* high 32 bits of a uint product (mul_hi is a library call in PoCL) */
 #define FLOOR(v) floor(v)
 #define RINT(v) rint(v)               /* round half to even */
 #define ISNAN(v) isnan(v)
@@ -43,6 +44,10 @@ typedef float4 f4;
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
 #define LOAD_HALF4(buf, i) vload_half4(0, (const __global half *)(buf) + (i))
+/* The element-wise loop (storage.inc) converts 16-bit values itself, from
+ * whole words: PoCL 3.1 runs vstore_half one element at a time (60x slower
+ * than the integer rounding there), vload_half is no faster than the bit
+ * conversion, and a ushort view of the words made bf16 9x slower. */
 /* Four unsigned codes of a 32-bit word as floats (quant.inc): 4-bit ones
  * from bit sh on (sh, sh + 4, sh + 8, sh + 12), or its four bytes. */
 #define NIBBLES4(w, sh) convert_float4(((uint4)(w) >> (uint4)((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & (uint4)(15u))

@@ -239,6 +239,123 @@ ParameterizedTest(prelu_case *c, activations, prelu_channels)
     test_context_done(ctx);
 }
 
+/* PReLU in every layout the kernel specialises (shaders/activation.kernel:
+ * one slope, the last axis with channels below or above a workgroup's span
+ * of elements, an inner axis shorter or longer than the span), so groups
+ * whose channels wrap or step and groups that do not both run, in every
+ * storage type, forward and backward, odd sizes (a half-used last word)
+ * included. Exact: with 16-bit storage the fp32 product of two 16-bit
+ * values is exact, and its one rounding is the host's. */
+typedef struct prelu_layout {
+    int64_t shape[3];
+    int ndim, axis, shared;
+} prelu_layout;
+
+static float prelu_round(ffnrt_dtype dt, float v)
+{
+    return dt == FFNRT_DTYPE_F16    ? ffnrt_f16_to_f32(ffnrt_f32_to_f16(v))
+         : dt == FFNRT_DTYPE_BF16   ? ffnrt_bf16_to_f32(ffnrt_f32_to_bf16(v))
+                                    : v;
+}
+
+static ffnrt_tensor *prelu_tensor(ffnrt_context *ctx, ffnrt_dtype dt, int ndim, const int64_t *shape,
+                                  const float *v, size_t n)
+{
+    ffnrt_tensor *t = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, dt, (size_t)ndim, shape, &t), FFNRT_OK, "%s", ffnrt_last_error_message());
+    uint16_t *h = malloc(n * sizeof *h);
+    cr_assert_not_null(h);
+    if (dt == FFNRT_DTYPE_F16)
+        ffnrt_f32_to_f16_array(v, h, n);
+    else if (dt == FFNRT_DTYPE_BF16)
+        ffnrt_f32_to_bf16_array(v, h, n);
+    cr_assert_eq(ffnrt_tensor_write(t, dt == FFNRT_DTYPE_F32 ? (const void *)v : h, ffnrt_tensor_bytes(t)), FFNRT_OK);
+    free(h);
+    return t;
+}
+
+static void prelu_read(const ffnrt_tensor *t, ffnrt_dtype dt, float *out, size_t n)
+{
+    if (dt == FFNRT_DTYPE_F32) {
+        test_read(t, out, n);
+        return;
+    }
+    uint16_t *h = malloc(n * sizeof *h);
+    cr_assert_not_null(h);
+    cr_assert_eq(ffnrt_tensor_read(t, h, n * sizeof *h), FFNRT_OK);
+    for (size_t i = 0; i < n; i++)
+        out[i] = dt == FFNRT_DTYPE_F16 ? ffnrt_f16_to_f32(h[i]) : ffnrt_bf16_to_f32(h[i]);
+    free(h);
+}
+
+BACKEND_PARAMETERS(activations, prelu_layouts)
+
+ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    static const prelu_layout layouts[] = {
+        {{5, 7, 3}, 3, -1, 0},     /* few channels on the last axis: the channel by division */
+        {{3, 1500, 1}, 2, -1, 0},  /* last axis above an fp32 group's span, below a 16-bit one's */
+        {{2, 2600, 1}, 2, -1, 0},  /* last axis above both: straight and wrapping groups */
+        {{1, 3, 2101}, 3, 1, 0},   /* inner axis above both spans; 6303 elements, odd */
+        {{2, 3, 1100}, 3, 1, 0},   /* inner axis above an fp32 span only */
+        {{4, 5, 6}, 3, 1, 1},      /* one shared slope */
+    };
+    static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
+    /* Every layout forward and backward in f32 and forward in f16; the two
+     * wide layouts alone where the kernel differs only in its conversions
+     * (f16 backward, bf16 forward): each (storage, direction, lookup) is a
+     * kernel build, and builds are what this test costs. */
+    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++)
+        for (size_t d = 0; d < 3; d++) {
+            const prelu_layout *L = &layouts[l];
+            ffnrt_dtype dt = dtypes[d];
+            int wide = l == 2 || l == 3;
+            if (dt == FFNRT_DTYPE_BF16 && !wide)
+                continue;
+            size_t n = 1, axis = L->axis < 0 ? (size_t)(L->ndim - 1) : (size_t)L->axis, inner = 1;
+            for (int k = 0; k < L->ndim; k++)
+                n *= (size_t)L->shape[k];
+            for (int k = (int)axis + 1; k < L->ndim; k++)
+                inner *= (size_t)L->shape[k];
+            size_t channels = L->shared ? 1 : (size_t)L->shape[axis];
+            float *x = malloc(n * sizeof *x), *dy = malloc(n * sizeof *dy), *out = malloc(n * sizeof *out),
+                  *slope = malloc(channels * sizeof *slope);
+            cr_assert(x && dy && out && slope);
+            for (size_t i = 0; i < n; i++) { /* nonzero, both signs, exact in every storage type */
+                float v = (float)((int)(i * 7 % 23) - 11) * 0.25f;
+                x[i] = v != 0.0f ? v : 0.125f;
+                dy[i] = (float)((int)(i % 9) - 4) * 0.5f + 0.25f;
+            }
+            for (size_t c = 0; c < channels; c++)
+                slope[c] = 0.0625f * (float)(c % 31 + 1);
+            int64_t one = (int64_t)channels;
+            ffnrt_tensor *tx = prelu_tensor(ctx, dt, L->ndim, L->shape, x, n),
+                         *tdy = prelu_tensor(ctx, dt, L->ndim, L->shape, dy, n),
+                         *ts = prelu_tensor(ctx, dt, 1, &one, slope, channels), *ty = NULL;
+            cr_assert_eq(ffnrt_tensor_create(ctx, dt, (size_t)L->ndim, L->shape, &ty), FFNRT_OK);
+            ffnrt_activation_desc desc = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
+            desc.slopes = ts;
+            desc.channel_axis = L->axis;
+            for (int backward = 0; backward < (dt == FFNRT_DTYPE_F32 || (dt == FFNRT_DTYPE_F16 && wide) ? 2 : 1); backward++) {
+                ffnrt_status st = backward ? ffnrt_activation_backward(ctx, &desc, tx, tdy, ty)
+                                           : ffnrt_activation_forward(ctx, &desc, tx, ty);
+                cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+                prelu_read(ty, dt, out, n);
+                for (size_t i = 0; i < n; i++) {
+                    float a = slope[L->shared ? 0 : (i / inner) % channels];
+                    float want = backward ? prelu_round(dt, dy[i] * (x[i] > 0 ? 1.0f : a))
+                                          : prelu_round(dt, x[i] >= 0 ? x[i] : a * x[i]);
+                    cr_assert_eq(out[i], want, "prelu %s %s, layout %zu, element %zu of %zu: %g, expected %g",
+                                 backward ? "backward" : "forward", ffnrt_dtype_name(dt), l, i, n, out[i], want);
+                }
+            }
+            ffnrt_tensor_destroy(tx), ffnrt_tensor_destroy(tdy), ffnrt_tensor_destroy(ts), ffnrt_tensor_destroy(ty);
+            free(x), free(dy), free(out), free(slope);
+        }
+    test_context_done(ctx);
+}
+
 /* Signs of zero, the limits at infinity, and the seed's values. */
 BACKEND_PARAMETERS(activations, special_values)
 

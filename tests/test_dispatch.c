@@ -4,6 +4,7 @@
  * ranking keeps one physical device once. */
 #include "device_fixture.h"
 #include "dispatch/dispatch.h"
+#include "launch/launch.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -586,4 +587,44 @@ Test(dispatch, limits_parse_and_apply)
     req.max_workgroup_size = 4096;
     cr_expect_eq(ffnrt_limits_apply(&info, &lim, &req, NULL, notes, sizeof notes, &err), FFNRT_ERROR_INVALID_ARGUMENT,
                  "asking above the device's limit is an error");
+}
+
+/* The element-wise kernels' division by a multiply (DIV_BY of
+ * shaders/storage.inc with the host's ffnrt_divisor, PReLU's channel
+ * lookup): exact for every divisor and dividend tried, the kernels' own
+ * macro compiled for the host. */
+#define STORAGE_F32 1
+#include "../shaders/prelude_host.h"
+#include "../shaders/storage.inc"
+
+Test(dispatch, elementwise_divisor_is_exact)
+{
+    uint32_t divisors[2200];
+    size_t nd = 0;
+    for (uint32_t d = 1; d <= 2048; d++)
+        divisors[nd++] = d;
+    for (int k = 11; k < 32; k++) {
+        divisors[nd++] = (1u << k) - 1;
+        divisors[nd++] = (1u << k) + 1;
+        divisors[nd++] = 3u << (k - 1);
+    }
+    static const uint32_t odd[] = {641, 6700417, 0x7fffffffu, 0x80000000u, 0x80000001u, 0xfffffffeu, 0xffffffffu, 1000003u};
+    for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++)
+        divisors[nd++] = odd[i];
+    uint32_t seed = 1;
+    for (size_t k = 0; k < nd; k++) {
+        uint32_t d = divisors[k], magic, shift;
+        ffnrt_divisor(d, &magic, &shift);
+        uint32_t probes[] = {0, 1, d - 1, d, d + 1, 2 * d - 1, 2 * d, 0xffffffffu, 0xfffffffeu, 0x80000000u,
+                             0x7fffffffu, (0xffffffffu / d) * d, (0xffffffffu / d) * d - 1};
+        for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+            uint32_t n = probes[i];
+            cr_assert_eq(DIV_BY(n, magic, shift), n / d, "%u / %u", n, d);
+        }
+        for (int r = 0; r < 2000; r++) {
+            seed = seed * 1664525u + 1013904223u;
+            uint32_t n = seed >> (r % 32);
+            cr_assert_eq(DIV_BY(n, magic, shift), n / d, "%u / %u", n, d);
+        }
+    }
 }

@@ -55,10 +55,29 @@ static uint64_t gcd64(uint64_t a, uint64_t b)
     return a;
 }
 
+void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift)
+{
+    uint32_t l = 0; /* ceil(log2(d)) */
+    while (l < 32 && ((uint64_t)1 << l) < d)
+        l++;
+    *magic = (uint32_t)(((((uint64_t)1 << l) - d) << 32) / (d ? d : 1) + 1);
+    *shift = l ? 1u | ((l - 1) << 1) : 0u;
+}
+
+static uint32_t workgroup_size(const ffnrt_limits *lim)
+{
+    return lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
+}
+
+uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype)
+{
+    return workgroup_size(&ctx->limits) * ITEMS_PER_ITEM * (ffnrt_dtype_size(dtype) == 4 ? 1u : 2u);
+}
+
 ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
 {
     const ffnrt_limits *lim = &ctx->limits;
-    uint32_t wg = lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
+    uint32_t wg = workgroup_size(lim);
     uint64_t esize = ffnrt_dtype_size(l->dtype);
     uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
     ffnrt_defines defines = *l->defines;
@@ -132,10 +151,12 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         snprintf(choice, sizeof choice, "%s%s, %u work-items a group, %u words a work-item", l->file,
                  l->stats ? " (statistics variant)" : "", wg, items);
         ffnrt_plan_add(ctx->plan_sink, "kernel", choice,
-                       "element-wise: %u work-items (the device allows %u) of %u 32-bit words each, so 16-bit "
-                       "values are read and written as whole words%s",
+                       "element-wise: %u work-items (the device allows %u) of %u 32-bit words each (strided by the "
+                       "group on OpenCL, where CPU drivers vectorise across work-items; consecutive on Vulkan), so "
+                       "16-bit values are read and written as whole words and converted by the kernel's own "
+                       "round-to-nearest-even (native vstore_half and packHalf2x16 measured slower on the CPU drivers)%s",
                        wg, lim->max_workgroup_size, items,
-                       l->stats ? "; with statistics, more words a group to spread its reduction" : "");
+                       l->stats ? "; with statistics, more words a group (strided) to spread its reduction" : "");
         uint64_t dispatches = (l->rows + chunk - 1) / chunk;
         snprintf(choice, sizeof choice, "%llu dispatch%s of up to %llu elements", (unsigned long long)dispatches,
                  dispatches == 1 ? "" : "es", (unsigned long long)(chunk * l->row_elems));

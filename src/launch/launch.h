@@ -106,6 +106,15 @@ ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run
 
 /* ------------------------------------------------------------ element-wise */
 
+/* Magic number and shifts for DIV_BY(n, magic, shift) in shaders/storage.inc:
+ * n / d exactly for every uint32 n, d >= 1, by a multiply-high, an add and
+ * two shifts. */
+void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift);
+
+/* Elements of dtype one workgroup of the element-wise launcher covers (its
+ * kernels may then make a division once a group instead of per element). */
+uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype);
+
 /* One tensor argument of an element-wise kernel. The launcher iterates over
  * rows x row_elems output elements; a binding holds per_row of its own
  * elements for each row (0: bound whole, e.g. PReLU's slopes). */

@@ -10,6 +10,7 @@
 /* Parameters of shaders/activation.kernel, in its Params order. */
 typedef struct activation_params {
     uint32_t n, base, inner, channels;
+    uint32_t inner_magic, inner_shift, channels_magic, channels_shift;
     float alpha, beta;
 } activation_params;
 
@@ -80,6 +81,8 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
         inner *= (uint64_t)x->shape[i];
     p->inner = (uint32_t)(inner ? inner : 1);
     p->channels = (uint32_t)s->numel;
+    ffnrt_divisor(p->inner, &p->inner_magic, &p->inner_shift);
+    ffnrt_divisor(p->channels, &p->channels_magic, &p->channels_shift);
     return FFNRT_OK;
 }
 
@@ -96,7 +99,7 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
         st = ffnrt_check_same_layout(ctx, x, out, fn, "x", dy ? "dx" : "y");
     if (st == FFNRT_OK && dy)
         st = ffnrt_check_same_layout(ctx, x, dy, fn, "x", "dy");
-    activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
+    activation_params p = {0, 0, 1, 1, 1, 0, 1, 0, 0.0f, 1.0f};
     int slopes = st == FFNRT_OK && (ffnrt_op_row_of(desc->kind)->params & FFNRT_OP_SLOPES);
     if (slopes)
         st = prelu_layout(ctx, desc, x, &p, fn);
@@ -110,6 +113,17 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
     ffnrt_defines_activation(&defines, st == FFNRT_OK ? desc->kind : FFNRT_ACT_COUNT);
     if (dy)
         ffnrt_defines_add(&defines, "#define BACKWARD 1");
+    if (slopes && st == FFNRT_OK) {
+        /* the kernel's slope lookup for this layout (shaders/activation.kernel) */
+        uint32_t span = ffnrt_elementwise_group_span(ctx, x->dtype);
+        const char *lookup = p.channels == 1                        ? "SLOPES_SHARED"
+                           : p.inner == 1 && p.channels >= span    ? "SLOPES_LAST_AXIS_WIDE"
+                           : p.inner == 1                          ? "SLOPES_LAST_AXIS"
+                           : p.inner >= span                       ? "SLOPES_INNER_WIDE"
+                                                                   : NULL;
+        if (lookup)
+            ffnrt_defines_add(&defines, "#define %s 1", lookup);
+    }
     if (st == FFNRT_OK)
         st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &defines);
     if (st != FFNRT_OK)
@@ -180,7 +194,7 @@ ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tens
         st = ffnrt_check_aliasing(ctx, fn, args, 2, 1, ACTIVATION_ALIASING);
     if (st != FFNRT_OK)
         return st;
-    activation_params p = {0, 0, 1, 1, 0.0f, 1.0f};
+    activation_params p = {0, 0, 1, 1, 1, 0, 1, 0, 0.0f, 1.0f};
     ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
     ffnrt_defines defines = {0};
     ffnrt_defines_activation(&defines, FFNRT_ACT_COUNT);
