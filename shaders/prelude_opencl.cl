@@ -21,6 +21,7 @@
 #define AS_FLOAT(v) as_float(v)
 #define FMA(a, b, c) fma((a), (b), (c)) /* correctly rounded in OpenCL's full profile */
 #define TWO_PROD_ERR(a, b, p) fma((a), (b), -(p)) /* a*b - p exactly, p = a*b rounded */
+#define PROD_DIFF(a, b, c) fma((a), (b), -(c)) /* a*b - c exactly when it is a float (c ~ a*b) */
 #define FABS(v) fabs(v)
 #define FLOOR(v) floor(v)
 #define RINT(v) rint(v)               /* round half to even */
