@@ -10,11 +10,12 @@
  * (up to 8 tokens, where a layer streams its weights once) report weight
  * bytes over time against the copy kernel; prefill rows report GFLOP/s
  * (ffnrt_ffn_cost_of's count) against the GEMM rate. CLBlast's SGEMM of each fp32 prefill row's first projection runs
- * beside it on OpenCL devices. */
+ * beside it on OpenCL devices; ggml's Vulkan backend runs each SwiGLU layer beside it on Vulkan devices (peer_ggml.c). */
 #include "bench_ffn.h"
 #include "bench_parts.h"
 #include "bench_util.h"
 #include "peer_clblast.h"
+#include "peer_ggml.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -591,6 +592,8 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
     }
     if (dev->info.backend == FFNRT_BACKEND_OPENCL)
         clblast_rows(dev, cfg, first, rows, gemm);
+    if (dev->info.backend == FFNRT_BACKEND_VULKAN)
+        bench_peer_ggml_rows(dev, cfg, first, rows); /* ggml-vulkan beside each fused SwiGLU row */
     /* The GEMM limit is the best rate measured on the device in this run:
      * the probe, or any layer or peer that beat it. */
     double best = 0;
