@@ -81,6 +81,73 @@ int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_co
     return 0;
 }
 
+/* One call with the context's statistics as given (NULL: off): its host
+ * and device seconds. */
+static int timed_call(ffnrt_context *ctx, bench_call call, void *arg, const ffnrt_stats_options *o, double *host,
+                      double *dev)
+{
+    if (ffnrt_context_set_stats(ctx, o) != FFNRT_OK)
+        return -1;
+    double t0 = bench_now_s();
+    ffnrt_status st = call(arg);
+    *host = bench_now_s() - t0;
+    uint64_t ns = 0;
+    ffnrt_context_last_op_time(ctx, &ns);
+    *dev = 1e-9 * (double)ns;
+    return st == FFNRT_OK ? 0 : -1;
+}
+
+int bench_stats_row(ffnrt_context *ctx, bench_call call, void *arg, const bench_config *cfg, bench_rows *rows,
+                    size_t k, int done)
+{
+    if (!cfg->stats)
+        return 0;
+    bench_row *r = bench_rows_push(rows);
+    if (!r)
+        return -1;
+    *r = rows->v[k]; /* after the push: the off row may have moved */
+    char path[40];
+    snprintf(path, sizeof path, "%s%sstats", r->path, *r->path ? "+" : "");
+    BENCH_SET(r->path, path);
+    bench_progress(r);
+    /* Off and on alternate, call by call, so that both see the same load
+     * (the machine's other work moves a row's time by tens of percent
+     * here): the ratio is of these medians, not of the off row's. */
+    ffnrt_stats_options o = FFNRT_STATS_OPTIONS_INIT;
+    o.bins = cfg->stats_bins;
+    double on_dev[MAX_RUNS], on_host[MAX_RUNS], off_dev[MAX_RUNS], off_host[MAX_RUNS];
+    double w0 = bench_now_s();
+    int failed = timed_call(ctx, call, arg, &o, &on_host[0], &on_dev[0]) != 0; /* warm-up: builds the variant */
+    bench_warmup_add(bench_now_s() - w0);
+    int max_runs = cfg->max_runs < MAX_RUNS ? cfg->max_runs : MAX_RUNS;
+    int n = 0, have_dev = 1;
+    double start = bench_now_s();
+    while (!failed && n < max_runs && (n < cfg->min_runs || bench_now_s() - start < 2 * cfg->budget_s)) {
+        failed = timed_call(ctx, call, arg, NULL, &off_host[n], &off_dev[n]) != 0 ||
+                 timed_call(ctx, call, arg, &o, &on_host[n], &on_dev[n]) != 0;
+        have_dev &= off_dev[n] > 0 && on_dev[n] > 0;
+        n++;
+    }
+    ffnrt_context_set_stats(ctx, NULL);
+    if (failed || n == 0) {
+        fprintf(stderr, "\nffnrt bench: %s %s with statistics: %s\n", r->group, r->op, ffnrt_last_error_message());
+        rows->n--;
+        return -1;
+    }
+    const bench_row *off = &rows->v[k];
+    double off_ns = 1e9 * (have_dev ? bench_median(off_dev, n) : bench_median(off_host, n));
+    double off_host_ns = 1e9 * bench_median(off_host, n);
+    bench_row_times(r, have_dev ? on_dev : NULL, on_host, n);
+    r->rate = off->rate * off->median_ns / r->median_ns;
+    r->ratio = off_ns / r->median_ns;
+    BENCH_SET(r->ratio_to, "stats-off");
+    snprintf(r->note, sizeof r->note, "%u bins; off %.3f ms interleaved; host %.2fx", cfg->stats_bins, off_ns * 1e-6,
+             off_host_ns / r->host_ns);
+    if (done)
+        bench_row_done(cfg, r);
+    return 0;
+}
+
 void bench_row_device(bench_row *r, const bench_device *dev, const char *group)
 {
     BENCH_SET(r->group, group);
@@ -286,6 +353,8 @@ static int ew_size_dtype(const bench_device *dev, const bench_config *cfg, ffnrt
                     r->ratio = copy_gbps > 0 ? r->rate / copy_gbps : 0;
                     BENCH_SET(r->ratio_to, "copy");
                     bench_row_done(cfg, r);
+                    if (kind != WORK_COPY && bench_stats_row(ctx, ew_call, &w, cfg, rows, rows->n - 1, 1) != 0)
+                        failed = 1;
                 }
         }
     }
@@ -360,8 +429,13 @@ static void usage(FILE *f)
             "  --shape LIST       FFN d_model x hidden: 768x3072,512x1376,2048x5632,4096x14336\n"
             "  --tokens LIST      FFN token counts: 1,8,64,512\n"
             "  --path LIST        FFN paths: fused,unfused\n"
+            "  --weights LIST     FFN weights in block formats: q8_0,q4_0,q4_1,q4_k,q6_k (f32 activations; none: no\n"
+            "                     quantized rows); presets: quick q4_0 at 512x1376, full q8_0,q4_0,q4_1 (and the\n"
+            "                     K-quants at decode) at 576x1536, 2048x5632 and 4096x14336\n"
             "  --no-regret        FFN rows without the dispatcher's regret (every candidate path and kernel timed,\n"
             "                     then the automatic and the tuned choice: group \"dispatch\")\n"
+            "  --stats            element-wise and FFN rows again with statistics on (path \"stats\"), their ratio\n"
+            "                     to the same row off in this run; --stats-bins N: with N-bin histograms (default 0)\n"
             "method: --repeats N (most runs per row), --min-runs N, --budget SECONDS (per row)\n"
             "output: --out DIR (default bench-results: bench.json, bench.csv, table.txt, plots), --no-plots,\n"
             "        --json FILE, --csv FILE (extra copies), --progress / --no-progress (default: on a terminal),\n"
@@ -493,7 +567,8 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
                     strcmp(a, "--size") == 0 || strcmp(a, "--dir") == 0 || strcmp(a, "--shape") == 0 ||
                     strcmp(a, "--tokens") == 0 || strcmp(a, "--path") == 0 || strcmp(a, "--only") == 0 ||
                     strcmp(a, "--repeats") == 0 || strcmp(a, "--min-runs") == 0 || strcmp(a, "--budget") == 0 ||
-                    strcmp(a, "--out") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0;
+                    strcmp(a, "--out") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0 ||
+                    strcmp(a, "--stats-bins") == 0 || strcmp(a, "--weights") == 0;
         if (takes) {
             if (i + 1 >= argc || *nlists >= 16) {
                 fprintf(stderr, "ffnrt bench: %s\n", i + 1 >= argc ? "an option needs a value" : "too many options");
@@ -569,6 +644,12 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
             if (option_int(a, v, 1, 1000000, &runs) != 0)
                 return 2;
             *(strcmp(a, "--repeats") == 0 ? &repeats : &min_runs) = (int)runs;
+        } else if (strcmp(a, "--stats-bins") == 0) {
+            int64_t bins;
+            if (option_int(a, v, 0, FFNRT_STATS_MAX_BINS, &bins) != 0)
+                return 2;
+            cfg.stats = 1;
+            cfg.stats_bins = (uint32_t)bins;
         } else if (strcmp(a, "--budget") == 0) {
             if (cli_parse_double(v, 0, 86400, &budget) != 0) {
                 fprintf(stderr, "ffnrt bench: --budget %s: seconds a row, a number in [0, 86400]\n", v);
@@ -588,8 +669,24 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
             progress_mode = 0;
         } else if (strcmp(a, "--quiet") == 0) {
             cfg.verbose_rows = 0;
+        } else if (strcmp(a, "--weights") == 0) {
+            const char *items[8];
+            int n = split_list(v, items, 8);
+            cfg.formats_given = 1;
+            for (int k = 0; k < n; k++) {
+                ffnrt_weight_format f;
+                if (strcmp(items[k], "none") == 0)
+                    continue;
+                if (ffnrt_weight_format_from_name(items[k], &f) != FFNRT_OK || f < FFNRT_WEIGHT_Q8_0) {
+                    fprintf(stderr, "ffnrt bench: --weights %s: q8_0, q4_0, q4_1, q4_k, q6_k or none\n", items[k]);
+                    return 2;
+                }
+                cfg.formats[cfg.nformats++] = f;
+            }
         } else if (strcmp(a, "--no-regret") == 0) {
             cfg.dispatch_regret = 0;
+        } else if (strcmp(a, "--stats") == 0) {
+            cfg.stats = 1;
         } else if (strcmp(a, "--no-ffn") == 0) { /* older spellings */
             do_parts |= 1 << 0 | 1 << NPARTS;
         } else if (strcmp(a, "--ffn-only") == 0) {
@@ -665,6 +762,13 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     }
     if (!cfg.paths)
         cfg.paths = 3;
+    if (!cfg.formats_given) {
+        static const ffnrt_weight_format quick_formats[] = {FFNRT_WEIGHT_Q4_0};
+        static const ffnrt_weight_format full_formats[] = {FFNRT_WEIGHT_Q8_0, FFNRT_WEIGHT_Q4_0, FFNRT_WEIGHT_Q4_1,
+                                                           FFNRT_WEIGHT_Q4_K, FFNRT_WEIGHT_Q6_K};
+        cfg.nformats = cfg.quick ? 1 : 5;
+        memcpy(cfg.formats, cfg.quick ? quick_formats : full_formats, sizeof cfg.formats[0] * (size_t)cfg.nformats);
+    }
     cfg.min_runs = min_runs > 0 ? min_runs : 3;
     cfg.max_runs = repeats > 0 ? repeats : cfg.quick ? 5 : 25;
     if (cfg.max_runs < cfg.min_runs)

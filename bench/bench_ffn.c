@@ -10,13 +10,26 @@
  * (up to 8 tokens, where a layer streams its weights once) report weight
  * bytes over time against the copy kernel; prefill rows report GFLOP/s
  * (ffnrt_ffn_cost_of's count) against the GEMM rate. CLBlast's SGEMM of each fp32 prefill row's first projection runs
- * beside it on OpenCL devices; ggml's Vulkan backend runs each SwiGLU layer beside it on Vulkan devices (peer_ggml.c). */
+ * beside it on OpenCL devices; ggml's Vulkan backend runs each SwiGLU layer
+ * beside it on Vulkan devices (peer_ggml.c).
+ *
+ * Quantized rows (dtype: the weights' block format, f32 activations): the
+ * same layer with every matrix in Q8_0, Q4_0, Q4_1 (and the K-quants at
+ * decode), made from ffnrt_quantize's GGUF bytes. Their decode rate is the
+ * quantized bytes streamed (ffnrt_ffn_cost_of's weight_bytes, the bytes the
+ * kernels read) against the copy kernel; the note compares them with the
+ * fp16 layer of the same shape, tokens and path in the same run (time
+ * ratio: tokens/s, or GFLOP/s) and, at decode, gives the operations a
+ * weight (a multiply-add and the dequantization: the dispatcher's count)
+ * and the rate they reach against the device's best GFLOP/s (the
+ * arithmetic roof). */
 #include "bench_ffn.h"
 #include "bench_parts.h"
 #include "bench_util.h"
 #include "peer_clblast.h"
 #include "peer_ggml.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,16 +40,20 @@ typedef struct ffn_workload {
     ffnrt_ffn_kind kind;
     int64_t d_model, hidden;
     int quick; /* part of --quick */
+    int quant; /* quantized rows: 1 in both presets, 2 in --full, 0 none */
+    int quant_prefill_max; /* the largest token count of its quantized rows in --full */
 } ffn_workload;
 
 static const ffn_workload workloads[] = {
-    {"dense-gelu", FFNRT_FFN_DENSE, 768, 3072, 1},
-    {"swiglu", FFNRT_FFN_GATED, 512, 1376, 1},
-    {"swiglu", FFNRT_FFN_GATED, 2048, 5632, 0},
-    {"swiglu", FFNRT_FFN_GATED, 4096, 14336, 0},
+    {"dense-gelu", FFNRT_FFN_DENSE, 768, 3072, 1, 0, 0},
+    {"swiglu", FFNRT_FFN_GATED, 512, 1376, 1, 1, 64},
+    {"swiglu", FFNRT_FFN_GATED, 576, 1536, 0, 2, 512}, /* SmolLM2-135M */
+    {"swiglu", FFNRT_FFN_GATED, 2048, 5632, 0, 2, 512},
+    {"swiglu", FFNRT_FFN_GATED, 4096, 14336, 0, 2, 64},
 };
 static const int64_t full_tokens[] = {1, 8, 64, 512};
 static const int64_t quick_tokens[] = {1, 64};
+static const int64_t quant_tokens[] = {1, 64, 512};
 
 /* Older tuning filters (environment), used when the options do not say:
  * FFNRT_BENCH_FFN_SHAPES="768x3072,512x1376", FFNRT_BENCH_FFN_TOKENS="1,512",
@@ -97,6 +114,58 @@ static ffnrt_tensor *random_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, int64_
         return NULL;
     }
     return t;
+}
+
+/* A [rows, cols] matrix of random values in [-s, s], s = 1/sqrt(cols),
+ * as GGUF's bytes of format f (quantized a few rows at a time). */
+static void *random_blocks(ffnrt_weight_format f, int64_t rows, int64_t cols, uint32_t seed)
+{
+    size_t bytes, row_bytes;
+    if (ffnrt_weight_bytes(f, rows, cols, &bytes) != FFNRT_OK || ffnrt_weight_bytes(f, 1, cols, &row_bytes) != FFNRT_OK)
+        return NULL;
+    const int64_t chunk = 256;
+    uint8_t *out = malloc(bytes);
+    float *v = malloc((size_t)(chunk * cols) * sizeof *v);
+    float scale = 1.0f / sqrtf((float)cols);
+    int ok = out && v;
+    for (int64_t r0 = 0; r0 < rows && ok; r0 += chunk) {
+        int64_t n = rows - r0 < chunk ? rows - r0 : chunk;
+        for (int64_t i = 0; i < n * cols; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            v[i] = ((float)(seed >> 8) / 16777216.0f * 2.0f - 1.0f) * scale;
+        }
+        ok = ffnrt_quantize(f, v, n, cols, out + (size_t)r0 * row_bytes, (size_t)n * row_bytes) == FFNRT_OK;
+    }
+    free(v);
+    if (!ok) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* The layer's weights: device tensors (dense rows share them), or host
+ * arrays (quantized rows: GGUF's bytes, which each layer repacks). */
+typedef struct ffn_weights {
+    ffnrt_ffn_weight_tensors wt;
+    ffnrt_ffn_weights hw;
+    int host;
+} ffn_weights;
+
+static ffnrt_status make_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffn_weights *w, ffnrt_ffn **out)
+{
+    return w->host ? ffnrt_ffn_create(ctx, desc, &w->hw, out) : ffnrt_ffn_create_from_tensors(ctx, desc, &w->wt, out);
+}
+
+/* The desc of a workload's layer in dtype, or with every matrix in block
+ * format f (then f32 activations). */
+static ffnrt_ffn_desc workload_desc(const ffn_workload *w, ffnrt_dtype dtype, ffnrt_weight_format f)
+{
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
+    desc.dtype = f ? FFNRT_DTYPE_F32 : dtype;
+    desc.format_in = desc.format_out = f;
+    desc.format_value = w->kind == FFNRT_FFN_GATED ? f : FFNRT_WEIGHT_F32;
+    return desc;
 }
 
 typedef struct ffn_call_arg {
@@ -240,8 +309,8 @@ static int cmp_dbl(const void *a, const void *b)
 }
 
 static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
-                         ffnrt_ffn_weight_tensors *wt, const ffnrt_tensor *x, ffnrt_tensor *y, int64_t tokens,
-                         bench_rows *rows)
+                         ffnrt_weight_format wf, const ffn_weights *wt, const ffnrt_tensor *x, ffnrt_tensor *y,
+                         int64_t tokens, bench_rows *rows)
 {
     ffnrt_context *ctx = dev->ctx;
     static const char *const kernels[] = {"blocked", "matvec", "tiled"};
@@ -255,8 +324,7 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
     int nc = 0, rc = 0;
     /* The candidates are the library's own list (what ffnrt_ffn_autotune
      * times), read from the layer's plan. */
-    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
-    desc.dtype = dtype;
+    ffnrt_ffn_desc desc = workload_desc(w, dtype, wf);
     ffnrt_plan *plan = NULL;
     char list[128] = "";
     if (ffnrt_ffn_plan(ctx, &desc, tokens, &plan) == FFNRT_OK && ffnrt_plan_choice(plan, "ffn.candidates"))
@@ -276,7 +344,7 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
         ffnrt_ffn_desc cd = desc;
         cd.path = p ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
         cand[nc].layer = NULL;
-        if (ffnrt_ffn_create_from_tensors(ctx, &cd, wt, &cand[nc].layer) != FFNRT_OK) {
+        if (make_layer(ctx, &cd, wt, &cand[nc].layer) != FFNRT_OK) {
             rc = -1;
             break;
         }
@@ -317,7 +385,7 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
     /* The two choices, read from plans: without tuning, then tuned. */
     ffnrt_ffn *tuned_layer = NULL;
     for (int tuned = 0; tuned < 2 && rc == 0 && best >= 0; tuned++) {
-        if (tuned && (ffnrt_ffn_create_from_tensors(ctx, &desc, wt, &tuned_layer) != FFNRT_OK ||
+        if (tuned && (make_layer(ctx, &desc, wt, &tuned_layer) != FFNRT_OK ||
                       ffnrt_ffn_autotune(tuned_layer, x, y) != FFNRT_OK)) {
             fprintf(stderr, "ffnrt bench: autotune: %s\n", ffnrt_last_error_message());
             rc = -1;
@@ -348,7 +416,7 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
         bench_row_device(r, dev, "dispatch");
         snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
         BENCH_SET(r->dir, "fwd");
-        BENCH_SET(r->dtype, ffnrt_dtype_name(dtype));
+        BENCH_SET(r->dtype, wf ? ffnrt_weight_format_name(wf) : ffnrt_dtype_name(dtype));
         BENCH_SET(r->path, tuned ? "tuned" : "auto");
         snprintf(r->shape, sizeof r->shape, "t%lld", (long long)tokens);
         r->size = (double)tokens;
@@ -376,49 +444,66 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
     return rc;
 }
 
+/* Runs every token count of one workload, in dtype or (wf a block format)
+ * with quantized weights and f32 activations. */
 static int bench_workload(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
-                          double gemm_gflops, bench_rows *rows)
+                          ffnrt_weight_format wf, double gemm_gflops, bench_rows *rows)
 {
     double copy_gbps = 0; /* measured on first need: a copy moving the weights' bytes */
     ffnrt_context *ctx = dev->ctx;
     int gated = w->kind == FFNRT_FFN_GATED;
-    ffnrt_ffn_weight_tensors wt = {0};
-    ffnrt_tensor *up = random_tensor(ctx, dtype, gated ? 2 * w->hidden : w->hidden, w->d_model, 1);
-    ffnrt_tensor *down = random_tensor(ctx, dtype, w->d_model, w->hidden, 2);
+    if (wf)
+        dtype = FFNRT_DTYPE_F32;
+    ffn_weights wt;
+    memset(&wt, 0, sizeof wt);
+    int64_t up_rows = gated ? 2 * w->hidden : w->hidden;
+    ffnrt_tensor *up = NULL, *down = NULL;
+    void *up_host = NULL, *down_host = NULL;
     ffnrt_ffn *layer[2] = {NULL, NULL};
     int rc = 0;
-    if (!up || !down) {
+    if (wf) {
+        up_host = random_blocks(wf, up_rows, w->d_model, 1);
+        down_host = random_blocks(wf, w->d_model, w->hidden, 2);
+    } else {
+        up = random_tensor(ctx, dtype, up_rows, w->d_model, 1);
+        down = random_tensor(ctx, dtype, w->d_model, w->hidden, 2);
+    }
+    if (wf ? !up_host || !down_host : !up || !down) {
         fprintf(stderr, "ffnrt bench: %s %lldx%lld: %s\n", w->name, (long long)w->d_model, (long long)w->hidden,
                 ffnrt_last_error_message());
         rc = -1;
         goto done;
     }
-    if (gated)
-        wt.w_gate_value = up; /* stacked, as Phi-3 stores them */
+    wt.host = wf != 0;
+    if (gated) /* stacked, as Phi-3 stores them */
+        wt.wt.w_gate_value = up, wt.hw.w_gate_value = up_host;
     else
-        wt.w_in = up;
-    wt.w_out = down;
+        wt.wt.w_in = up, wt.hw.w_in = up_host;
+    wt.wt.w_out = down, wt.hw.w_out = down_host;
     for (int p = 0; p < 2; p++) {
         if (!(cfg->paths & (1 << p)))
             continue;
-        ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
-        desc.dtype = dtype;
+        ffnrt_ffn_desc desc = workload_desc(w, dtype, wf);
         desc.path = p ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
-        if (ffnrt_ffn_create_from_tensors(ctx, &desc, &wt, &layer[p]) != FFNRT_OK) {
+        if (make_layer(ctx, &desc, &wt, &layer[p]) != FFNRT_OK) {
             fprintf(stderr, "ffnrt bench: %s\n", ffnrt_last_error_message());
             rc = -1;
             goto done;
         }
     }
-    const int64_t *tokens = cfg->ntokens ? cfg->tokens : cfg->quick ? quick_tokens : full_tokens;
-    size_t count = cfg->ntokens ? (size_t)cfg->ntokens : cfg->quick ? 2 : 4;
+    const int64_t *tokens = cfg->ntokens ? cfg->tokens : cfg->quick ? quick_tokens : wf ? quant_tokens : full_tokens;
+    size_t count = cfg->ntokens ? (size_t)cfg->ntokens : cfg->quick ? 2 : wf ? 3 : 4;
     for (size_t i = 0; i < count && rc == 0; i++) {
         char tok[24];
         snprintf(tok, sizeof tok, "%lld", (long long)tokens[i]);
         if (!cfg->ntokens && !env_keeps("FFNRT_BENCH_FFN_TOKENS", tok))
             continue;
-        ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(w->kind, w->d_model, w->hidden);
-        desc.dtype = dtype;
+        /* The full preset's quantized prefill: up to the workload's
+         * largest count; K-quants at decode only. */
+        if (wf && !cfg->ntokens && !cfg->quick &&
+            (tokens[i] > w->quant_prefill_max || (tokens[i] > 1 && wf >= FFNRT_WEIGHT_Q4_K)))
+            continue;
+        ffnrt_ffn_desc desc = workload_desc(w, dtype, wf);
         ffnrt_ffn_cost cost;
         ffnrt_ffn_cost_of(&desc, tokens[i], FFNRT_FFN_PATH_FUSED, &cost);
         ffnrt_tensor *x = random_tensor(ctx, dtype, tokens[i], w->d_model, 3), *y = NULL;
@@ -451,7 +536,7 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             bench_row_device(r, dev, "ffn");
             snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
             BENCH_SET(r->dir, "fwd");
-            BENCH_SET(r->dtype, ffnrt_dtype_name(dtype));
+            BENCH_SET(r->dtype, wf ? ffnrt_weight_format_name(wf) : ffnrt_dtype_name(dtype));
             BENCH_SET(r->path, p ? "unfused" : "fused");
             snprintf(r->shape, sizeof r->shape, "t%lld", (long long)tokens[i]);
             r->size = (double)tokens[i];
@@ -482,8 +567,13 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             snprintf(rows->v[first].note, sizeof rows->v[first].note,
                      "%.2f GFLOP/s, fused/unfused %.2f device, %.2f host", (double)cost.flops / t[0], t[1] / t[0],
                      rows->v[first + 1].host_ns / rows->v[first].host_ns);
+        for (int p = 0, k = 0; p < 2 && rc == 0 && cfg->stats; p++) {
+            ffn_call_arg a = {layer[p], x, y};
+            if (layer[p])
+                rc = bench_stats_row(ctx, ffn_call, &a, &c, rows, first + (size_t)k++, 0);
+        }
         if (rc == 0 && cfg->dispatch_regret)
-            rc = dispatch_rows(dev, &c, w, dtype, &wt, x, y, tokens[i], rows);
+            rc = dispatch_rows(dev, &c, w, dtype, wf, &wt, x, y, tokens[i], rows);
         for (size_t k = first; k < rows->n; k++)
             bench_row_done(cfg, &rows->v[k]);
         ffnrt_tensor_destroy(x);
@@ -494,7 +584,53 @@ done:
     ffnrt_ffn_destroy(layer[1]);
     ffnrt_tensor_destroy(up);
     ffnrt_tensor_destroy(down);
+    free(up_host);
+    free(down_host);
     return rc;
+}
+
+/* A quantized row's notes, once every row of the device is in: its time
+ * against the fp16 layer's (same shape, tokens and path), and at decode
+ * the operations a weight and their rate against the arithmetic roof. */
+static void quant_notes(bench_rows *rows, size_t first, double best_gflops)
+{
+    for (size_t i = first; i < rows->n; i++) {
+        bench_row *r = &rows->v[i];
+        ffnrt_weight_format wf;
+        if (strcmp(r->group, "ffn") != 0 || ffnrt_weight_format_from_name(r->dtype, &wf) != FFNRT_OK ||
+            wf < FFNRT_WEIGHT_Q8_0)
+            continue;
+        const bench_row *half = NULL;
+        for (size_t j = first; j < rows->n && !half; j++) {
+            const bench_row *h = &rows->v[j];
+            if (strcmp(h->group, "ffn") == 0 && strcmp(h->dtype, "f16") == 0 && strcmp(h->op, r->op) == 0 &&
+                strcmp(h->shape, r->shape) == 0 && strcmp(h->path, r->path) == 0)
+                half = h;
+        }
+        char vs_half[32] = "no f16 row";
+        if (half && r->median_ns > 0)
+            snprintf(vs_half, sizeof vs_half, "%.2fx f16", half->median_ns / r->median_ns);
+        char keep[64];
+        snprintf(keep, sizeof keep, "%s", r->note);
+        const char *fu = strstr(keep, "fused/unfused");
+        if (r->size <= 8) {
+            /* Decode: a multiply-add and the dequantization a weight a token. */
+            int64_t d, h;
+            ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 1, 1);
+            if (sscanf(strchr(r->op, ' ') ? strchr(r->op, ' ') + 1 : "", "%" SCNd64 "x%" SCNd64, &d, &h) != 2)
+                continue;
+            desc.d_model = d, desc.hidden = h;
+            desc.format_in = desc.format_value = desc.format_out = wf;
+            ffnrt_ffn_cost cost;
+            ffnrt_ffn_cost_of(&desc, (int64_t)r->size, FFNRT_FFN_PATH_FUSED, &cost);
+            double weights = (double)(cost.parameters), ops = 2.0 * r->size + (wf == FFNRT_WEIGHT_Q8_0 || wf == FFNRT_WEIGHT_Q6_K ? 2 : 3);
+            double roof = best_gflops > 0 ? weights * ops / r->median_ns / best_gflops : 0;
+            snprintf(r->note, sizeof r->note, "%s; %.0f op/w %.2f of roof%s%.20s", vs_half, ops, roof, fu ? "; " : "",
+                     fu ? fu + 8 : "");
+        } else {
+            snprintf(r->note, sizeof r->note, "%s; %.40s", vs_half, keep);
+        }
+    }
 }
 
 /* CLBlast's SGEMM of the first projection of each fp32 prefill workload,
@@ -576,7 +712,8 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
         const ffn_workload *w = &workloads[wi];
         char shape[48];
         snprintf(shape, sizeof shape, "%lldx%lld", (long long)w->d_model, (long long)w->hidden);
-        if ((cfg->quick && !w->quick && cfg->nshapes == 0) || !keeps_shape(cfg, shape) || !bench_wants_op(cfg, w->name))
+        if ((cfg->quick && !w->quick && w->quant != 1 && cfg->nshapes == 0) || !keeps_shape(cfg, shape) ||
+            !bench_wants_op(cfg, w->name))
             continue;
         for (size_t di = 0; di < 3; di++) {
             int wanted = 0;
@@ -586,9 +723,14 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
             if (!wanted || (dtypes[di] == FFNRT_DTYPE_BF16 && !cfg->precision_given) ||
                 !env_keeps("FFNRT_BENCH_FFN_DTYPES", ffnrt_dtype_name(dtypes[di])))
                 continue;
-            if (bench_workload(dev, cfg, w, dtypes[di], gemm, rows) != 0)
+            if (bench_workload(dev, cfg, w, dtypes[di], FFNRT_WEIGHT_F32, gemm, rows) != 0)
                 rc = -1;
         }
+        /* Quantized weights: the preset's shapes, or every one --shape names. */
+        int quant = cfg->nshapes ? w->kind == FFNRT_FFN_GATED : w->quant == 1 || (w->quant == 2 && !cfg->quick);
+        for (int fi = 0; quant && fi < cfg->nformats; fi++)
+            if (bench_workload(dev, cfg, w, FFNRT_DTYPE_F32, cfg->formats[fi], gemm, rows) != 0)
+                rc = -1;
     }
     if (dev->info.backend == FFNRT_BACKEND_OPENCL)
         clblast_rows(dev, cfg, first, rows, gemm);
@@ -600,6 +742,7 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
     for (size_t i = first; i < rows->n; i++)
         if (strcmp(rows->v[i].rate_unit, "GFLOP/s") == 0 && rows->v[i].rate > best)
             best = rows->v[i].rate;
+    quant_notes(rows, first, best);
     for (size_t i = first; i < rows->n; i++) {
         bench_row *r = &rows->v[i];
         if (strcmp(r->ratio_to, "gemm") == 0)

@@ -41,6 +41,11 @@ typedef struct bench_config {
     double budget_s;                    /* per row: stop after this much time once min_runs are done */
     int verbose_rows;                   /* print rows as they are measured */
     int dispatch_regret;                /* FFN rows: also the dispatcher's regret (every candidate timed) */
+    int stats;                          /* element-wise and FFN rows: also with statistics on (path "stats") */
+    uint32_t stats_bins;                /* their histograms' bins (0: counts and moments only) */
+    ffnrt_weight_format formats[8];     /* FFN weights in block formats (f32 activations), beside the dtypes' rows */
+    int nformats;
+    int formats_given;                  /* --weights chose them (else the preset did) */
 } bench_config;
 
 typedef struct bench_device {
@@ -59,6 +64,13 @@ int bench_wants_op(const bench_config *cfg, const char *name);
  * returns 0, or -1 when a call fails (its message on stderr). */
 typedef ffnrt_status (*bench_call)(void *arg);
 int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_config *cfg, bench_row *r);
+/* --stats: row k of rows measured again with the context's statistics on
+ * (path "stats", or "fused+stats"), its ratio the off row's time over its
+ * own (0.9: 10% slower), in the same run. The statistics are off after.
+ * done: the row is reported now (else the caller does it). 0, or -1 with
+ * the row dropped. */
+int bench_stats_row(ffnrt_context *ctx, bench_call call, void *arg, const bench_config *cfg, bench_rows *rows,
+                    size_t k, int done);
 /* Time spent in a warm-up call outside bench_measure (the run reports it
  * apart from measuring). */
 void bench_warmup_add(double seconds);

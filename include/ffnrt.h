@@ -45,6 +45,9 @@ typedef enum ffnrt_status {
     FFNRT_ERROR_COMPILE_FAILED,      /* a kernel did not build; see ffnrt_context_build_log */
     FFNRT_ERROR_DEVICE_FAILURE,      /* the driver reported an error or lost the device */
     FFNRT_ERROR_INVALID_FILE,        /* a file (GGUF) that is truncated, corrupt or not of its format */
+    FFNRT_ERROR_NON_FINITE,          /* the finite check: finite inputs gave a non-finite output (the
+                                        outputs hold what was computed; the message names the op, the
+                                        precision and the first index) */
     FFNRT_STATUS_COUNT
 } ffnrt_status;
 
@@ -455,6 +458,138 @@ FFNRT_API ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_
                                                 const ffnrt_tensor *dy, ffnrt_tensor *dgate,
                                                 ffnrt_tensor *dvalue);
 
+/* ------------------------------------------------------------ statistics */
+
+/* Statistics an op computes in its own kernels, on request: each kernel
+ * has a statistics variant (the kernels without it are unchanged, so
+ * statistics off cost nothing), reduced on the device and read back after
+ * the call as one ffnrt_stats. Asked for per context
+ * (ffnrt_context_set_stats: every later op) or per layer
+ * (ffnrt_ffn_set_stats: that layer's forwards, over the context's). The
+ * README's "Diagnostics" maps each figure to the failure it detects.
+ * A call with statistics waits for its results (in async mode too); while
+ * the app records (ffnrt_vulkan.h, ffnrt_opencl.h) statistics are
+ * FFNRT_ERROR_UNSUPPORTED. */
+#define FFNRT_STATS_MAX_BINS 256
+
+typedef struct ffnrt_stats_options {
+    int enabled;            /* 1: compute statistics; 0: not (a layer's 0 overrides the context's 1) */
+    /* Histograms: bins between lo and hi, plus an underflow and an overflow
+     * bin; 0 bins: none (the cheapest variant). The pre-activations' range,
+     * then the gate activation's (gated layers and GLU ops). */
+    uint32_t bins;
+    float lo, hi;
+    float gate_lo, gate_hi;
+    /* Saturation (sigmoid, tanh, GLU's sigmoid gate): a pre-activation x
+     * with |f'(x)| below this counts as saturated. */
+    float saturation;
+    /* The finite check for ops run with these options: 1 on, 0 off, -1
+     * unset (then ffnrt_context_force(ctx, "check.finite", "on"), else
+     * FFNRT_CHECK_FINITE=1, else off). On, a call whose inputs are all
+     * finite and whose outputs are not fails with FFNRT_ERROR_NON_FINITE
+     * (even with enabled = 0). */
+    int check_finite;
+} ffnrt_stats_options;
+
+#define FFNRT_STATS_OPTIONS_INIT { 1, 0, -8.0f, 8.0f, -4.0f, 4.0f, 1e-3f, -1 }
+
+/* One call's statistics. Counts and histograms are exact; min and max are
+ * exact; mean and RMS are within 1e-5 relative of the exact ones (of
+ * mean |x| for the mean); token norms within 1e-5 relative. Values are
+ * classified as the call stored them (a device that flushes subnormals to
+ * zero stores zeros, and they count as zeros). */
+typedef struct ffnrt_stats {
+    int valid;              /* 1: filled by a call with statistics */
+    char op[48];            /* "gelu", "geglu backward", "ffn swiglu", ... */
+    ffnrt_dtype dtype;      /* the call's storage type */
+    int fp16_arithmetic;
+    /* Non-finite values. Inputs: the call's own (x, gate, value, dy; an
+     * FFN's x, not its weights). Outputs: y, dx (dgate and dvalue), an
+     * FFN's y. */
+    uint64_t inputs, input_nan, input_inf;
+    uint64_t outputs, output_nan, output_inf;
+    int64_t first_nonfinite; /* flat index of the first non-finite output; -1: none */
+    /* Pre-activations: an activation's x, a GLU's gate, an FFN's
+     * W_in·x + b_in (gated: W_gate·x + b_gate) in fp32 as its epilogue
+     * computes it. min, max, mean and RMS are over the finite ones (NaN
+     * when there are none; RMS +Inf when a square overflowed fp32); min
+     * orders -0 below +0. */
+    uint64_t pre_count, pre_nan, pre_inf;
+    float pre_min, pre_max;
+    double pre_mean, pre_rms;
+    /* hist[0]: below lo (and -Inf); hist[1 + i]: bin i, from lo + i·w to
+     * lo + (i+1)·w (w = (hi - lo) / bins); hist[bins + 1]: from hi up (and
+     * +Inf); NaN in none. ffnrt_stats_bin gives a value's bin. */
+    uint32_t bins;
+    float lo, hi;
+    uint32_t hist[FFNRT_STATS_MAX_BINS + 2];
+    /* Dead and saturated units. activations: the activation's (or gating's)
+     * outputs, backward their gradients; zero: those exactly +-0 as stored. */
+    uint64_t activations, zero;
+    double dead_fraction;   /* zero / activations */
+    uint64_t saturated;     /* pre-activations with |x| > saturation_cut */
+    double saturated_fraction; /* saturated / pre_count */
+    float saturation_cut;   /* where |f'(x)| falls below options.saturation (rounded to fp32); +Inf: the op does
+                               not saturate */
+    /* FFN layers: non-finite hidden activations (as stored), and the hidden
+     * features that were exactly zero for every token of the call
+     * (ffnrt_ffn_dead_features lists them). */
+    uint64_t hidden_nonfinite;
+    uint64_t hidden_features, dead_features;
+    /* Gated layers and GLU ops: per token (a row of the output), the L2
+     * norms of the gate branch (the gate's activation) and of the value
+     * branch, their mean and maximum over the call's tokens (both NaN when
+     * a token's norm is); and the gate activation's histogram over
+     * [gate_lo, gate_hi) (bins as above). */
+    uint64_t tokens;
+    double gate_norm_mean, gate_norm_max, value_norm_mean, value_norm_max;
+    float gate_lo, gate_hi;
+    uint32_t gate_hist[FFNRT_STATS_MAX_BINS + 2];
+} ffnrt_stats;
+
+/* Statistics for every later op of the context (NULL: off). The options
+ * are checked here (FFNRT_ERROR_INVALID_ARGUMENT names a bad field). */
+FFNRT_API ffnrt_status ffnrt_context_set_stats(ffnrt_context *ctx, const ffnrt_stats_options *options);
+/* The statistics of the context's last op that computed them (valid = 0
+ * before any). */
+FFNRT_API ffnrt_status ffnrt_context_last_stats(const ffnrt_context *ctx, ffnrt_stats *out);
+/* The bin of x in a histogram of `bins` bins over [lo, hi), exactly as the
+ * kernels count it: 0 below lo, 1 + floor((x - lo) * s) with
+ * s = (float)bins / (hi - lo) computed in fp32, bins + 1 from there up;
+ * UINT32_MAX for NaN. */
+FFNRT_API uint32_t ffnrt_stats_bin(float x, float lo, float hi, uint32_t bins);
+/* The value below which a fraction q (0..1) of a histogram's binned values
+ * lie, interpolated within its bin (lo or hi for q in the outer bins): a
+ * clip range for quantizing activations from calibration batches (sum
+ * their hist first). NaN for an empty histogram or q outside [0, 1]. */
+FFNRT_API double ffnrt_stats_quantile(const uint32_t *hist, uint32_t bins, float lo, float hi, double q);
+
+/* ------------------------------------------------------ weight formats */
+
+/* How a weight matrix [rows, k] (row-major, [out, in] as nn.Linear) is
+ * stored: the dense dtypes, or GGUF's block formats byte for byte, so a
+ * GGUF tensor's bytes are handed over unchanged. Blocks run along k (the
+ * input dimension, GGUF's ne0); a row is k / block_elements blocks.
+ *   Q8_0: fp16 d, 32 x int8 q                      x = d*q          34 B / 32
+ *   Q4_0: fp16 d, 16 B nibbles                     x = d*(q - 8)    18 B / 32
+ *   Q4_1: fp16 d, fp16 m, 16 B nibbles             x = d*q + m      20 B / 32
+ *         (nibbles: byte j holds element j in its low half and
+ *          element j + 16 in its high half)
+ *   Q4_K: 256-element super-blocks of 8 x 32, 6-bit scales and mins  144 B
+ *   Q6_K: 256-element super-blocks of 16 x 16, int8 scales           210 B
+ * The dense values equal ffnrt_dtype's, so a dtype converts to its format. */
+typedef enum ffnrt_weight_format {
+    FFNRT_WEIGHT_F32 = 0,
+    FFNRT_WEIGHT_F16 = 1,
+    FFNRT_WEIGHT_BF16 = 2,
+    FFNRT_WEIGHT_Q8_0 = 3,
+    FFNRT_WEIGHT_Q4_0 = 4,
+    FFNRT_WEIGHT_Q4_1 = 5,
+    FFNRT_WEIGHT_Q4_K = 6,
+    FFNRT_WEIGHT_Q6_K = 7,
+    FFNRT_WEIGHT_FORMAT_COUNT
+} ffnrt_weight_format;
+
 /* ------------------------------------------------------------ FFN layers */
 
 /* A feed-forward block on tokens x d_model inputs (row-major):
@@ -504,14 +639,29 @@ typedef struct ffnrt_ffn_desc {
     /* Accumulate in fp16 where the device has fp16 arithmetic; a
      * permission, not a demand. Not used yet: accumulation is fp32. */
     int allow_fp16_accumulation;
+    /* How each weight matrix is stored, each its own: format_in is W_in
+     * (dense) or W_gate (gated; both halves of a stacked w_gate_value),
+     * format_value W_value, format_out W_out. FFNRT_WEIGHT_F32 (0, the
+     * default) or the dtype's own format: the matrix is in dtype, as above.
+     * A block format (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K): the matrix is GGUF's
+     * bytes of that type, [rows][k / block] blocks (ffnrt_weight_bytes), k
+     * its input width (d_model, or hidden for W_out) a multiple of the
+     * block; a stacked w_gate_value is both halves in format_in
+     * (format_value the same or left at its default). Biases, x and y stay
+     * in dtype; products accumulate in fp32 from the exact dequantized
+     * weights. Gate and value in different formats run unfused. */
+    ffnrt_weight_format format_in, format_value, format_out;
 } ffnrt_ffn_desc;
 
 #define FFNRT_FFN_DESC_INIT(kind_, d_model_, hidden_)                                              \
     { (kind_), (d_model_), (hidden_), FFNRT_DTYPE_F32, 0, FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_GELU), \
-      FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU), FFNRT_FFN_PATH_AUTO, FFNRT_MATMUL_AUTO, 0, 0 }
+      FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU), FFNRT_FFN_PATH_AUTO, FFNRT_MATMUL_AUTO, 0, 0,                \
+      FFNRT_WEIGHT_F32, FFNRT_WEIGHT_F32, FFNRT_WEIGHT_F32 }
 
 /* Weights as host arrays of the desc's dtype (float, or uint16_t bits for
- * f16 and bf16). Dense: w_in [hidden, d_model], b_in [hidden]. Gated:
+ * f16 and bf16), or, for a matrix in a block format, GGUF's bytes of it
+ * (ffnrt_weight_bytes of its rows and k; a GGUF tensor's data unchanged).
+ * Dense: w_in [hidden, d_model], b_in [hidden]. Gated:
  * w_gate and w_value [hidden, d_model] with b_gate, b_value [hidden], or
  * both stacked as w_gate_value [2*hidden, d_model] (gate rows first, as
  * Phi-3's gate_up_proj) with b_gate_value [2*hidden]. Both: w_out
@@ -525,7 +675,11 @@ typedef struct ffnrt_ffn_weights {
 } ffnrt_ffn_weights;
 
 /* The same as device tensors of those shapes (biases 1-D). The layer uses
- * them in place: they must outlive it. */
+ * them in place: they must outlive it. A matrix in a block format is a
+ * tensor of any dtype and shape holding GGUF's bytes of it (its byte size
+ * ffnrt_weight_bytes: e.g. f16 [bytes / 2]); the layer repacks those
+ * bytes at creation into device buffers of its own, so that tensor need
+ * not outlive the layer. */
 typedef struct ffnrt_ffn_weight_tensors {
     const ffnrt_tensor *w_in, *b_in;
     const ffnrt_tensor *w_gate, *b_gate, *w_value, *b_value;
@@ -558,6 +712,17 @@ FFNRT_API ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *
  * later forwards with path and matmul AUTO use it, and the plan says so. */
 FFNRT_API ffnrt_status ffnrt_ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
 
+/* Statistics for this layer's forwards (ffnrt_stats below), over the
+ * context's; NULL: follow the context's. */
+FFNRT_API ffnrt_status ffnrt_ffn_set_stats(ffnrt_ffn *layer, const ffnrt_stats_options *options);
+/* The statistics of this layer's last forward that computed them. */
+FFNRT_API ffnrt_status ffnrt_ffn_last_stats(const ffnrt_ffn *layer, ffnrt_stats *out);
+/* The hidden features dead (exactly zero for every token) in that
+ * forward, in increasing order: up to cap of them into features, and
+ * their number in *count. */
+FFNRT_API ffnrt_status ffnrt_ffn_dead_features(const ffnrt_ffn *layer, uint32_t *features, size_t cap,
+                                               size_t *count);
+
 /* The cost of one forward of `tokens` tokens on a path (AUTO: fused).
  * flops: 2 per multiply-add, plus 1 per bias add, activation and gating
  * product. bytes_moved: compulsory device-memory traffic, every kernel
@@ -565,7 +730,9 @@ FFNRT_API ffnrt_status ffnrt_ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *
  * biases, x, y and the path's intermediates. */
 typedef struct ffnrt_ffn_cost {
     uint64_t parameters;
-    uint64_t weight_bytes;   /* parameters * dtype size */
+    uint64_t weight_bytes;   /* weights and biases as the device holds them: dtype size each, block
+                                formats' blocks as repacked (scales included; = GGUF's bytes for
+                                Q8_0, Q4_0, Q4_1 but rows padded to whole words) */
     uint64_t flops;
     uint64_t bytes_moved;
     uint64_t peak_bytes;
@@ -599,30 +766,8 @@ FFNRT_API ffnrt_status ffnrt_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffn
 
 /* ------------------------------------------------------ weight formats */
 
-/* How a weight matrix [rows, k] (row-major, [out, in] as nn.Linear) is
- * stored: the dense dtypes, or GGUF's block formats byte for byte, so a
- * GGUF tensor's bytes are handed over unchanged. Blocks run along k (the
- * input dimension, GGUF's ne0); a row is k / block_elements blocks.
- *   Q8_0: fp16 d, 32 x int8 q                      x = d*q          34 B / 32
- *   Q4_0: fp16 d, 16 B nibbles                     x = d*(q - 8)    18 B / 32
- *   Q4_1: fp16 d, fp16 m, 16 B nibbles             x = d*q + m      20 B / 32
- *         (nibbles: byte j holds element j in its low half and
- *          element j + 16 in its high half)
- *   Q4_K: 256-element super-blocks of 8 x 32, 6-bit scales and mins  144 B
- *   Q6_K: 256-element super-blocks of 16 x 16, int8 scales           210 B
- * The dense values equal ffnrt_dtype's, so a dtype converts to its format. */
-typedef enum ffnrt_weight_format {
-    FFNRT_WEIGHT_F32 = 0,
-    FFNRT_WEIGHT_F16 = 1,
-    FFNRT_WEIGHT_BF16 = 2,
-    FFNRT_WEIGHT_Q8_0 = 3,
-    FFNRT_WEIGHT_Q4_0 = 4,
-    FFNRT_WEIGHT_Q4_1 = 5,
-    FFNRT_WEIGHT_Q4_K = 6,
-    FFNRT_WEIGHT_Q6_K = 7,
-    FFNRT_WEIGHT_FORMAT_COUNT
-} ffnrt_weight_format;
-
+/* Host conversions between fp32 and the formats (ffnrt_weight_format is
+ * defined before the FFN layers, which take it). */
 /* "f32", "q4_1", ...; "unknown" for a value out of range. */
 FFNRT_API const char *ffnrt_weight_format_name(ffnrt_weight_format format);
 /* Parses a name as ffnrt_weight_format_name prints it (any case). */

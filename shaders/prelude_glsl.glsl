@@ -62,8 +62,17 @@ float ffn_prod_diff(float a, float b, float c)
 #define BUFFER_RO_F4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferF4_##binding_ { vec4 name##_f4[]; };
 #define LOAD_F4(name, i4) name##_f4[(i4)]
 /* No native half loads (see LOAD_HALF4 in prelude_opencl.cl). */
+/* See prelude_opencl.cl. */
+#define NIBBLES4(w, sh) vec4((uvec4(w) >> uvec4((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & uvec4(15u))
+#define BYTES4(w) vec4((uvec4(w) >> uvec4(0u, 8u, 16u, 24u)) & uvec4(255u))
+#define SBYTES4(w) vec4(ivec4(uvec4(w) << uvec4(24u, 16u, 8u, 0u)) >> 24) /* GLSL's >> of int is arithmetic */
+/* 32-bit atomics, see prelude_opencl.cl. */
 #define ATOMIC_AND(buf, i, v) atomicAnd(buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomicOr(buf[i], v)
+#define ATOMIC_ADD(buf, i, v) atomicAdd(buf[i], v)
+#define ATOMIC_MIN(buf, i, v) atomicMin(buf[i], v)
+#define ATOMIC_MAX(buf, i, v) atomicMax(buf[i], v)
+#define ATOMIC_CAS(buf, i, expected, desired) atomicCompSwap(buf[i], expected, desired)
 
 /* Kernel signature: buffers are descriptor bindings in set 0, Params is the
  * push-constant block. */

@@ -44,9 +44,45 @@ typedef float4 f4;
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
 #define LOAD_HALF4(buf, i) vload_half4(0, (const __global half *)(buf) + (i))
-/* Atomic bit operations on a 32-bit word of a binding. */
+/* Four unsigned codes of a 32-bit word as floats (quant.inc): 4-bit ones
+ * from bit sh on (sh, sh + 4, sh + 8, sh + 12), or its four bytes. */
+#define NIBBLES4(w, sh) convert_float4(((uint4)(w) >> (uint4)((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & (uint4)(15u))
+#define BYTES4(w) convert_float4(((uint4)(w) >> (uint4)(0u, 8u, 16u, 24u)) & (uint4)(255u))
+/* ... or as signed bytes (two's complement; >> of a negative int is
+ * arithmetic in every OpenCL compiler, Clang's included). */
+#define SBYTES4(w) convert_float4(as_int4((uint4)(w) << (uint4)(24u, 16u, 8u, 0u)) >> 24)
+/* Halves 2j and 2j + 1 of a 16-bit binding as a float2, converted exactly
+ * (subnormals included; vload_half2 is core OpenCL, and CPUs convert a
+ * vector of halves in one instruction where PoCL's scalar vload_half runs
+ * some fifteen). */
+#define LOAD_HALF2(buf, j) vload_half2((j), (const __global half *)(buf))
+/* Sixteen-wide vectors, for drivers that run each work-item as vector code
+ * (quant.inc's WQ_WIDE): 16 floats of a binding from element i, 16 codes
+ * of 2 words (4 bits) or 4 words (8 bits), and the sum of 16 lanes as 4.
+ * A prelude without them (HAVE_V16 undefined) takes four at a time. */
+#define HAVE_V16 1
+typedef float16 v16;
+#define V16_ZERO ((float16)(0.0f))
+#define V16_SPLAT(s) ((float16)(s))
+#define V16_FMA(a, b, c) fma((a), (b), (c))
+#define V16_SUM4(v) (((v).s0123 + (v).s4567) + ((v).s89ab + (v).scdef))
+#define V16_LOAD(buf, i) vload16(0, (buf) + (i))
+#define V16_LOAD_HALF(buf, i) vload_half16(0, (const __global half *)(buf) + (i))
+#define V16_NIBBLES(buf, i) convert_float16((vload2(0, (buf) + (i)).s0000000011111111 >> \
+    (uint16)(0u, 4u, 8u, 12u, 16u, 20u, 24u, 28u, 0u, 4u, 8u, 12u, 16u, 20u, 24u, 28u)) & (uint16)(15u))
+#define V16_BYTES(buf, i) convert_float16((vload4(0, (buf) + (i)).s0000111122223333 >> \
+    (uint16)(0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u)) & (uint16)(255u))
+#define V16_SBYTES(buf, i) convert_float16(as_int16(vload4(0, (buf) + (i)).s0000111122223333 << \
+    (uint16)(24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u)) >> 24)
+/* 32-bit atomics on a uint word of a binding or of a shared array (the
+ * statistics variant, shaders/stats.inc; no 64-bit atomics are assumed).
+ * ADD and CAS return the word's previous value. */
 #define ATOMIC_AND(buf, i, v) atomic_and(&buf[i], v)
 #define ATOMIC_OR(buf, i, v) atomic_or(&buf[i], v)
+#define ATOMIC_ADD(buf, i, v) atomic_add(&buf[i], v)
+#define ATOMIC_MIN(buf, i, v) atomic_min(&buf[i], v)
+#define ATOMIC_MAX(buf, i, v) atomic_max(&buf[i], v)
+#define ATOMIC_CAS(buf, i, expected, desired) atomic_cmpxchg(&buf[i], expected, desired)
 
 /* Kernel signature: buffers and the Params struct are kernel arguments. */
 #define PARAMS_BEGIN typedef struct {

@@ -41,6 +41,13 @@ check "run gelu with an empty argument" 2 "" 'is not a number' "$ffnrt" run gelu
 check "run gelu 1e50 (past float)" 2 "" '"1e50" is not a number' "$ffnrt" run gelu 1e50
 check "run nosuchop (read an uninitialised kind)" 2 "" '"nosuchop" is not an activation' "$ffnrt" run nosuchop 1
 check "run prelu" 2 "" "prelu needs a slope tensor" "$ffnrt" run prelu 1
+check "run --help on stdout" 0 "usage: ffnrt run" "" "$ffnrt" run --help
+check "run geglu 1 (not a pair)" 2 "" '"1" is not a number pair' "$ffnrt" run geglu 1
+check "run gelu 1:2 (a pair for an activation)" 2 "" '"1:2" is not a number' "$ffnrt" run gelu 1:2
+check "run --bins 257 (past the most)" 2 "" "bad option --bins 257" "$ffnrt" run --bins 257 gelu 1
+check "run --range 4,-x" 2 "" "bad option --range" "$ffnrt" run --range 4,-x gelu 1
+check "run --dtype f8" 2 "" "bad option --dtype f8" "$ffnrt" run --dtype f8 gelu 1
+check "check --fp32-control geglu abc" 2 "" '"abc" is not a number pair' "$ffnrt" check --fp32-control geglu abc
 
 # ffnrt plan: --d abc silently planned 4096; 2^63 - 1 overflowed 4 d.
 check "plan --d abc" 2 "" "--d abc: not an integer" "$ffnrt" plan --op swiglu --d abc

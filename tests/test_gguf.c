@@ -211,10 +211,12 @@ typedef struct spec {
     int64_t ne0, ne1;
 } spec;
 
+static const char *layer_arch = "llama"; /* what write_layer writes as general.architecture */
+
 static void write_layer(gw_buf *b, const spec *t, int n, uint32_t feed_forward_length)
 {
     gw_header(b, 3, (uint64_t)n, 2);
-    gw_kv_string(b, "general.architecture", "llama");
+    gw_kv_string(b, "general.architecture", layer_arch);
     gw_kv_u32(b, "llama.feed_forward_length", feed_forward_length);
     uint64_t offset = 0, sizes[8];
     for (int i = 0; i < n; i++) {
@@ -604,4 +606,87 @@ Test(gguf, random_corruption_never_crashes)
     cr_assert(refused_count > 1000);
     free(copy);
     gw_free(&b);
+}
+
+/* ffnrt_gguf_ffn_desc: the layer as an ffnrt layer's desc and weights,
+ * the bytes handed over unchanged, the activation from the architecture. */
+Test(gguf, layer_as_an_ffnrt_desc)
+{
+    const ffnrt_weight_format formats[] = {FFNRT_WEIGHT_Q4_1, FFNRT_WEIGHT_Q8_0, FFNRT_WEIGHT_F16, FFNRT_WEIGHT_F32};
+    for (size_t fi = 0; fi < sizeof formats / sizeof formats[0]; fi++)
+        for (int bias = 0; bias < 2; bias++) {
+            gw_model m = small;
+            m.format = formats[fi];
+            m.bias = bias;
+            gw_buf b = {0};
+            gw_build_model(&b, &m);
+            ffnrt_gguf *g = open_ok(&b);
+            ffnrt_gguf_ffn ffn;
+            ffnrt_ffn_desc d;
+            ffnrt_ffn_weights w;
+            cr_assert_eq(ffnrt_gguf_ffn_layer(g, 1, &ffn), FFNRT_OK, "%s", ffnrt_last_error_message());
+            ffnrt_status st = ffnrt_gguf_ffn_desc(g, &ffn, &d, &w);
+            int block = m.format >= FFNRT_WEIGHT_Q8_0;
+            if (bias && m.format == FFNRT_WEIGHT_F16) { /* f32 biases, f16 matrices: not one dtype */
+                cr_assert_eq(st, FFNRT_ERROR_UNSUPPORTED, "%s", ffnrt_last_error_message());
+                cr_assert(strstr(ffnrt_last_error_message(), "blk.1.ffn_gate.bias is F32"), "%s",
+                          ffnrt_last_error_message());
+            } else {
+                cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_last_error_message());
+                cr_assert_eq(d.kind, FFNRT_FFN_GATED);
+                cr_assert_eq(d.glu.kind, FFNRT_SWIGLU);
+                cr_assert_eq(d.glu.beta, 1.0f);
+                cr_assert(d.d_model == m.d_model && d.hidden == m.hidden && d.bias == bias);
+                cr_assert_eq(d.dtype, m.format == FFNRT_WEIGHT_F16 ? FFNRT_DTYPE_F16 : FFNRT_DTYPE_F32);
+                ffnrt_weight_format want = block ? m.format : FFNRT_WEIGHT_F32;
+                cr_assert(d.format_in == want && d.format_value == want && d.format_out == want);
+                cr_assert(w.w_gate == ffn.gate.data && w.w_value == ffn.up.data && w.w_out == ffn.down.data);
+                cr_assert(!w.w_in && !w.w_gate_value && !w.b_in && !w.b_gate_value);
+                cr_assert(bias ? w.b_gate == ffn.gate_bias.data && w.b_value == ffn.up_bias.data &&
+                                     w.b_out == ffn.down_bias.data
+                               : !w.b_gate && !w.b_value && !w.b_out);
+            }
+            ffnrt_gguf_close(g);
+            gw_free(&b);
+        }
+    /* A dense layer of an architecture with gates; the gates of a dense one;
+     * an architecture ffnrt does not know; dense GPT-2 style. */
+    const spec up_down[3] = {{"blk.0.ffn_up.weight", 2, 8, 64, 96},
+                             {"blk.0.ffn_down.weight", 2, 8, 96, 64},
+                             {"blk.0.ffn_gate.weight", 2, 8, 64, 96}};
+    struct {
+        const char *arch;
+        int tensors;
+        ffnrt_status want;
+        const char *expect;
+    } cases[] = {
+        {"llama", 2, FFNRT_ERROR_UNSUPPORTED, "a llama layer has blk.N.ffn_gate.weight, but this one has none"},
+        {"gpt2", 3, FFNRT_ERROR_UNSUPPORTED, "a gpt2 layer has no blk.N.ffn_gate.weight"},
+        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is mamba"},
+        {"gpt2", 2, FFNRT_OK, ""},
+        {"gemma2", 3, FFNRT_OK, ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        layer_arch = cases[i].arch;
+        gw_buf b = {0};
+        write_layer(&b, up_down, cases[i].tensors, 96);
+        layer_arch = "llama";
+        ffnrt_gguf *g = open_ok(&b);
+        ffnrt_gguf_ffn ffn;
+        ffnrt_ffn_desc d;
+        ffnrt_ffn_weights w;
+        cr_assert_eq(ffnrt_gguf_ffn_layer(g, 0, &ffn), FFNRT_OK, "%s", ffnrt_last_error_message());
+        cr_assert_eq(ffnrt_gguf_ffn_desc(g, &ffn, &d, &w), cases[i].want, "%s: %s", cases[i].arch,
+                     ffnrt_last_error_message());
+        cr_assert(strstr(ffnrt_last_error_message(), cases[i].expect), "\"%s\" lacks \"%s\"",
+                  ffnrt_last_error_message(), cases[i].expect);
+        if (cases[i].want == FFNRT_OK && cases[i].tensors == 2)
+            cr_assert(d.kind == FFNRT_FFN_DENSE && d.activation.kind == FFNRT_ACT_GELU_TANH && w.w_in == ffn.up.data &&
+                      d.format_in == FFNRT_WEIGHT_Q8_0 && d.format_out == FFNRT_WEIGHT_Q8_0);
+        if (cases[i].want == FFNRT_OK && cases[i].tensors == 3)
+            cr_assert(d.kind == FFNRT_FFN_GATED && d.glu.kind == FFNRT_GEGLU_TANH);
+        cr_assert_eq(ffnrt_gguf_ffn_desc(g, NULL, &d, &w), FFNRT_ERROR_INVALID_ARGUMENT);
+        ffnrt_gguf_close(g);
+        gw_free(&b);
+    }
 }

@@ -21,6 +21,7 @@ static const char *const status_strings[FFNRT_STATUS_COUNT] = {
     [FFNRT_ERROR_COMPILE_FAILED] = "kernel compilation failed",
     [FFNRT_ERROR_DEVICE_FAILURE] = "device failure",
     [FFNRT_ERROR_INVALID_FILE] = "invalid file",
+    [FFNRT_ERROR_NON_FINITE] = "non-finite output from finite inputs",
 };
 
 const char *ffnrt_status_string(ffnrt_status status)

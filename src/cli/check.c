@@ -7,6 +7,8 @@
  * max(|f'(x)|, the sum of its terms' magnitudes), as the tests do.
  * The README's accuracy table is `ffnrt check --table`. */
 #include "check.h"
+#include "run.h"
+#include "check_quant.h"
 #include "ffnrt.h"
 #include "contract.h"
 #include "reference.h"
@@ -346,6 +348,12 @@ static int parse_dtype(const char *s, ffnrt_dtype *t)
 
 int ffnrt_check_main(int argc, char **argv)
 {
+    /* The fp32 control checks a given call, not a sweep: `ffnrt run`'s. */
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--fp32-control") == 0)
+            return ffnrt_run_main(argc, argv);
+    if (argc >= 1 && strcmp(argv[0], "--quant") == 0)
+        return ffnrt_check_quant_main(argc - 1, argv + 1);
     const char *op = NULL, *device = NULL, *compare = NULL;
     int exhaustive = 0, table = 0, bad = 0;
     check_case c = {FFNRT_ACT_RELU, 0, FFNRT_DTYPE_F32, FFNRT_COMPUTE_F32};
@@ -376,6 +384,9 @@ int ffnrt_check_main(int argc, char **argv)
         fprintf(stderr, "usage: ffnrt check OP [--device SPEC] [--dtype f32|f16|bf16] [--f16-arithmetic]\n"
                         "                      [--backward] [--exhaustive] [--compare SPEC]\n"
                         "       ffnrt check --table [--exhaustive]\n"
+                        "       ffnrt check --fp32-control [--dtype f16|bf16] [--f16-arithmetic] OP X [X...]\n"
+                        "           the call on these numbers in that precision and again in fp32 (ffnrt run --help)\n"
+                        "       ffnrt check --quant ... (a layer's loss with quantized weights: ffnrt check --quant --help)\n"
                         "SPEC as FFNRT_DEVICE takes it (\"opencl\", \"vulkan:0\", \"llvmpipe\")\n");
         return 2;
     }

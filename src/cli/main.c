@@ -3,6 +3,7 @@
 #include "check.h"
 #include "numbers.h"
 #include "plan_cli.h"
+#include "run.h"
 #include "ffnrt.h"
 
 #include <inttypes.h>
@@ -92,63 +93,17 @@ static int cmd_devices(int argc, char **argv)
     return 0;
 }
 
-/* ffnrt run OP X...: applies one activation to the numbers given on the
- * command line, on the device FFNRT_DEVICE names (or the best one). */
-static int cmd_run(int argc, char **argv)
-{
-    if (argc < 2) {
-        fprintf(stderr, "usage: ffnrt run OP X [X...]   (OP: relu, gelu, gelu_tanh, silu, ...)\n");
-        return 2;
-    }
-    ffnrt_activation act = FFNRT_ACT_COUNT;
-    if (ffnrt_activation_from_name(argv[0], &act) != FFNRT_OK) {
-        fprintf(stderr, "ffnrt run: %s\n", ffnrt_last_error_message());
-        return 2;
-    }
-    if (act == FFNRT_ACT_PRELU) {
-        fprintf(stderr, "ffnrt run: prelu needs a slope tensor; use leaky_relu\n");
-        return 2;
-    }
-    int64_t n = argc - 1;
-    float *v = malloc((size_t)n * sizeof *v);
-    if (!v)
-        return 1;
-    for (int64_t i = 0; i < n; i++)
-        if (cli_parse_float(argv[i + 1], &v[i]) != 0) {
-            fprintf(stderr, "ffnrt run: \"%s\" is not a number (a float: 0.5, -1e3, inf, nan)\n", argv[i + 1]);
-            free(v);
-            return 2;
-        }
-    ffnrt_context *ctx = NULL;
-    ffnrt_tensor *x = NULL;
-    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(act);
-    int rc = 1;
-    if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &n, &x) == FFNRT_OK &&
-        ffnrt_tensor_write(x, v, (size_t)n * sizeof *v) == FFNRT_OK &&
-        ffnrt_activation_forward(ctx, &d, x, x) == FFNRT_OK &&
-        ffnrt_tensor_read(x, v, (size_t)n * sizeof *v) == FFNRT_OK) {
-        ffnrt_device_info info;
-        ffnrt_context_get_device_info(ctx, &info);
-        printf("# %s on %s:%u %s\n", argv[0], ffnrt_backend_name(info.backend), info.index, info.name);
-        for (int64_t i = 0; i < n; i++)
-            printf("%s\t%.9g\n", argv[i + 1], v[i]);
-        rc = 0;
-    } else {
-        fprintf(stderr, "ffnrt run: %s\n%s", ffnrt_last_error_message(), ffnrt_context_build_log(ctx));
-    }
-    ffnrt_context_destroy(ctx);
-    free(v);
-    return rc;
-}
-
 static void usage(FILE *f)
 {
     fprintf(f, "usage: ffnrt COMMAND\n"
                     "  devices [--profiles] list every device of every backend, with its limits and calibration\n"
                     "                       figures (or the named limit profiles of real GPUs)\n"
                     "  plan [options]       what the dispatcher chooses for an op, and why (ffnrt plan --help)\n"
-                    "  run OP X [X...]      apply an activation to numbers, on the chosen device\n"
+                    "  run [options] OP X [X...]   apply an activation or GLU kind to numbers on the chosen device;\n"
+                    "                       --stats prints the call's statistics, --fp32-control reruns it in\n"
+                    "                       fp32 to tell a precision problem from a data one (ffnrt run --help)\n"
                     "  check OP [options]   accuracy of OP on a device, in ULP (ffnrt check --help)\n"
+                    "  check --quant ...    a layer's error with its weights quantized to each format, on a device\n"
                     "  bench [options]      the device bench harness (ffnrt bench --help)\n"
                     "  bench --compare OLD.json NEW.json   per-row ratios of two runs, regressions flagged\n"
                     "environment: FFNRT_DEVICE (\"opencl\", \"vulkan:0\", \"pocl\", ...), FFNRT_VALIDATION=1,\n"
@@ -171,7 +126,7 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "plan") == 0)
         return ffnrt_plan_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "run") == 0)
-        return cmd_run(argc - 2, argv + 2);
+        return ffnrt_run_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "check") == 0)
         return ffnrt_check_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "bench") == 0)

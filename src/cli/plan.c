@@ -15,6 +15,7 @@ static void usage(FILE *f)
             "                  [--profile NAME] [--calibrate]\n"
             "  FFN layers:  --op dense-ACT | GLU (glu, reglu, geglu, geglu_tanh, swiglu) --d N --hidden N --tokens N\n"
             "               [--bias] [--path fused|unfused] [--matmul matvec|tiled]\n"
+            "               [--weights FMT | IN,VALUE,OUT] (q8_0, q4_0, q4_1, q4_k, q6_k; f32: the dtype)\n"
             "  activations: --op ACT (relu, gelu, silu, ...) --elements N\n"
             "  GLU alone:   --op GLU --rows N --width N --glu-only\n"
             "  no --op: the device, limits, precision and quirks alone\n"
@@ -47,6 +48,23 @@ static const number_option number_options[] = {
     {"--elements", 0, INT64_MAX}, {"--rows", 0, INT64_MAX},  {"--width", 1, UINT32_MAX},
 };
 
+/* "q4_0" (every matrix) or "q4_0,q8_0,q4_1" (in or gate, value, out). */
+static int parse_formats(const char *v, ffnrt_weight_format out[3])
+{
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *save = NULL;
+    int n = 0;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        if (n == 3 || ffnrt_weight_format_from_name(item, &out[n]) != FFNRT_OK)
+            return 0;
+        n++;
+    }
+    if (n == 1)
+        out[1] = out[2] = out[0];
+    return n == 1 || n == 3;
+}
+
 int ffnrt_plan_main(int argc, char **argv)
 {
     const char *op = NULL, *device = NULL;
@@ -58,6 +76,7 @@ int ffnrt_plan_main(int argc, char **argv)
     ffnrt_ffn_path path = FFNRT_FFN_PATH_AUTO;
     ffnrt_matmul_kernel matmul = FFNRT_MATMUL_AUTO;
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    ffnrt_weight_format formats[3] = {FFNRT_WEIGHT_F32, FFNRT_WEIGHT_F32, FFNRT_WEIGHT_F32};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1, number = -1;
@@ -92,6 +111,8 @@ int ffnrt_plan_main(int argc, char **argv)
             path = strcmp(v, "fused") == 0 ? FFNRT_FFN_PATH_FUSED : FFNRT_FFN_PATH_UNFUSED;
         else if (strcmp(a, "--matmul") == 0 && v && (strcmp(v, "matvec") == 0 || strcmp(v, "tiled") == 0))
             matmul = strcmp(v, "matvec") == 0 ? FFNRT_MATMUL_MATVEC : FFNRT_MATMUL_TILED;
+        else if (strcmp(a, "--weights") == 0 && v && parse_formats(v, formats))
+            ;
         else if ((takes = 0), strcmp(a, "--bias") == 0)
             bias = 1;
         else if (strcmp(a, "--glu-only") == 0)
@@ -141,6 +162,9 @@ int ffnrt_plan_main(int argc, char **argv)
         fd.bias = bias;
         fd.path = path;
         fd.matmul = matmul;
+        fd.format_in = formats[0];
+        fd.format_value = gated ? formats[1] : FFNRT_WEIGHT_F32;
+        fd.format_out = formats[2];
         st = ffnrt_ffn_plan(ctx, &fd, *tokens, &plan);
     } else if (ffnrt_activation_from_name(op, &act) == FFNRT_OK) {
         ffnrt_activation_desc ad = FFNRT_ACTIVATION_DESC_INIT(act);

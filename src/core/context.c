@@ -261,6 +261,8 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
     }
     free(ctx->kernels);
     free(ctx->build_log);
+    free(ctx->stats_zeros);
+    free(ctx->last_stats);
     ffnrt_tuning_table_free(&ctx->tuning);
     if (ctx->dev)
         ctx->ops->close(ctx->dev);
@@ -313,10 +315,13 @@ ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx, uint64_t *devi
 /* ----------------------------------------------------------- kernel cache */
 
 /* Kernel text: the API's prelude, the build defines, then the shared
- * files every kernel may use, then the op's own file. */
+ * files every kernel may use, then the op's own file. The statistics'
+ * files go only to the builds that use them (a STATS variant, the finish
+ * pass), so every other kernel's text is what it was without them. */
 static char *concat_source(const ffnrt_context *ctx, const char *file, const char *defines,
                            uint32_t workgroup_size, int inject_error)
 {
+    int stats = strstr(defines, "#define STATS 1\n") != NULL || strcmp(file, "stats.kernel") == 0;
     const char *parts[] = {
         ctx->ops->version_line,
         NULL, /* defines, below */
@@ -325,15 +330,20 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, const cha
         ffnrt_shader_source("math.inc"),
         ffnrt_shader_source("math_grad.inc"),
         ffnrt_shader_source("storage.inc"),
+        stats ? ffnrt_shader_source("stats_layout.h") : NULL,
+        stats && strcmp(file, "stats.kernel") != 0 ? ffnrt_shader_source("stats.inc") : NULL,
+        ffnrt_shader_source("quant.inc"),
         ffnrt_shader_source(file),
     };
+    const size_t first_optional = 7, last_optional = 8; /* may be left out (NULL) */
     char head[64];
     snprintf(head, sizeof head, "#define WG_SIZE %u\n", workgroup_size);
     size_t len = strlen(head) + strlen(defines) + 2;
     for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
-        if (i != 1 && !parts[i])
+        int optional = i == 1 || (i >= first_optional && i <= last_optional);
+        if (!optional && !parts[i])
             return NULL;
-        len += i == 1 ? 0 : strlen(parts[i]) + 1;
+        len += parts[i] ? strlen(parts[i]) + 1 : 0;
     }
     char *src = malloc(len);
     if (!src)
@@ -341,7 +351,8 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, const cha
     char *at = src;
     at += sprintf(at, "%s%s%s\n", parts[0], head, defines);
     for (size_t i = 2; i < sizeof parts / sizeof parts[0]; i++)
-        at += sprintf(at, "%s\n", parts[i]);
+        if (parts[i])
+            at += sprintf(at, "%s\n", parts[i]);
     return src;
 }
 

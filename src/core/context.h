@@ -116,6 +116,20 @@ struct ffnrt_context {
      * tensors (0: none), so running out of memory can be tested anywhere. */
     uint64_t max_memory;
     uint64_t allocated; /* bytes of the live tensors' buffers */
+    /* Statistics (ops/stats.c): ffnrt_context_set_stats's options
+     * (stats_set: given), the buffer the statistics kernels add into and
+     * the zeros it starts each call from, the last call's statistics. */
+    int stats_set;
+    ffnrt_stats_options stats_options;
+    struct ffnrt_tensor *stats_buffer;
+    /* Shared memory a product kernel's statistics variant takes while an
+     * FFN forward or plan runs it (ops/stats.c sets it around them, 0
+     * otherwise): a + b·(work-items) + c·(rows of the group's tile) bytes,
+     * which the kernel shapes leave free (dispatch/ffn_choice.c). */
+    uint32_t stats_smem[3];
+    void *stats_zeros;
+    size_t stats_zeros_bytes;
+    ffnrt_stats *last_stats;
 };
 
 /* Timing for the calibration and the tuner: a monotonic clock, and the

@@ -82,11 +82,24 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
 ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnrt_matvec_shape *out,
                                  ffnrt_error *err);
 /* BLOCKED's shape for m rows and n outputs (staged: 16-bit outputs go
- * through shared memory). */
-ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged);
+ * through shared memory; wide: block-format weights 16 a step). */
+ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged,
+                                         int wide);
 uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t);
 uint64_t ffnrt_matvec_smem_floats(ffnrt_matvec_shape s, uint32_t tokens);
 uint32_t ffnrt_ffn_matvec_tokens(const ffnrt_context *ctx, const ffnrt_ffn_desc *d);
+/* A layer's weight matrices, and the block format each is stored in:
+ * FFNRT_WEIGHT_F32 (0) for one in the layer's dtype. */
+typedef enum ffnrt_ffn_matrix { FFNRT_FFN_MATRIX_IN, FFNRT_FFN_MATRIX_VALUE, FFNRT_FFN_MATRIX_OUT } ffnrt_ffn_matrix;
+ffnrt_weight_format ffnrt_ffn_format(const ffnrt_ffn_desc *d, ffnrt_ffn_matrix m);
+/* Whether any matrix is in a block format. */
+int ffnrt_ffn_quantized(const ffnrt_ffn_desc *d);
+/* Whether the fused path can run it (gated: gate and value in one format). */
+int ffnrt_ffn_fusable(const ffnrt_ffn_desc *d);
+/* Checks the desc's formats (err names fn): each a format, a dense one
+ * F32 or the dtype's own, a block one with its k (d_model, or hidden for
+ * W_out) a multiple of its block. */
+ffnrt_status ffnrt_ffn_check_formats(ffnrt_error *err, const ffnrt_ffn_desc *d, const char *fn);
 /* The cost model of ffnrt_ffn_cost_of, for a checked desc; 0 when a
  * figure would pass 64 bits. */
 int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *d, uint64_t tokens, int unfused, ffnrt_ffn_cost *out);
@@ -194,6 +207,12 @@ typedef struct ffnrt_kernel_params {
     uint32_t blocked_wg_n, blocked_wg_m;    /* work-items a group, prefill */
     uint32_t blocked_wg_n_decode, blocked_wg_m_decode;
     uint32_t blocked_vec_acc;               /* a vector of partial sums per output (else dot()) */
+    uint32_t stats_serial;                  /* statistics: one work-item reduces a group's figures */
+    uint32_t stats_hist_stash;              /* statistics: histograms counted after the loop (with serial) */
+    uint32_t stats_items;                   /* statistics: words a work-item of the element-wise loop */
+    uint32_t blocked_wide_codes;            /* block formats: 16 weights a step in 16-wide vectors */
+    uint32_t blocked_tn_wide, blocked_tn_gated_wide; /* their columns, prefill (0: blocked_tn, _gated) */
+    uint32_t blocked_gated_quant_unfused;   /* gated block-format layers above 4 tokens: unfused by default */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */
@@ -221,6 +240,30 @@ ffnrt_status ffnrt_precision_parse(const char *name, ffnrt_precision *out);
  * why says where the choice came from. Errors name fn. */
 ffnrt_status ffnrt_choose_compute(const ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
                                   int *fp16, char *why, size_t cap, ffnrt_error *err);
+
+/* ------------------------------------------------------------- statistics */
+
+/* Whether an op's kernels run their statistics variant, with which
+ * options, and whether its result is checked for non-finite outputs
+ * (dispatch/stats_choice.c). */
+typedef struct ffnrt_stats_choice {
+    int on;                      /* the statistics variant runs */
+    int check_finite;            /* finite inputs giving a non-finite output fail the call */
+    ffnrt_stats_options options; /* checked */
+    int serial;                  /* one work-item reduces a group's figures (kernel_params.inc) */
+    int hist_stash;              /* histograms counted after the loop (with serial) */
+    uint32_t items;              /* words a work-item of the element-wise loop */
+} ffnrt_stats_choice;
+
+/* Checks statistics options; an error names the field (fn: the caller). */
+ffnrt_status ffnrt_stats_options_check(const ffnrt_stats_options *o, const char *fn, ffnrt_error *err);
+/* The choice for an op: layer (a layer's own options, may be NULL) over
+ * the context's (ffnrt_context_set_stats); the finite check by the one
+ * precedence: the options' check_finite > ffnrt_context_force
+ * ("check.finite") > FFNRT_CHECK_FINITE > off. Plan items "stats" and
+ * "check.finite" say why. */
+void ffnrt_choose_stats(const ffnrt_context *ctx, const ffnrt_stats_options *layer, ffnrt_stats_choice *c,
+                        ffnrt_plan *plan);
 
 /* ------------------------------------------------------------------- plan */
 

@@ -6,7 +6,9 @@
  * ffnrt_ffn_cost_of) and the shape classes tuning keeps results for. */
 #include "dispatch/dispatch.h"
 #include "base/op_table.h"
+#include "quant/quant.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +25,16 @@ static int is_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED
 static uint64_t shared_memory(const ffnrt_context *ctx)
 {
     return ctx->info.shared_memory_size ? ctx->info.shared_memory_size : 16384;
+}
+
+/* What a kernel of wg work-items and a tile of `rows` rows has for its own
+ * shared memory: all of it, less what its statistics variant takes when
+ * that runs (ctx->stats_smem; 0 otherwise). */
+static uint64_t shared_for(const ffnrt_context *ctx, uint64_t wg, uint64_t rows)
+{
+    uint64_t stats = ctx->stats_smem[0] + ctx->stats_smem[1] * wg + ctx->stats_smem[2] * rows;
+    uint64_t all = shared_memory(ctx);
+    return stats < all ? all - stats : 0;
 }
 
 /* "forced by FFNRT_GEMM_KERNEL" / "by desc.path" / ... for a setting. */
@@ -44,7 +56,7 @@ static int tiled_fits(const ffnrt_context *ctx, ffnrt_tiled_shape t)
     uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
     if (wg == 2 && (ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES))
         return 0; /* the quirk table: the driver's compiler aborts on it */
-    return wg <= ctx->limits.max_workgroup_size && 4 * ffnrt_tiled_smem_floats(t) <= shared_memory(ctx);
+    return wg <= ctx->limits.max_workgroup_size && 4 * ffnrt_tiled_smem_floats(t) <= shared_for(ctx, wg, t.bm);
 }
 
 ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out, ffnrt_plan *plan,
@@ -73,7 +85,7 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
     int halved = 0;
     while (!tiled_fits(ctx, t)) {
         halved++;
-        if (4 * ffnrt_tiled_smem_floats(t) > shared && t.bk > 4)
+        if (4 * ffnrt_tiled_smem_floats(t) > shared_for(ctx, (uint64_t)(t.bm / t.tm) * (t.bn / t.tn), t.bm) && t.bk > 4)
             t.bk /= 2;
         else if (t.bm >= t.bn && t.bm > 1)
             t.bm /= 2, t.tm = t.tm > t.bm ? t.bm : t.tm;
@@ -87,8 +99,9 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
     snprintf(choice, sizeof choice, "%ux%u tile, k-slice %u, %ux%u a work-item, %u work-items", t.bm, t.bn, t.bk,
              t.tm, t.tn, (t.bm / t.tm) * (t.bn / t.tn));
     ffnrt_plan_add(plan, "ffn.tiles", choice, "%s %ux%ux%u until the staged slices and the workgroup fit "
-                   "(%u work-items allowed, %llu B shared memory)", halved ? "halved from" : "the start fits:",
-                   kp.tiled_bm, kp.tiled_bn, kp.tiled_bk, ctx->limits.max_workgroup_size, (unsigned long long)shared);
+                   "(%u work-items allowed, %llu B shared memory%s)", halved ? "halved from" : "the start fits:",
+                   kp.tiled_bm, kp.tiled_bn, kp.tiled_bk, ctx->limits.max_workgroup_size, (unsigned long long)shared,
+                   ctx->stats_smem[0] ? ", less what the statistics variant takes" : "");
     return FFNRT_OK;
 }
 
@@ -114,7 +127,7 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
     if (forced) {
         s = (ffnrt_matvec_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1]};
         if ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
-            4 * ffnrt_matvec_smem_floats(s, tokens) > shared)
+            4 * ffnrt_matvec_smem_floats(s, tokens) > shared_for(ctx, (uint64_t)s.rows * s.lanes, tokens))
             return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED, "%s=%s does not fit %s (%u work-items, %llu B shared memory)",
                               forced->from, forced->text, ctx->info.name, ctx->limits.max_workgroup_size,
                               (unsigned long long)shared);
@@ -122,7 +135,7 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
         return FFNRT_OK;
     }
     while ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
-           4 * ffnrt_matvec_smem_floats(s, tokens) > shared) {
+           4 * ffnrt_matvec_smem_floats(s, tokens) > shared_for(ctx, (uint64_t)s.rows * s.lanes, tokens)) {
         if (s.rows > 1)
             s.rows /= 2;
         else if (s.lanes > 1)
@@ -143,7 +156,8 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
  * Groups narrowed while that leaves fewer than 16 groups so every core
  * gets work; then fitted to the workgroup size and, for 16-bit outputs
  * staged in shared memory, its size. */
-ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged)
+ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged,
+                                         int wide)
 {
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
@@ -153,6 +167,9 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, u
         b.tn = kp.blocked_tn_decode, b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
     else
         b.tn = gated ? kp.blocked_tn_gated : kp.blocked_tn, b.wg_n = kp.blocked_wg_n, b.wg_m = kp.blocked_wg_m;
+    /* 16-wide accumulators take a vector register each. */
+    if (m > 4 && wide && (gated ? kp.blocked_tn_gated_wide : kp.blocked_tn_wide))
+        b.tn = gated ? kp.blocked_tn_gated_wide : kp.blocked_tn_wide;
     const ffnrt_setting *forced = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_BLOCK, NULL, NULL);
     if (forced)
         b = (ffnrt_blocked_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1], (uint32_t)forced->v[2],
@@ -162,9 +179,10 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, u
         b.wg_n /= 2;
     while (b.wg_m > 1 && (m + (uint64_t)b.wg_m * b.tm - 1) / ((uint64_t)b.wg_m * b.tm) < 2 && b.wg_n * b.wg_m > 8)
         b.wg_m /= 2;
-    uint64_t shared = shared_memory(ctx);
     while ((uint64_t)b.wg_n * b.wg_m > ctx->limits.max_workgroup_size ||
-           (staged && 4ull * b.wg_n * b.tn * b.wg_m * b.tm > shared)) {
+           (staged ? 4ull * b.wg_n * b.tn * b.wg_m * b.tm : 0) >
+               shared_for(ctx, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) ||
+           shared_for(ctx, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) == 0) {
         if (b.wg_m > 1)
             b.wg_m /= 2;
         else if (b.wg_n > 1)
@@ -177,6 +195,94 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, u
             break;
     }
     return b;
+}
+
+static uint64_t mul(uint64_t a, uint64_t b, int *ok);
+
+/* --------------------------------------------------------------- formats */
+
+ffnrt_weight_format ffnrt_ffn_format(const ffnrt_ffn_desc *d, ffnrt_ffn_matrix m)
+{
+    ffnrt_weight_format f = m == FFNRT_FFN_MATRIX_IN ? d->format_in
+                          : m == FFNRT_FFN_MATRIX_VALUE ? d->format_value : d->format_out;
+    if (m == FFNRT_FFN_MATRIX_VALUE && !is_gated(d))
+        return FFNRT_WEIGHT_F32;
+    return ffnrt_quant_layout_of(f) ? f : FFNRT_WEIGHT_F32;
+}
+
+int ffnrt_ffn_quantized(const ffnrt_ffn_desc *d)
+{
+    return ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN) || ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE) ||
+           ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_OUT);
+}
+
+int ffnrt_ffn_fusable(const ffnrt_ffn_desc *d)
+{
+    return !is_gated(d) || ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN) == ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE);
+}
+
+ffnrt_status ffnrt_ffn_check_formats(ffnrt_error *err, const ffnrt_ffn_desc *d, const char *fn)
+{
+    static const char *const names[3] = {"format_in", "format_value", "format_out"};
+    const ffnrt_weight_format given[3] = {d->format_in, d->format_value, d->format_out};
+    for (int m = 0; m < 3; m++) {
+        ffnrt_weight_format f = given[m];
+        if ((unsigned)f >= FFNRT_WEIGHT_FORMAT_COUNT)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: desc.%s is %d, not a weight format", fn,
+                              names[m], (int)f);
+        const ffnrt_quant_layout *l = ffnrt_quant_layout_of(f);
+        if (!l) {
+            /* Dense formats' values equal the dtypes'. */
+            if (f != FFNRT_WEIGHT_F32 && (int)f != (int)d->dtype)
+                return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                                  "%s: desc.%s is %s but the layer is %s: a dense matrix is stored in the layer's "
+                                  "dtype (leave the format at f32, its default)",
+                                  fn, names[m], ffnrt_weight_format_name(f), ffnrt_dtype_name(d->dtype));
+            continue;
+        }
+        if (m == FFNRT_FFN_MATRIX_VALUE && !is_gated(d))
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                              "%s: desc.format_value is %s, but a dense layer has no value matrix", fn,
+                              ffnrt_weight_format_name(f));
+        int64_t k = m == FFNRT_FFN_MATRIX_OUT ? d->hidden : d->d_model;
+        if (k % l->k_multiple != 0)
+            return ffnrt_fail(err, FFNRT_ERROR_SHAPE_MISMATCH,
+                              "%s: desc.%s is %s, whose blocks of %u run along the input width, but that width (%s) "
+                              "is %lld",
+                              fn, names[m], ffnrt_weight_format_name(f), l->k_multiple,
+                              m == FFNRT_FFN_MATRIX_OUT ? "hidden" : "d_model", (long long)k);
+    }
+    if (d->path == FFNRT_FFN_PATH_FUSED && !ffnrt_ffn_fusable(d))
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                          "%s: desc.path is fused, but the gate is %s and the value %s: the fused kernel reads both "
+                          "in one format (take path AUTO or UNFUSED)",
+                          fn, ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN)),
+                          ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE)));
+    return FFNRT_OK;
+}
+
+/* Bytes of a [rows, k] matrix as the device holds it. */
+static uint64_t matrix_bytes(const ffnrt_ffn_desc *d, ffnrt_ffn_matrix m, uint64_t rows, uint64_t k, int *ok)
+{
+    ffnrt_weight_format f = ffnrt_ffn_format(d, m);
+    if (!f)
+        return mul(mul(rows, k, ok), ffnrt_dtype_size(d->dtype), ok);
+    return mul(rows, 4 * (ffnrt_quant_code_words(f, k) + ffnrt_quant_scale_words(f, k)), ok);
+}
+
+/* Operations a weight takes to dequantize, averaged over the layer's
+ * weights (0 for dense ones): the cost model's extra arithmetic. */
+static double dequant_ops(const ffnrt_ffn_desc *d)
+{
+    double dm = (double)d->d_model, h = (double)d->hidden, ops = 0, n = 0;
+    const ffnrt_ffn_matrix ms[3] = {FFNRT_FFN_MATRIX_IN, FFNRT_FFN_MATRIX_VALUE, FFNRT_FFN_MATRIX_OUT};
+    for (int i = 0; i < (is_gated(d) ? 3 : 2); i++) {
+        ffnrt_ffn_matrix m = is_gated(d) ? ms[i] : i ? FFNRT_FFN_MATRIX_OUT : FFNRT_FFN_MATRIX_IN;
+        const ffnrt_quant_layout *l = ffnrt_quant_layout_of(ffnrt_ffn_format(d, m));
+        ops += (l ? l->dequant_ops : 0) * dm * h;
+        n += dm * h;
+    }
+    return n > 0 ? ops / n : 0;
 }
 
 /* ------------------------------------------------------------------ cost */
@@ -211,7 +317,13 @@ int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ff
     uint64_t io = mul(2 * es, td, &ok), act = mul(th, es, &ok); /* x + y; one [tokens, hidden] tensor */
     memset(out, 0, sizeof *out);
     out->parameters = add(weights, biases, &ok);
-    out->weight_bytes = mul(out->parameters, es, &ok);
+    /* As the device holds them: block formats as repacked (layout.c). */
+    uint64_t matrices = gated ? add(add(matrix_bytes(desc, FFNRT_FFN_MATRIX_IN, h, d, &ok),
+                                        matrix_bytes(desc, FFNRT_FFN_MATRIX_VALUE, h, d, &ok), &ok),
+                                    matrix_bytes(desc, FFNRT_FFN_MATRIX_OUT, d, h, &ok), &ok)
+                              : add(matrix_bytes(desc, FFNRT_FFN_MATRIX_IN, h, d, &ok),
+                                    matrix_bytes(desc, FFNRT_FFN_MATRIX_OUT, d, h, &ok), &ok);
+    out->weight_bytes = add(matrices, mul(biases, es, &ok), &ok);
     /* 2 per multiply-add, 1 per bias add, activation (and gating) per hidden unit. */
     out->flops = add(add(mul(mul(2, t, &ok), weights, &ok), mul(t, biases, &ok), &ok), mul(th, gated ? 2 : 1, &ok),
                      &ok);
@@ -243,10 +355,15 @@ int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ff
 void ffnrt_ffn_tuning_key(const ffnrt_ffn_desc *d, uint64_t tokens, char *key, size_t cap)
 {
     unsigned bucket = tokens <= 1 ? 1 : tokens <= 8 ? 8 : tokens <= 64 ? 64 : 512;
-    snprintf(key, cap, "ffn/%s/%s/%s/%s/%lldx%lld/t%u", is_gated(d) ? "gated" : "dense",
+    char formats[48] = "";
+    if (ffnrt_ffn_quantized(d)) /* weights in block formats: a class of their own */
+        snprintf(formats, sizeof formats, "/w=%s,%s,%s", ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN)),
+                 ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE)),
+                 ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_OUT)));
+    snprintf(key, cap, "ffn/%s/%s/%s/%s/%lldx%lld%s/t%u", is_gated(d) ? "gated" : "dense",
              is_gated(d) ? ffnrt_glu_row_name(d->glu.kind) : ffnrt_op_row_of(d->activation.kind)->name,
              ffnrt_dtype_name(d->dtype), d->bias ? "bias" : "nobias", (long long)d->d_model, (long long)d->hidden,
-             bucket);
+             formats, bucket);
 }
 
 uint32_t ffnrt_ffn_matvec_tokens(const ffnrt_context *ctx, const ffnrt_ffn_desc *d)
@@ -285,6 +402,17 @@ static void choose_path(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint6
         snprintf(desc.from, sizeof desc.from, "desc.path");
     }
     const ffnrt_setting *s = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_PATH, &desc, tuned);
+    if (!ffnrt_ffn_fusable(d)) {
+        /* (desc.path fused was refused when the layer was checked.) */
+        c->unfused = 1;
+        char asked[96] = "";
+        if (s && s->v[0] == FFNRT_FFN_PATH_FUSED)
+            snprintf(asked, sizeof asked, " (fused, asked by %s, cannot run)", why_set(s));
+        ffnrt_plan_add(plan, "ffn.path", "unfused", "the gate is %s and the value %s: the fused kernel reads both in "
+                       "one format%s", ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN)),
+                       ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE)), asked);
+        return;
+    }
     if (s) {
         c->unfused = s->v[0] == FFNRT_FFN_PATH_UNFUSED;
         if (s->source == FFNRT_FROM_TUNED)
@@ -296,6 +424,22 @@ static void choose_path(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint6
     ffnrt_ffn_cost fused, unfused;
     ffnrt_ffn_cost_model(d, tokens, 0, &fused);
     ffnrt_ffn_cost_model(d, tokens, 1, &unfused);
+    /* A measured exception, from the device's row of the kernel-shape
+     * table: there, the blocked kernel's gate and value of block-format
+     * weights together lose to the two products apart at prefill. */
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    if (is_gated(d) && ffnrt_ffn_quantized(d) && tokens > 4 && c->kernel == FFNRT_KERNEL_BLOCKED &&
+        kp.blocked_gated_quant_unfused) {
+        c->unfused = 1;
+        ffnrt_plan_add(plan, "ffn.path", "unfused",
+                       "block-format gate and value above 4 tokens on this driver: its register-blocked kernel "
+                       "runs the two products apart faster than together (measured 1.2-1.3x; kernel_params.inc), "
+                       "though fused moves %.2f MB in %u kernels against %.2f MB in %u",
+                       1e-6 * (double)fused.bytes_moved, fused.kernels, 1e-6 * (double)unfused.bytes_moved,
+                       unfused.kernels);
+        return;
+    }
     c->unfused = 0;
     ffnrt_plan_add(plan, "ffn.path", "fused",
                    "moves %.2f MB in %u kernels against %.2f MB in %u unfused, and writes no intermediate "
@@ -349,13 +493,20 @@ static void choose_kernel(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uin
         double chunks = (double)((tokens + c->matvec_tokens - 1) / c->matvec_tokens);
         double stream_ms = 1e3 * (double)cost.weight_bytes / (1e9 * ctx->calibration.copy_gbps);
         double compute_ms = 1e3 * (double)cost.flops / (1e9 * ctx->calibration.gemm_gflops);
-        double mv_ms = chunks * stream_ms, tiled_ms = compute_ms > stream_ms ? compute_ms : stream_ms;
+        /* Block formats: each pass over the weights dequantizes them again
+         * (matvec once per chunk, tiled once per BM-token tile, 64 here),
+         * counted as operations at the GEMM rate. */
+        double weights = (double)(is_gated(d) ? 3 : 2) * (double)d->d_model * (double)d->hidden;
+        double dq_ms = 1e3 * dequant_ops(d) * weights / (1e9 * ctx->calibration.gemm_gflops);
+        double mv_compute = compute_ms + chunks * dq_ms, tl_compute = compute_ms + ceil((double)tokens / 64.0) * dq_ms;
+        double mv_ms = chunks * stream_ms > mv_compute ? chunks * stream_ms : mv_compute;
+        double tiled_ms = tl_compute > stream_ms ? tl_compute : stream_ms;
         c->kernel = mv_ms <= tiled_ms ? FFNRT_KERNEL_MATVEC : FFNRT_KERNEL_TILED;
         ffnrt_plan_add(plan, "ffn.kernel", kernel_names[c->kernel],
                        "cost model from this device's calibration (%.1f GB/s, %.1f GFLOP/s): matvec %.3f ms "
-                       "(%.0f pass%s over the weights), tiled %.3f ms",
+                       "(%.0f pass%s over the weights%s), tiled %.3f ms",
                        ctx->calibration.copy_gbps, ctx->calibration.gemm_gflops, mv_ms, chunks,
-                       chunks == 1 ? "" : "es", tiled_ms);
+                       chunks == 1 ? "" : "es", dq_ms > 0 ? ", each dequantizing them" : "", tiled_ms);
     } else if (tokens <= c->matvec_tokens) {
         c->kernel = FFNRT_KERNEL_MATVEC;
         ffnrt_plan_add(plan, "ffn.kernel", "matvec",
@@ -368,6 +519,46 @@ static void choose_kernel(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uin
                        "shared-memory tiles reuse each weight across tokens (no calibration yet)",
                        (unsigned long long)tokens, c->matvec_tokens);
     }
+}
+
+/* "ffn.weights": how the weights are stored and the bytes a forward
+ * streams, against the same layer in f16. */
+static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *plan)
+{
+    const ffnrt_ffn_matrix ms[3] = {FFNRT_FFN_MATRIX_IN, FFNRT_FFN_MATRIX_VALUE, FFNRT_FFN_MATRIX_OUT};
+    static const char *const gated_names[3] = {"gate", "value", "down"}, *const dense_names[3] = {"up", "", "down"};
+    char choice[96] = "", detail[320] = "";
+    for (int i = 0; i < 3; i++) {
+        if (i == 1 && !is_gated(d))
+            continue;
+        ffnrt_weight_format f = ffnrt_ffn_format(d, ms[i]);
+        size_t len = strlen(choice);
+        snprintf(choice + len, sizeof choice - len, "%s%s %s", len ? ", " : "", (is_gated(d) ? gated_names : dense_names)[i],
+                 f ? ffnrt_weight_format_name(f) : ffnrt_dtype_name(d->dtype));
+        const ffnrt_quant_layout *l = ffnrt_quant_layout_of(f);
+        if (l && !strstr(detail, ffnrt_weight_format_name(f))) {
+            uint64_t k = ffnrt_quant_layout_of(f)->k_multiple * 8; /* a row long enough to average the padding */
+            double bpw = 4.0 * (double)(ffnrt_quant_code_words(f, k) + ffnrt_quant_scale_words(f, k)) / (double)k;
+            uint32_t gg_bytes = 0, gg_elems = 0;
+            ffnrt_weight_format_block(f, &gg_elems, &gg_bytes);
+            len = strlen(detail);
+            snprintf(detail + len, sizeof detail - len, "%s%s: GGUF's %u-byte blocks of %u repacked into %u-bit codes "
+                     "and scales, %.4g B a weight (GGUF %.4g)", len ? "; " : "", ffnrt_weight_format_name(f), gg_bytes,
+                     gg_elems, l->code_bits, bpw, (double)gg_bytes / gg_elems);
+        }
+    }
+    ffnrt_ffn_cost cost, f16;
+    ffnrt_ffn_desc half = *d;
+    half.dtype = FFNRT_DTYPE_F16;
+    half.format_in = half.format_value = half.format_out = FFNRT_WEIGHT_F32;
+    ffnrt_ffn_cost_model(d, tokens, 0, &cost);
+    ffnrt_ffn_cost_model(&half, tokens, 0, &f16);
+    ffnrt_plan_add(plan, "ffn.weights", choice,
+                   "%s%s%.3f MB of weights and biases streamed a pass (%.2fx fewer bytes than f16 weights' %.3f MB); "
+                   "decode reads them once a forward",
+                   detail, *detail ? "; dequantized in the product kernels (exactly, fp32 accumulation); " : "",
+                   1e-6 * (double)cost.weight_bytes, (double)f16.weight_bytes / (double)cost.weight_bytes,
+                   1e-6 * (double)f16.weight_bytes);
 }
 
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
@@ -391,8 +582,12 @@ ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d,
                  "tuned for this device and shape class (%s): %.3f ms against %.3f ms for the next candidate", key,
                  ms[0], ms[1]);
     }
-    choose_path(ctx, d, tokens, have ? &tuned : NULL, c, plan);
+    if (plan)
+        plan_weights(d, tokens, plan);
+    /* The kernel first: it does not depend on the path, and the path's
+     * measured exception for block formats depends on the kernel. */
     choose_kernel(ctx, d, tokens, have ? &tuned : NULL, c, plan);
+    choose_path(ctx, d, tokens, have ? &tuned : NULL, c, plan);
     /* The arithmetic of the activation and gating: the layer's compute, by
      * the precision policy for AUTO; every kernel of either path computes
      * in it (the plan names it on each). */

@@ -8,6 +8,43 @@
 #define ITEMS_PER_ITEM 4u
 #define PREFERRED_WORKGROUP 256u
 
+/* The statistics variant's shape: words a work-item, whether a group's
+ * token norms fit registers (1: its span lies in at most two tokens; 2:
+ * in one, the span dividing the token, which needs no choice of token per
+ * element), and the elements a group stashes bins for (0: counted in the
+ * loop). */
+typedef struct stats_shape {
+    uint32_t items;
+    int norms2;
+    uint32_t stash;
+} stats_shape;
+
+static stats_shape choose_stats_shape(const ffnrt_context *ctx, const ffnrt_stats_run *r, uint32_t wg, uint64_t epw)
+{
+    /* More words a work-item than the plain kernel's (the device's
+     * figure, kernel_params.inc): a group's reduction is spread over more
+     * elements. */
+    stats_shape s = {r->items ? r->items : ITEMS_PER_ITEM, 0, 0};
+    uint32_t one = s.items; /* a group within one token: its span divides the token */
+    while (one > 1 && r->row_len % ((uint64_t)one * wg * epw) != 0)
+        one /= 2;
+    if ((r->roles & FFNRT_STATS_GATE) && r->rows && r->row_len % ((uint64_t)one * wg * epw) == 0) {
+        s.items = one;
+        s.norms2 = 2;
+    } else if ((r->roles & FFNRT_STATS_GATE) && r->rows) {
+        while (s.items > 1 && (uint64_t)s.items * wg * epw > r->row_len)
+            s.items /= 2;
+        s.norms2 = (uint64_t)s.items * wg * epw <= r->row_len;
+        if (!s.norms2)
+            s.items = r->items ? r->items : ITEMS_PER_ITEM;
+    }
+    uint32_t span = s.items * wg * (uint32_t)epw;
+    if (r->hist_stash && (r->roles & FFNRT_STATS_HIST) &&
+        ffnrt_stats_smem_bytes(r, wg, s.norms2, span, 0) <= ctx->info.shared_memory_size)
+        s.stash = span;
+    return s;
+}
+
 static uint64_t gcd64(uint64_t a, uint64_t b)
 {
     while (b) {
@@ -22,15 +59,26 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
 {
     const ffnrt_limits *lim = &ctx->limits;
     uint32_t wg = lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
+    uint64_t esize = ffnrt_dtype_size(l->dtype);
+    uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
     ffnrt_defines defines = *l->defines;
     ffnrt_defines_storage(&defines, l->dtype);
+    uint32_t items = ITEMS_PER_ITEM, bindings = l->binding_count, params_size = l->params_size;
+    stats_shape ss = {0, 0, 0};
+    if (l->stats) {
+        ss = choose_stats_shape(ctx, l->stats, wg, epw);
+        ffnrt_stats_defines(l->stats, &defines, l->binding_count, wg, ss.items, ss.norms2, ss.stash, 0);
+        items = ss.items;
+        bindings++;
+        params_size += (uint32_t)sizeof(ffnrt_stats_params);
+    }
     if (defines.overflow)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: build defines too long", l->file);
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = FFNRT_OK;
     if (!ctx->plan_sink)
-        st = ffnrt_context_kernel(ctx, l->file, "ffnrt_elementwise", defines.text, l->binding_count, l->params_size,
-                                  wg, &kernel);
+        st = ffnrt_context_kernel(ctx, l->file, "ffnrt_elementwise", defines.text, bindings, params_size, wg,
+                                  &kernel);
     if (st != FFNRT_OK)
         return st;
     ctx->last_op_ns = 0;
@@ -40,10 +88,8 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     /* Rows per dispatch: each ranged binding must fit the buffer range and
      * start at an aligned offset; the output words must fit the 2-D grid of
      * workgroups; element indices stay 32-bit. */
-    uint64_t esize = ffnrt_dtype_size(l->dtype);
-    uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
     uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
-    uint64_t per_group = (uint64_t)wg * ITEMS_PER_ITEM;
+    uint64_t per_group = (uint64_t)wg * items;
     uint64_t grid = (uint64_t)lim->max_workgroup_count[0] * lim->max_workgroup_count[1];
     uint64_t max_rows = (grid * per_group * epw) / l->row_elems;
     if (max_rows > UINT32_MAX / l->row_elems)
@@ -65,6 +111,11 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         uint64_t step = align / gcd64(align, row_bytes);
         row_step = row_step / gcd64(row_step, step) * step;
     }
+    if (ss.norms2 == 2) {
+        /* Groups within one token: every dispatch starts at a token. */
+        uint64_t step = l->stats->row_len / gcd64(l->stats->row_len, l->row_elems);
+        row_step = row_step / gcd64(row_step, step) * step;
+    }
     uint64_t chunk = l->rows;
     if (chunk > max_rows) {
         chunk = max_rows / row_step * row_step;
@@ -78,12 +129,13 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
 
     if (ctx->plan_sink) {
         char choice[160];
-        snprintf(choice, sizeof choice, "%s, %u work-items a group, %u words a work-item", l->file, wg,
-                 ITEMS_PER_ITEM);
+        snprintf(choice, sizeof choice, "%s%s, %u work-items a group, %u words a work-item", l->file,
+                 l->stats ? " (statistics variant)" : "", wg, items);
         ffnrt_plan_add(ctx->plan_sink, "kernel", choice,
                        "element-wise: %u work-items (the device allows %u) of %u 32-bit words each, so 16-bit "
-                       "values are read and written as whole words",
-                       wg, lim->max_workgroup_size, ITEMS_PER_ITEM);
+                       "values are read and written as whole words%s",
+                       wg, lim->max_workgroup_size, items,
+                       l->stats ? "; with statistics, more words a group to spread its reduction" : "");
         uint64_t dispatches = (l->rows + chunk - 1) / chunk;
         snprintf(choice, sizeof choice, "%llu dispatch%s of up to %llu elements", (unsigned long long)dispatches,
                  dispatches == 1 ? "" : "es", (unsigned long long)(chunk * l->row_elems));
@@ -97,6 +149,10 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     if ((st = ffnrt_batch_begin(ctx)) != FFNRT_OK)
         return st;
     ffnrt_binding bind[8];
+    unsigned char params[256];
+    if (params_size > sizeof params)
+        return ffnrt_batch_end(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: Params too large",
+                                               l->file), &ctx->last_op_ns);
     for (uint64_t row = 0; row < l->rows && st == FFNRT_OK; row += chunk) {
         uint64_t rows = l->rows - row < chunk ? l->rows - row : chunk;
         uint64_t n = rows * l->row_elems;
@@ -109,12 +165,21 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         }
         uint32_t head[2] = {(uint32_t)n, (uint32_t)(row * l->row_elems)};
         memcpy(l->params, head, sizeof head);
+        memcpy(params, l->params, l->params_size);
+        if (l->stats) {
+            const ffnrt_tensor *sb = l->stats->buffer;
+            bind[l->binding_count] = (ffnrt_binding){sb->buffer, sb->offset, (sb->bytes + 3) & ~(uint64_t)3};
+            ffnrt_stats_params sp = ffnrt_stats_params_of(l->stats, 0, 0);
+            memcpy(params + l->params_size, &sp, sizeof sp);
+        }
         uint64_t words = (n + epw - 1) / epw;
         uint64_t groups = (words + per_group - 1) / per_group;
         uint32_t gx = (uint32_t)(groups < lim->max_workgroup_count[0] ? groups : lim->max_workgroup_count[0]);
         uint32_t grid_groups[2] = {gx, (uint32_t)((groups + gx - 1) / gx)};
-        st = ctx->ops->dispatch(ctx->dev, kernel, bind, l->binding_count, l->params, grid_groups, &ctx->error);
+        st = ctx->ops->dispatch(ctx->dev, kernel, bind, bindings, params, grid_groups, &ctx->error);
     }
+    if (st == FFNRT_OK && l->stats)
+        st = ffnrt_stats_record_finish(ctx, l->stats);
     /* Submit even after a failed dispatch so the batch is closed. */
     return ffnrt_batch_end(ctx, st, &ctx->last_op_ns);
 }

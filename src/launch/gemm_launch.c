@@ -10,10 +10,15 @@
  * split by output features (rows of W) into dispatches whose bindings fit
  * the device's buffer range; each binding starts at an offset rounded down
  * to the device's alignment and the kernel is told where its first element
- * lies, so no split is ever refused for alignment. */
+ * lies, so no split is ever refused for alignment.
+ *
+ * Weights in a block format (src/quant/layout.c) are two bindings, codes
+ * and scales, split by rows alike; the kernel dequantizes them. */
 #include "launch/launch.h"
+#include "quant/quant.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Element indices are 32-bit in the kernels: plan with at most 2 GiB a binding. */
@@ -23,6 +28,7 @@
 typedef struct gemm_params {
     uint32_t m, n, k, x_base, w_base, wv_base, y_base, ldy, bias_base, bv_base;
     float alpha, beta;
+    uint32_t ws_base, wvs_base;
 } gemm_params;
 
 /* A binding of `count` elements of t from element `first`: the offset is
@@ -50,7 +56,15 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     ffnrt_tiled_shape tl = c->tiled;
     ffnrt_defines defines = {0};
     char shape_text[160] = "";
+    const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(pr->w.format);
+    if (gated && pr->wv.format != pr->w.format)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED, "gemm.kernel: gate and value in two formats (%s, %s)",
+                          ffnrt_weight_format_name(pr->w.format), ffnrt_weight_format_name(pr->wv.format));
+    if (ql && pr->k % ql->k_multiple != 0)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "gemm.kernel: K %llu is not a multiple of %s's block",
+                          (unsigned long long)pr->k, ffnrt_weight_format_name(pr->w.format));
     ffnrt_defines_storage(&defines, pr->dtype);
+    ffnrt_defines_weights(&defines, pr->w.format);
     ffnrt_defines_activation(&defines, pr->act);
     if (gated)
         ffnrt_defines_add(&defines, "#define GATED 1");
@@ -64,27 +78,39 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     uint64_t esize = ffnrt_dtype_size(pr->dtype);
     uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
     ffnrt_blocked_shape bs = {0, 0, 0, 0};
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    /* Block formats on drivers that run a work-item as vector code: 16
+     * weights a step (the prelude's 16-wide vectors, where it has them),
+     * which dequantizing needs to keep up with the bytes. */
+    int wide = blocked && ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
     if (blocked) {
         /* One kernel for decode and prefill: the shape follows the rows. */
-        bs = ffnrt_choose_blocked(ctx, pr->m, pr->n, gated, esize != 4);
+        bs = ffnrt_choose_blocked(ctx, pr->m, pr->n, gated, esize != 4, wide);
         /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
          * binding offsets) or 2 (16-bit words) when K is. */
         int aligned = esize == 4 ? pr->k % 4 == 0 && align % 16 == 0 : pr->k % 2 == 0 && align % 4 == 0;
         smem_floats = esize == 4 ? 1 : (uint64_t)bs.wg_n * bs.tn * bs.wg_m * bs.tm;
         wg = (uint64_t)bs.wg_n * bs.wg_m;
         ffnrt_defines_add(&defines, "#define BLOCKED %u", 1);
-        ffnrt_kernel_params kp;
-        ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
         if (kp.blocked_vec_acc)
             ffnrt_defines_add(&defines, "#define VEC_ACC 1");
+        if (wide)
+            ffnrt_defines_add(&defines, "#define WQ_WIDE 1");
+        /* Elsewhere, at decode (few rows: registers for a group's sums),
+         * each group's codes are dotted with x before they are scaled. */
+        int sumx = ql && !wide && bs.tm <= 4;
+        if (sumx)
+            ffnrt_defines_add(&defines, "#define WQ_SUMX 1");
         if (aligned)
             ffnrt_defines_add(&defines, "#define ALIGNED4 %u", 1);
         ffnrt_defines_add(&defines, "#define TM %uu", bs.tm);
         ffnrt_defines_add(&defines, "#define TN %uu", bs.tn);
         ffnrt_defines_add(&defines, "#define WG_N %uu", bs.wg_n);
         ffnrt_defines_add(&defines, "#define WG_M %uu", bs.wg_m);
-        snprintf(shape_text, sizeof shape_text, "blocked: %ux%u a work-item, %ux%u work-items%s", bs.tm, bs.tn,
-                 bs.wg_n, bs.wg_m, aligned ? ", vector loads" : "");
+        snprintf(shape_text, sizeof shape_text, "blocked: %ux%u a work-item, %ux%u work-items%s%s", bs.tm, bs.tn,
+                 bs.wg_n, bs.wg_m, aligned ? ", vector loads" : "",
+                 wide ? ", 16 weights a step (16-wide vectors)" : sumx ? ", each group's codes dotted before scaling" : "");
     } else if (matvec) {
         tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
         ffnrt_status mst = ffnrt_choose_matvec(ctx, tokens, &mv, &ctx->error);
@@ -93,6 +119,9 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         smem_floats = ffnrt_matvec_smem_floats(mv, tokens);
         wg = (uint64_t)mv.rows * mv.lanes;
         ffnrt_defines_add(&defines, "#define GEMV %u", 1);
+        /* Quantized rows read x four elements at a time (K is a multiple of 32). */
+        if (ql && (esize == 4 ? align % 16 == 0 : align % 4 == 0))
+            ffnrt_defines_add(&defines, "#define ALIGNED4 %u", 1);
         ffnrt_defines_add(&defines, "#define TOKENS %uu", tokens);
         ffnrt_defines_add(&defines, "#define GEMV_ROWS %uu", mv.rows);
         ffnrt_defines_add(&defines, "#define GEMV_LANES %uu", mv.lanes);
@@ -110,14 +139,24 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
                  tl.tn);
     }
     ffnrt_defines_add(&defines, "#define SMEM_FLOATS %uu", (unsigned)smem_floats);
-    uint32_t buffers = 3 + (uint32_t)gated + (uint32_t)bias * (1 + (uint32_t)gated);
+    uint32_t buffers = 3 + (uint32_t)gated + (uint32_t)bias * (1 + (uint32_t)gated) + (ql ? 1 + (uint32_t)gated : 0);
+    uint32_t bindings = buffers, params_size = sizeof(gemm_params);
+    if (pr->stats) {
+        /* The statistics variant: one more binding (after the scales), the
+         * stats fields after the Params, and its rows a group (the token
+         * norms' row sums). */
+        uint32_t rows = blocked ? bs.wg_m * bs.tm : matvec ? tokens : tl.bm;
+        ffnrt_stats_defines(pr->stats, &defines, buffers, (uint32_t)wg, 0, 0, 0, rows);
+        bindings++;
+        params_size += (uint32_t)sizeof(ffnrt_stats_params);
+    }
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = FFNRT_OK;
     if (defines.overflow)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "gemm.kernel: build defines too long");
     if (!plan)
-        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines.text, buffers, sizeof(gemm_params),
-                                  (uint32_t)wg, &kernel);
+        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines.text, bindings, params_size, (uint32_t)wg,
+                                  &kernel);
     if (st != FFNRT_OK)
         return st;
 
@@ -125,10 +164,15 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
      * binding fits the buffer range (less the alignment slack) and the
      * workgroups fit the grid. */
     uint64_t range = lim->max_buffer_range < MAX_PLANNED_RANGE ? lim->max_buffer_range : MAX_PLANNED_RANGE;
-    uint64_t usable = range > align + 4 ? (range - align - 4) / esize : 0; /* elements a binding may span */
+    uint64_t usable_bytes = range > align + 4 ? range - align - 4 : 0; /* bytes a binding may span */
+    uint64_t usable = usable_bytes / esize;                               /* elements of x or y */
     uint64_t n_per_group = blocked ? (uint64_t)bs.wg_n * bs.tn : matvec ? mv.rows : tl.bn;
     uint64_t m_per_group = blocked ? (uint64_t)bs.wg_m * bs.tm : tl.bm;
-    uint64_t n_chunk = pr->k ? usable / pr->k : 0;
+    /* W's bytes a row: its codes for a block format (its scales take fewer). */
+    uint64_t code_words = ql ? ffnrt_quant_code_words(pr->w.format, pr->k) : 0;
+    uint64_t scale_words = ql ? ffnrt_quant_scale_words(pr->w.format, pr->k) : 0;
+    uint64_t w_row_bytes = ql ? 4 * code_words : pr->k * esize;
+    uint64_t n_chunk = w_row_bytes ? usable_bytes / w_row_bytes : 0;
     if (n_chunk > (uint64_t)lim->max_workgroup_count[0] * n_per_group)
         n_chunk = (uint64_t)lim->max_workgroup_count[0] * n_per_group;
     if (n_chunk > pr->n)
@@ -149,14 +193,18 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         uint64_t splits_m = (pr->m + m_chunk - 1) / m_chunk, splits_n = (pr->n + n_chunk - 1) / n_chunk;
         char what[64], choice[256];
         snprintf(what, sizeof what, "ffn.%s", name);
-        snprintf(choice, sizeof choice, "%s%s; %llu dispatch%s", shape_text,
+        snprintf(choice, sizeof choice, "%s%s%s; %llu dispatch%s", shape_text,
                  gated || pr->act != FFNRT_ACT_COUNT ? (fp16 ? ", fp16 epilogue" : ", fp32 epilogue") : "",
-                 (unsigned long long)(splits_m * splits_n), splits_m * splits_n > 1 ? "es" : "");
+                 pr->stats ? ", statistics variant" : "", (unsigned long long)(splits_m * splits_n),
+                 splits_m * splits_n > 1 ? "es" : "");
         ffnrt_plan_add(plan, what, choice,
-                       "[%llu x %llu] x [%llu x %llu]^T%s%s; a dispatch takes at most %llu output features and %llu "
-                       "tokens: bindings within the %llu B buffer range, groups within %u a dimension",
+                       "[%llu x %llu] x [%llu x %llu]^T%s%s%s%s%s; a dispatch takes at most %llu output features and "
+                       "%llu tokens: bindings within the %llu B buffer range, groups within %u a dimension",
                        (unsigned long long)pr->m, (unsigned long long)pr->k, (unsigned long long)pr->n,
-                       (unsigned long long)pr->k, gated ? ", gate and value in one kernel" : "",
+                       (unsigned long long)pr->k, ql ? ", " : "", ql ? ffnrt_weight_format_name(pr->w.format) : "",
+                       ql ? (matvec || blocked ? " weights dequantized in registers" : " weights dequantized into the staged tiles")
+                          : "",
+                       gated ? ", gate and value in one kernel" : "",
                        bias ? ", bias in the epilogue" : "", (unsigned long long)n_chunk, (unsigned long long)m_chunk,
                        (unsigned long long)lim->max_buffer_range, lim->max_workgroup_count[0]);
         return FFNRT_OK;
@@ -167,21 +215,37 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         for (uint64_t n0 = 0; n0 < pr->n && st == FFNRT_OK; n0 += n_chunk) {
             uint64_t nc = pr->n - n0 < n_chunk ? pr->n - n0 : n_chunk;
             gemm_params p = {(uint32_t)mc, (uint32_t)nc, (uint32_t)pr->k, 0, 0, 0, 0, (uint32_t)pr->n, 0, 0,
-                                pr->alpha, pr->beta};
-            ffnrt_binding b[6];
+                                pr->alpha, pr->beta, 0, 0};
+            /* W's words a row: its elements, or its code words (scales apart). */
+            uint64_t wpr = ql ? code_words : pr->k;
+            ffnrt_binding b[9];
             uint32_t nb = 0;
             b[nb++] = bind_elements(ctx, pr->x, m0 * pr->k, mc * pr->k, &p.x_base);
-            b[nb++] = bind_elements(ctx, pr->w.w, (pr->w.w_row0 + n0) * pr->k, nc * pr->k, &p.w_base);
+            b[nb++] = bind_elements(ctx, pr->w.w, (pr->w.w_row0 + n0) * wpr, nc * wpr, &p.w_base);
             b[nb++] = bind_elements(ctx, pr->y, m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y_base);
             if (gated)
-                b[nb++] = bind_elements(ctx, pr->wv.w, (pr->wv.w_row0 + n0) * pr->k, nc * pr->k, &p.wv_base);
+                b[nb++] = bind_elements(ctx, pr->wv.w, (pr->wv.w_row0 + n0) * wpr, nc * wpr, &p.wv_base);
             if (bias)
                 b[nb++] = bind_elements(ctx, pr->w.b, pr->w.b_first + n0, nc, &p.bias_base);
             if (bias && gated)
                 b[nb++] = bind_elements(ctx, pr->wv.b, pr->wv.b_first + n0, nc, &p.bv_base);
+            if (ql)
+                b[nb++] = bind_elements(ctx, pr->w.ws, (pr->w.w_row0 + n0) * scale_words, nc * scale_words, &p.ws_base);
+            if (ql && gated)
+                b[nb++] = bind_elements(ctx, pr->wv.ws, (pr->wv.w_row0 + n0) * scale_words, nc * scale_words,
+                                        &p.wvs_base);
+            struct {
+                gemm_params g;
+                ffnrt_stats_params s;
+            } all = {p, {0}};
+            if (pr->stats) {
+                const ffnrt_tensor *sb = pr->stats->buffer;
+                b[nb++] = (ffnrt_binding){sb->buffer, sb->offset, (sb->bytes + 3) & ~(uint64_t)3};
+                all.s = ffnrt_stats_params_of(pr->stats, m0, n0);
+            }
             uint32_t groups[2] = {(uint32_t)((nc + n_per_group - 1) / n_per_group),
                                   matvec ? 1 : (uint32_t)((mc + m_per_group - 1) / m_per_group)};
-            st = ctx->ops->dispatch(ctx->dev, kernel, b, nb, &p, groups, &ctx->error);
+            st = ctx->ops->dispatch(ctx->dev, kernel, b, nb, &all, groups, &ctx->error);
         }
     }
     return st;

@@ -2,6 +2,7 @@
  * the op table, for every kernel alike. */
 #include "launch/launch.h"
 #include "base/op_table.h"
+#include "quant/quant.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -47,4 +48,14 @@ void ffnrt_defines_arithmetic(ffnrt_defines *d, int fp16)
 {
     if (fp16)
         ffnrt_defines_add(d, "#define ARITH_F16 1");
+}
+
+void ffnrt_defines_weights(ffnrt_defines *d, ffnrt_weight_format format)
+{
+    const ffnrt_quant_layout *l = ffnrt_quant_layout_of(format);
+    if (!l)
+        return;
+    ffnrt_defines_add(d, "#define WEIGHTS_QUANT 1");
+    ffnrt_defines_add(d, "#define %s 1", l->define);
+    ffnrt_defines_add(d, "#define WQ_CODES%u 1", l->code_bits);
 }

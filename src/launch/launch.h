@@ -40,6 +40,69 @@ void ffnrt_defines_activation(ffnrt_defines *d, ffnrt_activation act);
 /* ARITH_F16 when fp16 is set: the op's products in fp16 registers (MUL_F16,
  * ACT_F16), the special functions in fp32. */
 void ffnrt_defines_arithmetic(ffnrt_defines *d, int fp16);
+/* The weights' format: nothing for a dense one (W in the storage type);
+ * WEIGHTS_QUANT, the format's WEIGHTS_ define and its code width
+ * (WQ_CODES4 / WQ_CODES8) for a block format, whose loaders are
+ * shaders/quant.inc's. */
+void ffnrt_defines_weights(ffnrt_defines *d, ffnrt_weight_format format);
+
+/* ------------------------------------------------------------- statistics */
+
+/* What a kernel of a call computes statistics for (ops/stats.c chooses per
+ * kernel; shaders/stats.inc has the variant). */
+enum {
+    FFNRT_STATS_INPUTS = 1,    /* count NaN and Inf in the kernel's inputs (the call's own) */
+    FFNRT_STATS_PRE = 2,       /* its activation's pre-activations (a GEMM: its epilogue's) */
+    FFNRT_STATS_OUTPUT = 4,    /* its outputs are the call's: non-finite ones and the first index */
+    FFNRT_STATS_HIDDEN = 8,    /* its outputs are an FFN's hidden activations */
+    FFNRT_STATS_HIST = 16,     /* the pre-activations' histogram */
+    FFNRT_STATS_GATE = 32,     /* gated: the gate activation's histogram (with HIST) and the token norms */
+    FFNRT_STATS_FEATURES = 64, /* FFN: the hidden features' "ever nonzero" bits */
+};
+
+/* The statistics a launch adds to its kernel: the STATS variant, with one
+ * more binding (the statistics buffer, shaders/stats_layout.h) and the
+ * stats fields at the end of the kernel's Params. */
+typedef struct ffnrt_stats_run {
+    ffnrt_tensor *buffer;
+    unsigned roles;            /* FFNRT_STATS_* for this launch */
+    uint32_t bins;
+    float lo, scale, gate_lo, gate_scale;
+    float saturation_cut;      /* |x| above it is saturated; +inf: never */
+    uint32_t rows_at, feat_at; /* word offsets of the token norms and the feature bits */
+    uint64_t rows;             /* tokens whose norms the finish pass reduces (0: none) */
+    uint64_t row_len;          /* element-wise: elements a token (norms, features) */
+    int serial;                /* one work-item reduces a group's figures (a device trait) */
+    int hist_stash;            /* histograms counted after the loop, by that work-item (a device trait) */
+    uint32_t items;            /* element-wise: words a work-item (a device trait) */
+} ffnrt_stats_run;
+
+/* The stats fields every kernel's Params block ends with (STATS_PARAMS). */
+typedef struct ffnrt_stats_params {
+    uint32_t rows_at, feat_at, row0, col0, row_len, bins;
+    float lo, scale, gate_lo, gate_scale;
+    uint32_t saturated_add;  /* 2^31 - the bits of |x| from which it is saturated (stats.inc's st_sat) */
+} ffnrt_stats_params;
+
+/* The STATS defines of a kernel with `bindings` bindings of its own and
+ * workgroup size wg. Element-wise (gemm_rows 0): items, STATS_ITEMS;
+ * norms2, the token norms summed in registers; stash, elements a group
+ * stashes bins for (0: none). A GEMM: gemm_rows, the rows of a group's
+ * tile. */
+void ffnrt_stats_defines(const ffnrt_stats_run *r, ffnrt_defines *d, uint32_t bindings, uint32_t wg, uint32_t items,
+                         int norms2, uint32_t stash, uint32_t gemm_rows);
+/* The stats fields for a dispatch whose first row and column are row0, col0. */
+ffnrt_stats_params ffnrt_stats_params_of(const ffnrt_stats_run *r, uint64_t row0, uint64_t col0);
+/* Shared memory (bytes) the STATS variant of a kernel adds: element-wise
+ * with its stash of `stash` elements, a GEMM's (stash 0) with gemm_rows
+ * rows a group. */
+uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms2, uint32_t stash, uint32_t gemm_rows);
+/* The same for a GEMM as a + b·wg + c·rows (for the kernel shapes, which
+ * leave it room: ffnrt_context's stats_smem). */
+void ffnrt_stats_gemm_smem(const ffnrt_stats_run *r, uint32_t out[3]);
+/* Records the finish pass (shaders/stats.kernel: the token norms' sums and
+ * maxima) into the open batch; nothing when the run has no token norms. */
+ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run *r);
 
 /* ------------------------------------------------------------ element-wise */
 
@@ -63,6 +126,7 @@ typedef struct ffnrt_ew_launch {
      * dispatch's range) and uint base (index of its first element). */
     void *params;
     uint32_t params_size;
+    const ffnrt_stats_run *stats; /* NULL: the kernel without statistics */
 } ffnrt_ew_launch;
 
 /* Runs an element-wise kernel over the whole iteration space, split into
@@ -74,12 +138,16 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *la
 
 /* One operand of a product: rows [w_row0, w_row0 + n) of w, and its bias
  * from element b_first (b NULL: none). Stacked gate/value weights are two
- * operands over one tensor. */
+ * operands over one tensor. A block format (format, chosen when the layer
+ * is made) keeps w's codes in w and its scales in ws, as src/quant/layout.c
+ * lays them out; a dense one (0) is w in the product's storage type. */
 typedef struct ffnrt_gemm_operand {
     const ffnrt_tensor *w;
     uint64_t w_row0;
     const ffnrt_tensor *b;
     uint64_t b_first;
+    const ffnrt_tensor *ws;
+    ffnrt_weight_format format;
 } ffnrt_gemm_operand;
 
 /* y[m, n] = epilogue(sum_k x[m, k] · W[n, k]) for an m x k slice of x and
@@ -95,6 +163,7 @@ typedef struct ffnrt_gemm_launch {
     float alpha, beta;
     ffnrt_dtype dtype;
     int gated, bias;
+    const ffnrt_stats_run *stats; /* NULL: the kernel without statistics */
 } ffnrt_gemm_launch;
 
 /* Records one product's dispatches into the open batch, with the kernel,

@@ -1,5 +1,6 @@
 /* Element-wise activations: names, validation, and the kernel each runs. */
 #include "ops/ops.h"
+#include "ops/stats.h"
 #include "base/op_table.h"
 
 #include <math.h>
@@ -88,7 +89,7 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
 
 /* Forward when dy is NULL, backward otherwise; out is y or dx. */
 ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
-                                 const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
+                                 const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn, ffnrt_stats_call *stats)
 {
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
@@ -113,6 +114,8 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
         st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &defines);
     if (st != FFNRT_OK)
         return st;
+    if (stats)
+        stats->fp16 = strstr(defines.text, "#define ARITH_F16") != NULL;
     p.alpha = desc->alpha;
     p.beta = desc->beta;
     ffnrt_ew_binding b[4];
@@ -123,8 +126,29 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
         b[nb++] = (ffnrt_ew_binding){dy, 1};
     if (slopes)
         b[nb++] = (ffnrt_ew_binding){desc->slopes, 0};
-    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, nb, &p, sizeof p};
+    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, nb, &p, sizeof p,
+                         stats && stats->choice.on ? &stats->run : NULL};
     return ffnrt_run_elementwise(ctx, &l);
+}
+
+/* The public calls: the op with its statistics, when they are on. */
+static ffnrt_status run_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
+                                   const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn)
+{
+    ffnrt_stats_call sc = {0};
+    int known = desc && (unsigned)desc->kind < FFNRT_ACT_COUNT;
+    uint64_t n = x && x->ctx == ctx ? x->numel : 0;
+    sc.fn = fn;
+    snprintf(sc.op, sizeof sc.op, "%s%s", known ? ffnrt_activation_name(desc->kind) : "?", dy ? " backward" : "");
+    sc.dtype = x && x->ctx == ctx ? x->dtype : FFNRT_DTYPE_F32;
+    sc.act = known ? desc->kind : FFNRT_ACT_COUNT;
+    sc.inputs = dy ? 2 * n : n;
+    sc.outputs = sc.pre = sc.activations = n;
+    ffnrt_status st = ffnrt_stats_begin(ctx, NULL, &sc);
+    sc.run.roles |= FFNRT_STATS_INPUTS | FFNRT_STATS_PRE | FFNRT_STATS_OUTPUT;
+    if (st == FFNRT_OK)
+        st = ffnrt_op_activation(ctx, desc, x, dy, out, fn, &sc);
+    return ffnrt_stats_end(ctx, &sc, st, NULL, NULL);
 }
 
 ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
@@ -133,7 +157,7 @@ ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx, const ffnrt_activation
     static const char fn[] = "ffnrt_activation_forward";
     if (!ctx)
         return ffnrt_null_handle(fn, "ctx");
-    return ffnrt_context_finish_call(ctx, ffnrt_op_activation(ctx, desc, x, NULL, y, fn));
+    return ffnrt_context_finish_call(ctx, run_activation(ctx, desc, x, NULL, y, fn));
 }
 
 ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
@@ -144,7 +168,7 @@ ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx, const ffnrt_activatio
         return ffnrt_null_handle(fn, "ctx");
     ffnrt_status st = dy ? FFNRT_OK : ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: dy is NULL", fn);
     if (st == FFNRT_OK)
-        st = ffnrt_op_activation(ctx, desc, x, dy, dx, fn);
+        st = run_activation(ctx, desc, x, dy, dx, fn);
     return ffnrt_context_finish_call(ctx, st);
 }
 
@@ -161,7 +185,7 @@ ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tens
     ffnrt_defines defines = {0};
     ffnrt_defines_activation(&defines, FFNRT_ACT_COUNT);
     ffnrt_defines_add(&defines, "#define COPY_WORDS 1");
-    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, 2, &p, sizeof p};
+    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, 2, &p, sizeof p, NULL};
     return ffnrt_run_elementwise(ctx, &l);
 }
 
@@ -190,7 +214,7 @@ static ffnrt_status plan_activation(ffnrt_context *ctx, const void *arg)
         ffnrt_plan_tensor(ctx, a->dtype, 1, &one, &s);
         d.slopes = &s;
     }
-    return ffnrt_op_activation(ctx, &d, &x, NULL, &x, "ffnrt_activation_plan");
+    return run_activation(ctx, &d, &x, NULL, &x, "ffnrt_activation_plan");
 }
 
 ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc, ffnrt_dtype dtype,

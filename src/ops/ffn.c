@@ -4,6 +4,7 @@
  * dispatches; the unfused path's bias, activation and gating passes are the
  * element-wise ops' internal run functions. */
 #include "ops/ffn_internal.h"
+#include "ops/stats.h"
 #include "dispatch/dispatch.h"
 
 #include <stdio.h>
@@ -68,21 +69,62 @@ typedef struct ffn_run {
     ffnrt_plan *plan;
     uint64_t tokens;
     uint64_t ns; /* device time of every batch */
+    ffnrt_stats_call *stats; /* the forward's statistics when on, else NULL */
 } ffn_run;
+
+/* The statistics of one kernel of the path: the call's, with its roles
+ * (FFNRT_STATS_*; the histogram as the call asks). NULL when off. */
+typedef struct ffn_kernel_stats {
+    ffnrt_stats_call call;
+    const ffnrt_stats_run *run;
+} ffn_kernel_stats;
+
+static void kernel_stats(const ffn_run *r, unsigned roles, ffn_kernel_stats *k)
+{
+    k->run = NULL;
+    if (!r->stats || !r->stats->choice.on || !roles)
+        return;
+    k->call = *r->stats;
+    k->call.run.roles = roles | (r->stats->run.roles & FFNRT_STATS_HIST);
+    k->call.run.row_len = (uint64_t)r->d->hidden;
+    k->run = &k->call.run;
+}
+
+/* The layer's roles: the first product counts x; the kernel that applies
+ * the activation (or gating) sees the pre-activations and the hidden
+ * layer; the last pass over y counts the outputs. */
+#define FFN_FIRST FFNRT_STATS_INPUTS
+#define FFN_HIDDEN(gated) \
+    (FFNRT_STATS_PRE | FFNRT_STATS_HIDDEN | FFNRT_STATS_FEATURES | ((gated) ? FFNRT_STATS_GATE : 0u))
+#define FFN_LAST FFNRT_STATS_OUTPUT
 
 static const ffnrt_gemm_operand no_operand = {0};
 
-/* An operand of the layer (none when planning), without its bias. */
-static ffnrt_gemm_operand weights_only(const ffn_run *r, const ffnrt_gemm_operand *pj)
+/* An operand of the layer, with or without its bias; when planning, one
+ * without tensors in the desc's format of that matrix. */
+static ffnrt_gemm_operand operand(const ffn_run *r, const ffnrt_gemm_operand *pj, ffnrt_ffn_matrix m, int bias)
 {
-    return r->l ? (ffnrt_gemm_operand){pj->w, pj->w_row0, NULL, 0} : no_operand;
+    ffnrt_gemm_operand o = no_operand;
+    if (!r->l) {
+        o.format = ffnrt_ffn_format(r->d, m);
+        return o;
+    }
+    o = *pj;
+    if (!bias)
+        o.b = NULL, o.b_first = 0;
+    return o;
+}
+
+static ffnrt_gemm_operand weights_only(const ffn_run *r, const ffnrt_gemm_operand *pj, ffnrt_ffn_matrix m)
+{
+    return operand(r, pj, m, 0);
 }
 
 static ffnrt_gemm_launch product(const ffn_run *r, const ffnrt_tensor *x, uint64_t k, ffnrt_gemm_operand w,
                                  ffnrt_gemm_operand wv, int gated, int bias, uint64_t n, ffnrt_tensor *y,
-                                 ffnrt_activation act, float alpha, float beta)
+                                 ffnrt_activation act, float alpha, float beta, const ffn_kernel_stats *ks)
 {
-    ffnrt_gemm_launch g = {x, r->tokens, k, w, wv, n, y, act, alpha, beta, r->d->dtype, gated, bias};
+    ffnrt_gemm_launch g = {x, r->tokens, k, w, wv, n, y, act, alpha, beta, r->d->dtype, gated, bias, ks ? ks->run : NULL};
     return g;
 }
 
@@ -102,7 +144,8 @@ static ffnrt_status run_product(ffn_run *r, const ffnrt_gemm_launch *g, const ch
 }
 
 /* y += bias, row-broadcast, in place (the unfused bias kernel). */
-static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const ffnrt_gemm_operand *pj, const char *name)
+static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const ffnrt_gemm_operand *pj, const char *name,
+                             const ffn_kernel_stats *ks)
 {
     if (!r->d->bias)
         return FFNRT_OK;
@@ -120,7 +163,8 @@ static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const ffnrt_gemm_opera
     uint32_t params[4] = {0, 0, (uint32_t)width, (uint32_t)pj->b_first};
     ffnrt_ew_binding b[3] = {{y, 1}, {y, 1}, {pj->b, 0}};
     ffnrt_defines none = {0};
-    ffnrt_ew_launch launch = {"bias.kernel", &none, y->dtype, y->numel, 1, b, 3, params, sizeof params};
+    ffnrt_ew_launch launch = {"bias.kernel", &none, y->dtype, y->numel, 1, b, 3, params, sizeof params,
+                              ks ? ks->run : NULL};
     ffnrt_status st = ffnrt_run_elementwise(r->ctx, &launch);
     r->ns += r->ctx->last_op_ns;
     return st;
@@ -135,46 +179,51 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
     uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
     ffnrt_tensor *lh = l ? l->h : NULL, *lg = l ? l->g : NULL, *lv = l ? l->v : NULL;
     const char *arith = r->c->fp16 ? "fp16 arithmetic" : "fp32 arithmetic";
+    int gated = ffnrt_ffn_gated(d);
+    ffn_kernel_stats first, hidden, last;
+    kernel_stats(r, FFN_FIRST, &first);
+    kernel_stats(r, FFN_HIDDEN(gated), &hidden);
+    kernel_stats(r, FFN_LAST, &last);
     ffnrt_status st;
-    if (!ffnrt_ffn_gated(d)) {
-        ffnrt_gemm_launch up =
-            product(r, x, dm, weights_only(r, l ? &l->in : NULL), no_operand, 0, 0, h, lh, FFNRT_ACT_COUNT, 0, 0);
+    if (!gated) {
+        ffnrt_gemm_launch up = product(r, x, dm, weights_only(r, l ? &l->in : NULL, FFNRT_FFN_MATRIX_IN), no_operand,
+                                       0, 0, h, lh, FFNRT_ACT_COUNT, 0, 0, &first);
         st = run_product(r, &up, "up");
         if (st == FFNRT_OK)
-            st = run_bias(r, lh, l ? &l->in : NULL, "up.bias");
+            st = run_bias(r, lh, l ? &l->in : NULL, "up.bias", NULL);
         if (st == FFNRT_OK && r->plan) {
             ffnrt_plan_add(r->plan, "ffn.activation", ffnrt_activation_name(d->activation.kind),
                            "unfused: activation.kernel in place on the [tokens, hidden] intermediate, %s", arith);
         } else if (st == FFNRT_OK) {
-            st = ffnrt_op_activation(ctx, &d->activation, lh, NULL, lh, fn);
+            st = ffnrt_op_activation(ctx, &d->activation, lh, NULL, lh, fn, hidden.run ? &hidden.call : NULL);
             r->ns += ctx->last_op_ns;
         }
     } else {
-        ffnrt_gemm_launch gate =
-            product(r, x, dm, weights_only(r, l ? &l->gate : NULL), no_operand, 0, 0, h, lg, FFNRT_ACT_COUNT, 0, 0);
+        ffnrt_gemm_launch gate = product(r, x, dm, weights_only(r, l ? &l->gate : NULL, FFNRT_FFN_MATRIX_IN),
+                                         no_operand, 0, 0, h, lg, FFNRT_ACT_COUNT, 0, 0, &first);
         st = run_product(r, &gate, "gate");
         if (st == FFNRT_OK)
-            st = run_bias(r, lg, l ? &l->gate : NULL, "gate.bias");
-        ffnrt_gemm_launch value =
-            product(r, x, dm, weights_only(r, l ? &l->value : NULL), no_operand, 0, 0, h, lv, FFNRT_ACT_COUNT, 0, 0);
+            st = run_bias(r, lg, l ? &l->gate : NULL, "gate.bias", NULL);
+        ffnrt_gemm_launch value = product(r, x, dm, weights_only(r, l ? &l->value : NULL, FFNRT_FFN_MATRIX_VALUE),
+                                          no_operand, 0, 0, h, lv, FFNRT_ACT_COUNT, 0, 0, NULL);
         if (st == FFNRT_OK)
             st = run_product(r, &value, "value");
         if (st == FFNRT_OK)
-            st = run_bias(r, lv, l ? &l->value : NULL, "value.bias");
+            st = run_bias(r, lv, l ? &l->value : NULL, "value.bias", NULL);
         if (st == FFNRT_OK && r->plan) {
             ffnrt_plan_add(r->plan, "ffn.gating", ffnrt_glu_name(d->glu.kind),
                            "unfused: glu.kernel over the gate and value intermediates, %s", arith);
         } else if (st == FFNRT_OK) {
-            st = ffnrt_op_glu_split(ctx, &d->glu, lg, lv, lh, fn);
+            st = ffnrt_op_glu_split(ctx, &d->glu, lg, lv, lh, fn, hidden.run ? &hidden.call : NULL);
             r->ns += ctx->last_op_ns;
         }
     }
-    ffnrt_gemm_launch down =
-        product(r, lh, h, weights_only(r, l ? &l->out : NULL), no_operand, 0, 0, dm, y, FFNRT_ACT_COUNT, 0, 0);
+    ffnrt_gemm_launch down = product(r, lh, h, weights_only(r, l ? &l->out : NULL, FFNRT_FFN_MATRIX_OUT), no_operand,
+                                     0, 0, dm, y, FFNRT_ACT_COUNT, 0, 0, d->bias ? NULL : &last);
     if (st == FFNRT_OK)
         st = run_product(r, &down, "down");
     if (st == FFNRT_OK)
-        st = run_bias(r, y, l ? &l->out : NULL, "down.bias");
+        st = run_bias(r, y, l ? &l->out : NULL, "down.bias", &last);
     return st;
 }
 
@@ -185,17 +234,23 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
     ffnrt_ffn *l = r->l;
     uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
     ffnrt_tensor *lh = l ? l->h : NULL;
+    int gated = ffnrt_ffn_gated(d);
+    ffn_kernel_stats first, last;
+    kernel_stats(r, FFN_FIRST | FFN_HIDDEN(gated), &first);
+    kernel_stats(r, FFN_LAST, &last);
     ffnrt_gemm_launch up;
-    if (ffnrt_ffn_gated(d))
-        up = product(r, x, dm, l ? l->gate : no_operand, l ? l->value : no_operand, 1, d->bias, h, lh,
-                     ffnrt_glu_gate_activation(d->glu.kind), 0, d->glu.beta);
+    if (gated)
+        up = product(r, x, dm, operand(r, l ? &l->gate : NULL, FFNRT_FFN_MATRIX_IN, 1),
+                     operand(r, l ? &l->value : NULL, FFNRT_FFN_MATRIX_VALUE, 1), 1, d->bias, h, lh,
+                     ffnrt_glu_gate_activation(d->glu.kind), 0, d->glu.beta, &first);
     else
-        up = product(r, x, dm, l ? l->in : no_operand, no_operand, 0, d->bias, h, lh, d->activation.kind,
-                     d->activation.alpha, d->activation.beta);
+        up = product(r, x, dm, operand(r, l ? &l->in : NULL, FFNRT_FFN_MATRIX_IN, 1), no_operand, 0, d->bias, h, lh,
+                     d->activation.kind, d->activation.alpha, d->activation.beta, &first);
     ffnrt_gemm_launch down =
-        product(r, lh, h, l ? l->out : no_operand, no_operand, 0, d->bias, dm, y, FFNRT_ACT_COUNT, 0, 0);
+        product(r, lh, h, operand(r, l ? &l->out : NULL, FFNRT_FFN_MATRIX_OUT, 1), no_operand, 0, d->bias, dm, y,
+                FFNRT_ACT_COUNT, 0, 0, &last);
     if (r->plan) {
-        ffnrt_status st = ffnrt_launch_gemm(ctx, r->c, &up, r->plan, ffnrt_ffn_gated(d) ? "gate_value" : "up");
+        ffnrt_status st = ffnrt_launch_gemm(ctx, r->c, &up, r->plan, gated ? "gate_value" : "up");
         return st == FFNRT_OK ? ffnrt_launch_gemm(ctx, r->c, &down, r->plan, "down") : st;
     }
     ffnrt_status st = ffnrt_batch_begin(ctx);
@@ -204,6 +259,8 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
     st = ffnrt_launch_gemm(ctx, r->c, &up, NULL, "up");
     if (st == FFNRT_OK)
         st = ffnrt_launch_gemm(ctx, r->c, &down, NULL, "down");
+    if (st == FFNRT_OK && first.run)
+        st = ffnrt_stats_record_finish(ctx, first.run); /* the token norms' sums and maxima */
     /* Closes the batch even after a failed dispatch. */
     st = ffnrt_batch_end(ctx, st, &ctx->last_op_ns);
     r->ns = ctx->last_op_ns;
@@ -213,9 +270,9 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
 /* -------------------------------------------------------------- forward */
 
 ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
-                                    const ffnrt_ffn_choice *c, uint64_t *ns)
+                                    const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats)
 {
-    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0};
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats};
     ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, c->unfused && ffnrt_ffn_gated(&layer->desc));
     if (st == FFNRT_OK)
         st = c->unfused ? forward_unfused(&r, x, y) : forward_fused(&r, x, y);
@@ -223,7 +280,8 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
     return st;
 }
 
-ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn)
+ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn,
+                           ffnrt_stats_call *stats)
 {
     ffnrt_context *ctx = layer->ctx;
     const ffnrt_ffn_desc *d = &layer->desc;
@@ -241,11 +299,45 @@ ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor
     if (st == FFNRT_OK && tokens > 0) {
         ffnrt_ffn_choice c;
         st = ffnrt_choose_ffn(ctx, d, tokens, &c, NULL, &ctx->error);
+        if (stats)
+            stats->fp16 = c.fp16;
         if (st == FFNRT_OK)
-            st = ffnrt_ffn_forward_with(layer, x, y, tokens, &c, &ns);
+            st = ffnrt_ffn_forward_with(layer, x, y, tokens, &c, &ns, stats);
     }
     ctx->last_op_ns = ns;
     return st;
+}
+
+/* A forward's (or plan's) statistics: begun with the layer's options over
+ * the context's, the product kernels' shapes leaving room for what their
+ * statistics variant takes (ctx->stats_smem) until stats_done. */
+static ffnrt_status stats_begin(ffnrt_context *ctx, const ffnrt_ffn_desc *d, const ffnrt_ffn *layer, uint64_t tokens,
+                                const char *fn, ffnrt_stats_call *sc)
+{
+    int gated = ffnrt_ffn_gated(d);
+    memset(sc, 0, sizeof *sc);
+    sc->fn = fn;
+    snprintf(sc->op, sizeof sc->op, "ffn %s",
+             gated ? ffnrt_glu_name(d->glu.kind) : ffnrt_activation_name(d->activation.kind));
+    sc->dtype = d->dtype;
+    sc->act = gated ? ffnrt_glu_gate_activation(d->glu.kind) : d->activation.kind;
+    sc->inputs = sc->outputs = tokens * (uint64_t)d->d_model;
+    sc->pre = sc->activations = tokens * (uint64_t)d->hidden;
+    sc->tokens = gated ? tokens : 0;
+    sc->hidden = (uint64_t)d->hidden;
+    ffnrt_status st = ffnrt_stats_begin(ctx, layer && layer->stats_set ? &layer->stats_options : NULL, sc);
+    if (st == FFNRT_OK && sc->choice.on) {
+        ffnrt_stats_run up = sc->run;
+        up.roles |= FFN_FIRST | FFN_HIDDEN(gated);
+        ffnrt_stats_gemm_smem(&up, ctx->stats_smem);
+    }
+    return st;
+}
+
+static ffnrt_status stats_done(ffnrt_context *ctx, ffnrt_stats_call *sc, ffnrt_status st, ffnrt_ffn *layer)
+{
+    memset(ctx->stats_smem, 0, sizeof ctx->stats_smem);
+    return ffnrt_stats_end(ctx, sc, st, layer ? &layer->last_stats : NULL, layer ? &layer->feature_bits : NULL);
 }
 
 ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
@@ -253,7 +345,13 @@ ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_te
     static const char fn[] = "ffnrt_ffn_forward";
     if (!layer)
         return ffnrt_null_handle(fn, "layer");
-    return ffnrt_context_finish_call(layer->ctx, ffnrt_ffn_run(layer, x, y, fn));
+    ffnrt_context *ctx = layer->ctx;
+    uint64_t tokens = x && x->ctx == ctx && layer->desc.d_model ? x->numel / (uint64_t)layer->desc.d_model : 0;
+    ffnrt_stats_call sc;
+    ffnrt_status st = stats_begin(ctx, &layer->desc, layer, tokens, fn, &sc);
+    if (st == FFNRT_OK)
+        st = ffnrt_ffn_run(layer, x, y, fn, sc.choice.on ? &sc : NULL);
+    return ffnrt_context_finish_call(ctx, stats_done(ctx, &sc, st, layer));
 }
 
 ffnrt_status ffnrt_ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
@@ -299,21 +397,30 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
                        "%s", desc->allow_fp16_accumulation
                                  ? "fp16 accumulation is allowed but not implemented: every product accumulates in fp32"
                                  : "every product accumulates in fp32 (fp16 accumulation not allowed)");
+        /* The statistics choice (its plan items), and the room its
+         * variant takes from the kernel shapes, before they are chosen. */
+        ffnrt_stats_call sc;
+        ctx->plan_sink = plan;
+        st = stats_begin(ctx, desc, NULL, (uint64_t)tokens, fn, &sc);
+        ctx->plan_sink = NULL;
         ffnrt_ffn_choice c;
-        st = ffnrt_choose_ffn(ctx, desc, (uint64_t)tokens, &c, plan, &ctx->error);
+        if (st == FFNRT_OK)
+            st = ffnrt_choose_ffn(ctx, desc, (uint64_t)tokens, &c, plan, &ctx->error);
         char list[128] = "";
         for (int unfused = 0; unfused < 2; unfused++)
             for (int k = 0; k < FFNRT_PRODUCT_KERNEL_COUNT; k++)
-                if (ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, (uint64_t)tokens, desc)) {
+                if (ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, (uint64_t)tokens, desc) &&
+                    (unfused || ffnrt_ffn_fusable(desc))) {
                     size_t len = strlen(list);
                     snprintf(list + len, sizeof list - len, "%s%s/%s", len ? "," : "", unfused ? "unfused" : "fused",
                              ffnrt_product_kernel_name((ffnrt_product_kernel)k));
                 }
         ffnrt_plan_add(plan, "ffn.candidates", list,
                        "what ffnrt_ffn_autotune times for this device and token count (path/kernel)");
-        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0};
+        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL};
         if (st == FFNRT_OK)
             st = c.unfused ? forward_unfused(&r, NULL, NULL) : forward_fused(&r, NULL, NULL);
+        memset(ctx->stats_smem, 0, sizeof ctx->stats_smem);
     }
     if (st == FFNRT_OK)
         *out = plan;

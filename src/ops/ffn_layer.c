@@ -1,7 +1,10 @@
 /* FFN layers: validation of descriptors and weights, creation from host
- * arrays or device tensors, and the accounting of ffnrt_ffn_cost_of. */
+ * arrays or device tensors, and the accounting of ffnrt_ffn_cost_of.
+ * Matrices in a block format arrive as GGUF's bytes and are repacked here
+ * into the layer's own code and scale tensors (src/quant/layout.c). */
 #include "ops/ffn_internal.h"
 #include "dispatch/dispatch.h"
+#include "quant/quant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -47,7 +50,18 @@ ffnrt_status ffnrt_ffn_check_desc(ffnrt_error *err, const ffnrt_ffn_desc *d, con
         if (!isfinite(d->activation.alpha) || !isfinite(d->activation.beta))
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: activation alpha and beta must be finite", fn);
     }
-    return FFNRT_OK;
+    return ffnrt_ffn_check_formats(err, d, fn);
+}
+
+/* The block format a weight slot holds, FFNRT_WEIGHT_F32 for the dtype. */
+static ffnrt_weight_format slot_format(const ffnrt_ffn_desc *d, int slot)
+{
+    switch (slot) {
+    case FFN_W_IN: case FFN_W_GATE: case FFN_W_GATE_VALUE: return ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN);
+    case FFN_W_VALUE: return ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE);
+    case FFN_W_OUT: return ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_OUT);
+    default: return FFNRT_WEIGHT_F32;
+    }
 }
 
 /* Expected shape of a slot: rows x cols, cols 0 for a 1-D bias. */
@@ -94,7 +108,55 @@ static ffnrt_status check_slots(ffnrt_error *err, const ffnrt_ffn_desc *d, const
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: weights.%s must be NULL: %s", fn,
                               slot_names[s], why);
     }
+    /* Both halves of a stacked matrix share format_in. */
+    if (stacked && ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE) != ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN))
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "%s: weights.w_gate_value holds gate and value in format_in (%s), but desc.format_value is "
+                          "%s: give them equal",
+                          fn, ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN)),
+                          ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE)));
     return FFNRT_OK;
+}
+
+/* A block-format slot's bytes: GGUF's blocks of its [rows, k] matrix. */
+static size_t block_bytes(const ffnrt_ffn_desc *d, int slot)
+{
+    int64_t rows, cols;
+    slot_shape(d, slot, &rows, &cols);
+    size_t bytes = 0;
+    ffnrt_weight_bytes(slot_format(d, slot), rows, cols, &bytes); /* k checked with the desc */
+    return bytes;
+}
+
+/* GGUF's bytes of a block-format slot repacked into two new tensors of
+ * words: its codes and its scales. */
+static ffnrt_status upload_blocks(ffnrt_context *ctx, const ffnrt_ffn_desc *d, int slot, const void *bytes,
+                                  const char *fn, ffnrt_tensor **codes, ffnrt_tensor **scales)
+{
+    ffnrt_weight_format f = slot_format(d, slot);
+    int64_t rows, k;
+    slot_shape(d, slot, &rows, &k);
+    int64_t cw = (int64_t)ffnrt_quant_code_words(f, (uint64_t)k) * rows;
+    int64_t sw = (int64_t)ffnrt_quant_scale_words(f, (uint64_t)k) * rows;
+    uint32_t *host = malloc((size_t)(cw + sw) * sizeof *host);
+    if (!host)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory repacking weights.%s",
+                          fn, slot_names[slot]);
+    ffnrt_quant_repack(f, bytes, (uint64_t)rows, (uint64_t)k, host, host + cw);
+    ffnrt_status st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 1, &cw, fn, codes);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 1, &sw, fn, scales);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_upload(*codes, host, (size_t)cw * 4);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_upload(*scales, host + cw, (size_t)sw * 4);
+    free(host);
+    if (st != FFNRT_OK) {
+        ffnrt_tensor_free(*codes);
+        ffnrt_tensor_free(*scales);
+        *codes = *scales = NULL;
+    }
+    return st;
 }
 
 static ffnrt_status check_weight(ffnrt_context *ctx, const ffnrt_ffn_desc *d, const ffnrt_tensor *t, int slot,
@@ -139,18 +201,23 @@ void ffnrt_ffn_destroy(ffnrt_ffn *layer)
     if (!layer)
         return;
     ffnrt_ffn_drop_scratch(layer);
-    for (int s = 0; s < FFN_SLOT_COUNT; s++)
+    for (int s = 0; s < FFN_SLOT_COUNT; s++) {
         ffnrt_tensor_free(layer->owned[s]);
+        ffnrt_tensor_free(layer->scales[s]);
+    }
+    free(layer->last_stats);
+    free(layer->feature_bits);
     free(layer);
 }
 
-/* Checks the tensors and builds the layer over them (not owned). */
+/* Checks the tensors and builds the layer over them (not owned). Block
+ * format slots hold their codes, already checked, with their scales in sc. */
 static ffnrt_status create_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_tensor *const t[FFN_SLOT_COUNT],
-                                 const char *fn, ffnrt_ffn **out)
+                                 ffnrt_tensor *const sc[FFN_SLOT_COUNT], const char *fn, ffnrt_ffn **out)
 {
     ffnrt_status st = check_slots(&ctx->error, desc, (const void *const *)t, fn);
     for (int s = 0; s < FFN_SLOT_COUNT && st == FFNRT_OK; s++)
-        if (t[s])
+        if (t[s] && !slot_format(desc, s))
             st = check_weight(ctx, desc, t[s], s, fn);
     if (st != FFNRT_OK)
         return st;
@@ -161,15 +228,17 @@ static ffnrt_status create_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
     l->desc = *desc;
     l->desc.activation.slopes = NULL;
     uint64_t h = (uint64_t)desc->hidden;
-    l->in = (ffnrt_gemm_operand){t[FFN_W_IN], 0, t[FFN_B_IN], 0};
+#define OPERAND(w, row0, b, b0) (ffnrt_gemm_operand){t[w], row0, t[b], b0, sc[w], slot_format(desc, w)}
+    l->in = OPERAND(FFN_W_IN, 0, FFN_B_IN, 0);
     if (t[FFN_W_GATE_VALUE]) {
-        l->gate = (ffnrt_gemm_operand){t[FFN_W_GATE_VALUE], 0, t[FFN_B_GATE_VALUE], 0};
-        l->value = (ffnrt_gemm_operand){t[FFN_W_GATE_VALUE], h, t[FFN_B_GATE_VALUE], h};
+        l->gate = OPERAND(FFN_W_GATE_VALUE, 0, FFN_B_GATE_VALUE, 0);
+        l->value = OPERAND(FFN_W_GATE_VALUE, h, FFN_B_GATE_VALUE, h);
     } else {
-        l->gate = (ffnrt_gemm_operand){t[FFN_W_GATE], 0, t[FFN_B_GATE], 0};
-        l->value = (ffnrt_gemm_operand){t[FFN_W_VALUE], 0, t[FFN_B_VALUE], 0};
+        l->gate = OPERAND(FFN_W_GATE, 0, FFN_B_GATE, 0);
+        l->value = OPERAND(FFN_W_VALUE, 0, FFN_B_VALUE, 0);
     }
-    l->out = (ffnrt_gemm_operand){t[FFN_W_OUT], 0, t[FFN_B_OUT], 0};
+    l->out = OPERAND(FFN_W_OUT, 0, FFN_B_OUT, 0);
+#undef OPERAND
     *out = l;
     return FFNRT_OK;
 }
@@ -185,12 +254,54 @@ ffnrt_status ffnrt_ffn_create_from_tensors(ffnrt_context *ctx, const ffnrt_ffn_d
     ffnrt_status st = ffnrt_ffn_check_desc(&ctx->error, desc, fn);
     if (st == FFNRT_OK && (!weights || !out))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, weights ? "out" : "weights");
+    const ffnrt_tensor *t[FFN_SLOT_COUNT] = {0};
+    ffnrt_tensor *codes[FFN_SLOT_COUNT] = {0}, *scales[FFN_SLOT_COUNT] = {0};
     if (st == FFNRT_OK) {
-        const ffnrt_tensor *t[FFN_SLOT_COUNT] = {weights->w_in,         weights->b_in,         weights->w_gate,
-                                             weights->b_gate,       weights->w_value,      weights->b_value,
-                                             weights->w_gate_value, weights->b_gate_value, weights->w_out,
-                                             weights->b_out};
-        st = create_layer(ctx, desc, t, fn, out);
+        const ffnrt_tensor *given[FFN_SLOT_COUNT] = {weights->w_in,         weights->b_in,         weights->w_gate,
+                                                 weights->b_gate,       weights->w_value,      weights->b_value,
+                                                 weights->w_gate_value, weights->b_gate_value, weights->w_out,
+                                                 weights->b_out};
+        memcpy(t, given, sizeof t);
+        st = check_slots(&ctx->error, desc, (const void *const *)t, fn);
+    }
+    /* Block formats: the tensor's bytes, read back and repacked. */
+    for (int s = 0; s < FFN_SLOT_COUNT && st == FFNRT_OK; s++) {
+        if (!t[s] || !slot_format(desc, s))
+            continue;
+        char name[32];
+        snprintf(name, sizeof name, "weights.%s", slot_names[s]);
+        st = ffnrt_check_tensor(ctx, t[s], fn, name);
+        size_t want = block_bytes(desc, s);
+        if (st == FFNRT_OK && t[s]->bytes != want) {
+            int64_t rows, k;
+            slot_shape(desc, s, &rows, &k);
+            st = ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                            "%s: %s holds %zu bytes; a [%lld, %lld] %s matrix is %zu (ffnrt_weight_bytes)", fn, name,
+                            t[s]->bytes, (long long)rows, (long long)k, ffnrt_weight_format_name(slot_format(desc, s)),
+                            want);
+        }
+        void *bytes = st == FFNRT_OK ? malloc(want) : NULL;
+        if (st == FFNRT_OK && !bytes)
+            st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+        if (st == FFNRT_OK)
+            st = ffnrt_context_settle(ctx);
+        if (st == FFNRT_OK)
+            st = ctx->ops->buffer_read(ctx->dev, t[s]->buffer, t[s]->offset, bytes, want, &ctx->error);
+        if (st == FFNRT_OK)
+            st = upload_blocks(ctx, desc, s, bytes, fn, &codes[s], &scales[s]);
+        free(bytes);
+        t[s] = codes[s];
+    }
+    if (st == FFNRT_OK)
+        st = create_layer(ctx, desc, t, scales, fn, out);
+    if (st == FFNRT_OK) {
+        memcpy((*out)->owned, codes, sizeof codes);
+        memcpy((*out)->scales, scales, sizeof scales);
+    } else {
+        for (int s = 0; s < FFN_SLOT_COUNT; s++) {
+            ffnrt_tensor_free(codes[s]);
+            ffnrt_tensor_free(scales[s]);
+        }
     }
     return ffnrt_context_finish_call(ctx, st);
 }
@@ -212,11 +323,16 @@ ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, con
         memcpy(host, h, sizeof host);
         st = check_slots(&ctx->error, desc, host, fn);
     }
-    /* Upload every given array into a tensor of its slot's shape. */
-    ffnrt_tensor *t[FFN_SLOT_COUNT] = {0};
+    /* Upload every given array into a tensor of its slot's shape (a block
+     * format's bytes repacked into codes and scales). */
+    ffnrt_tensor *t[FFN_SLOT_COUNT] = {0}, *scales[FFN_SLOT_COUNT] = {0};
     for (int s = 0; s < FFN_SLOT_COUNT && st == FFNRT_OK; s++) {
         if (!host[s])
             continue;
+        if (slot_format(desc, s)) {
+            st = upload_blocks(ctx, desc, s, host[s], fn, &t[s], &scales[s]);
+            continue;
+        }
         int64_t shape[2];
         slot_shape(desc, s, &shape[0], &shape[1]);
         st = ffnrt_tensor_alloc(ctx, desc->dtype, shape[1] ? 2 : 1, shape, fn, &t[s]);
@@ -224,12 +340,16 @@ ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, con
             st = ffnrt_tensor_upload(t[s], host[s], t[s]->bytes);
     }
     if (st == FFNRT_OK)
-        st = create_layer(ctx, desc, (const ffnrt_tensor *const *)t, fn, out);
-    if (st == FFNRT_OK)
+        st = create_layer(ctx, desc, (const ffnrt_tensor *const *)t, scales, fn, out);
+    if (st == FFNRT_OK) {
         memcpy((*out)->owned, t, sizeof t);
-    else
-        for (int s = 0; s < FFN_SLOT_COUNT; s++)
+        memcpy((*out)->scales, scales, sizeof scales);
+    } else {
+        for (int s = 0; s < FFN_SLOT_COUNT; s++) {
             ffnrt_tensor_free(t[s]);
+            ffnrt_tensor_free(scales[s]);
+        }
+    }
     return st;
 }
 

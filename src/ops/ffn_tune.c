@@ -30,7 +30,7 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
     int nc = 0;
     for (int unfused = 0; unfused < 2; unfused++)
         for (int k = 0; k < FFNRT_PRODUCT_KERNEL_COUNT; k++) {
-            if (!ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, tokens, d))
+            if (!ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, tokens, d) || (!unfused && !ffnrt_ffn_fusable(d)))
                 continue;
             ffnrt_ffn_choice c = {unfused, (ffnrt_product_kernel)k, ffnrt_ffn_matvec_tokens(ctx, d), {0, 0, 0, 0, 0},
                                   fp16};
@@ -49,7 +49,7 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
         for (int i = 0; i < nc; i++) {
             uint64_t ns;
             double t0 = ffnrt_now_ms();
-            if (ffnrt_ffn_forward_with(layer, x, y, tokens, &cand[i], &ns) != FFNRT_OK)
+            if (ffnrt_ffn_forward_with(layer, x, y, tokens, &cand[i], &ns, NULL) != FFNRT_OK)
                 return ffnrt_fail(&ctx->error, ctx->error.status, "autotune (%s, %s): %s",
                                   cand[i].unfused ? "unfused" : "fused", ffnrt_product_kernel_name(cand[i].kernel),
                                   ctx->error.message);

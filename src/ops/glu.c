@@ -1,5 +1,6 @@
 /* The gated family, element-wise: GLU, ReGLU, GEGLU, SwiGLU. */
 #include "ops/ops.h"
+#include "ops/stats.h"
 #include "base/op_table.h"
 
 #include <math.h>
@@ -82,7 +83,7 @@ static ffnrt_status check_halves(ffnrt_context *ctx, const ffnrt_tensor *x, cons
 
 static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *layout, ffnrt_dtype dtype,
                            uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb,
-                           const char *fn)
+                           const char *fn, ffnrt_stats_call *stats)
 {
     ffnrt_defines defines = {0};
     ffnrt_defines_activation(&defines, ffnrt_glu_row_gate(desc->kind));
@@ -90,10 +91,44 @@ static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const
     ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &defines);
     if (st != FFNRT_OK)
         return st;
+    if (stats)
+        stats->fp16 = strstr(defines.text, "#define ARITH_F16") != NULL;
     glu_params p = {0, 0, h, 0.0f, desc->beta}; /* no GLU kind takes alpha */
-    ffnrt_ew_launch l = {"glu.kernel", &defines, dtype, rows, row_elems, b, nb, &p, sizeof p};
+    ffnrt_ew_launch l = {"glu.kernel", &defines, dtype, rows, row_elems, b, nb, &p, sizeof p,
+                         stats && stats->choice.on ? &stats->run : NULL};
     return ffnrt_run_elementwise(ctx, &l);
 }
+
+/* A public call's statistics: begun before its launch (sizes from its
+ * tensors when they are usable; a bad one fails the launch's checks), the
+ * gate's activation the saturating one, the tokens the output's rows. */
+static ffnrt_status stats_begin(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *out, int backward,
+                                uint64_t inputs, uint64_t pre, uint64_t row_len, const char *fn, ffnrt_stats_call *sc)
+{
+    int known = desc && (unsigned)desc->kind < FFNRT_GLU_COUNT;
+    uint64_t n = out && out->ctx == ctx ? out->numel : 0;
+    memset(sc, 0, sizeof *sc);
+    sc->fn = fn;
+    snprintf(sc->op, sizeof sc->op, "%s%s", known ? ffnrt_glu_name(desc->kind) : "?", backward ? " backward" : "");
+    sc->dtype = out && out->ctx == ctx ? out->dtype : FFNRT_DTYPE_F32;
+    sc->act = known ? ffnrt_glu_row_gate(desc->kind) : FFNRT_ACT_COUNT;
+    sc->inputs = inputs;
+    sc->outputs = sc->activations = n;
+    sc->pre = pre;
+    sc->tokens = !backward && row_len ? n / row_len : 0;
+    ffnrt_status st = ffnrt_stats_begin(ctx, NULL, sc);
+    sc->run.roles |= FFNRT_STATS_INPUTS | FFNRT_STATS_PRE | FFNRT_STATS_OUTPUT | (backward ? 0u : FFNRT_STATS_GATE);
+    sc->run.row_len = row_len;
+    return st;
+}
+
+/* The last dimension of a usable tensor (the tokens' length), else 0. */
+static uint64_t last_dim(ffnrt_context *ctx, const ffnrt_tensor *t)
+{
+    return t && t->ctx == ctx && t->ndim ? (uint64_t)t->shape[t->ndim - 1] : 0;
+}
+
+static uint64_t numel_of(ffnrt_context *ctx, const ffnrt_tensor *t) { return t && t->ctx == ctx ? t->numel : 0; }
 
 ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *x,
                                ffnrt_tensor *y)
@@ -101,7 +136,10 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
     static const char fn[] = "ffnrt_glu_forward";
     if (!ctx)
         return ffnrt_null_handle(fn, "ctx");
-    ffnrt_status st = check_desc(ctx, desc, fn);
+    ffnrt_stats_call sc;
+    ffnrt_status st = stats_begin(ctx, desc, y, 0, numel_of(ctx, x), numel_of(ctx, y), last_dim(ctx, y), fn, &sc);
+    if (st == FFNRT_OK)
+        st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = check_halves(ctx, x, y, fn, "y");
     ffnrt_op_arg args[2] = {{x, "x", 0}, {y, "y", 1}};
@@ -110,13 +148,13 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
     if (st == FFNRT_OK) {
         uint64_t h = (uint64_t)y->shape[y->ndim - 1];
         ffnrt_ew_binding b[2] = {{x, 2 * h}, {y, h}};
-        st = launch(ctx, desc, "#define HALVES 1", x->dtype, h ? y->numel / h : 0, h, (uint32_t)h, b, 2, fn);
+        st = launch(ctx, desc, "#define HALVES 1", x->dtype, h ? y->numel / h : 0, h, (uint32_t)h, b, 2, fn, &sc);
     }
-    return ffnrt_context_finish_call(ctx, st);
+    return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
 }
 
 ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
-                                const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn)
+                                const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn, ffnrt_stats_call *stats)
 {
     ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
@@ -128,7 +166,7 @@ ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
         st = ffnrt_check_aliasing(ctx, fn, args, 3, 1, GLU_SPLIT_ALIASING);
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[3] = {{gate, 1}, {y, 1}, {value, 1}};
-        st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3, fn);
+        st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3, fn, stats);
     }
     return st;
 }
@@ -139,7 +177,12 @@ ffnrt_status ffnrt_glu_forward_split(ffnrt_context *ctx, const ffnrt_glu_desc *d
     static const char fn[] = "ffnrt_glu_forward_split";
     if (!ctx)
         return ffnrt_null_handle(fn, "ctx");
-    return ffnrt_context_finish_call(ctx, ffnrt_op_glu_split(ctx, desc, gate, value, y, fn));
+    ffnrt_stats_call sc;
+    ffnrt_status st = stats_begin(ctx, desc, y, 0, numel_of(ctx, gate) + numel_of(ctx, value), numel_of(ctx, gate),
+                                  last_dim(ctx, y), fn, &sc);
+    if (st == FFNRT_OK)
+        st = ffnrt_op_glu_split(ctx, desc, gate, value, y, fn, &sc);
+    return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
 }
 
 ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *x,
@@ -148,7 +191,11 @@ ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
     static const char fn[] = "ffnrt_glu_backward";
     if (!ctx)
         return ffnrt_null_handle(fn, "ctx");
-    ffnrt_status st = check_desc(ctx, desc, fn);
+    ffnrt_stats_call sc;
+    ffnrt_status st = stats_begin(ctx, desc, dx, 1, numel_of(ctx, x) + numel_of(ctx, dy), numel_of(ctx, dy), 0, fn,
+                                  &sc);
+    if (st == FFNRT_OK)
+        st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = check_halves(ctx, x, dy, fn, "dy");
     if (st == FFNRT_OK)
@@ -161,9 +208,9 @@ ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
         uint64_t h = (uint64_t)dy->shape[dy->ndim - 1];
         ffnrt_ew_binding b[3] = {{x, 2 * h}, {dx, 2 * h}, {dy, h}};
         st = launch(ctx, desc, "#define HALVES 1\n#define BACKWARD 1", x->dtype, h ? dy->numel / h : 0, 2 * h,
-                    (uint32_t)h, b, 3, fn);
+                    (uint32_t)h, b, 3, fn, &sc);
     }
-    return ffnrt_context_finish_call(ctx, st);
+    return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
 }
 
 ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
@@ -173,7 +220,11 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
     static const char fn[] = "ffnrt_glu_backward_split";
     if (!ctx)
         return ffnrt_null_handle(fn, "ctx");
-    ffnrt_status st = check_desc(ctx, desc, fn);
+    ffnrt_stats_call sc;
+    ffnrt_status st = stats_begin(ctx, desc, dgate, 1, 3 * numel_of(ctx, gate), numel_of(ctx, gate), 0, fn, &sc);
+    sc.outputs = sc.activations = 2 * numel_of(ctx, gate);
+    if (st == FFNRT_OK)
+        st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
     if (st == FFNRT_OK)
@@ -188,9 +239,10 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
         st = ffnrt_check_aliasing(ctx, fn, args, 5, 1, GLU_SPLIT_ALIASING);
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[5] = {{gate, 1}, {dgate, 1}, {value, 1}, {dy, 1}, {dvalue, 1}};
-        st = launch(ctx, desc, "#define BACKWARD 1\n#define TWO_OUTPUTS 1", gate->dtype, gate->numel, 1, 0, b, 5, fn);
+        st = launch(ctx, desc, "#define BACKWARD 1\n#define TWO_OUTPUTS 1", gate->dtype, gate->numel, 1, 0, b, 5, fn,
+                    &sc);
     }
-    return ffnrt_context_finish_call(ctx, st);
+    return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
 }
 
 typedef struct glu_plan_arg {
@@ -207,8 +259,12 @@ static ffnrt_status plan_glu(ffnrt_context *ctx, const void *arg)
     ffnrt_plan_tensor(ctx, a->dtype, 2, xs, &x);
     ffnrt_plan_tensor(ctx, a->dtype, 2, ys, &y);
     ffnrt_ew_binding b[2] = {{&x, 2 * a->width}, {&y, a->width}};
-    return launch(ctx, a->desc, "#define HALVES 1", a->dtype, a->width ? a->rows : 0, a->width, (uint32_t)a->width,
-                  b, 2, "ffnrt_glu_plan");
+    ffnrt_stats_call sc;
+    ffnrt_status st = stats_begin(ctx, a->desc, &y, 0, x.numel, y.numel, a->width, "ffnrt_glu_plan", &sc);
+    if (st == FFNRT_OK)
+        st = launch(ctx, a->desc, "#define HALVES 1", a->dtype, a->width ? a->rows : 0, a->width, (uint32_t)a->width,
+                    b, 2, "ffnrt_glu_plan", &sc);
+    return st;
 }
 
 ffnrt_status ffnrt_glu_plan(ffnrt_context *ctx, const ffnrt_glu_desc *desc, ffnrt_dtype dtype, size_t rows,

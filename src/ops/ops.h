@@ -38,18 +38,25 @@ ffnrt_status ffnrt_plan_op(ffnrt_context *ctx, const char *fn, ffnrt_plan **out,
 
 /* ------------------------------------------------ internal run functions */
 
+struct ffnrt_stats_call; /* ops/stats.h */
+
 /* What the public entry points do, without publishing: the error stays in
  * ctx->error. Internal work (the unfused FFN path, calibration, the tuner)
- * calls these, never the public wrappers. fn names the caller in messages. */
+ * calls these, never the public wrappers. fn names the caller in messages.
+ * stats: the call's statistics (ops/stats.h) when they are on, whose run
+ * the op's kernels take (and whose fp16 the op sets); NULL: none. */
 ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc *desc, const ffnrt_tensor *x,
-                                 const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn); /* dy NULL: forward */
+                                 const ffnrt_tensor *dy, ffnrt_tensor *out, const char *fn,
+                                 struct ffnrt_stats_call *stats); /* dy NULL: forward */
 ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn);
 ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
-                                const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn);
+                                const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn,
+                                struct ffnrt_stats_call *stats);
 /* An FFN layer from host weights, and one forward through it (which also
  * sets ctx->last_op_ns to the block's device time). */
 ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,
                              const char *fn, ffnrt_ffn **out);
-ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn);
+ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn,
+                           struct ffnrt_stats_call *stats);
 
 #endif

@@ -53,6 +53,31 @@ void ffnrt_dequantize_q4_1(const uint8_t *in, float *y);
 void ffnrt_dequantize_q4_k(const uint8_t *in, float *y);
 void ffnrt_dequantize_q6_k(const uint8_t *in, float *y);
 
+/* ffnrt's device layout of the block formats (layout.c, which says it in
+ * full; shaders/quant.inc reads it): codes and scales, each as 32-bit
+ * words row after row. */
+typedef struct ffnrt_quant_layout {
+    ffnrt_weight_format format;
+    const char *define;       /* the kernels' WEIGHTS_ define */
+    uint32_t code_bits;       /* 4 or 8 */
+    uint32_t group;           /* elements that share one (s, m) */
+    uint32_t k_multiple;      /* GGUF's block: k must be a multiple */
+    uint32_t dequant_ops;     /* operations a weight to dequantize (extract, convert, scale), for the cost model */
+} ffnrt_quant_layout;
+
+/* NULL for a dense format. */
+const ffnrt_quant_layout *ffnrt_quant_layout_of(ffnrt_weight_format format);
+/* Words of codes and of scales in one row of k elements. */
+uint64_t ffnrt_quant_code_words(ffnrt_weight_format format, uint64_t k);
+uint64_t ffnrt_quant_scale_words(ffnrt_weight_format format, uint64_t k);
+/* GGUF's bytes of a [rows, k] matrix (k a multiple of the block) into
+ * rows * code_words codes and rows * scale_words scales. */
+void ffnrt_quant_repack(ffnrt_weight_format format, const uint8_t *src, uint64_t rows, uint64_t k, uint32_t *codes,
+                        uint32_t *scales);
+/* Element e of a repacked row as the kernels compute it. */
+float ffnrt_quant_weight(ffnrt_weight_format format, const uint32_t *codes, const uint32_t *scales, uint64_t k,
+                         uint64_t e);
+
 /* Little-endian fp16 at p, as a float (blocks are byte arrays: no alignment). */
 static inline float ffnrt_load_f16(const uint8_t *p) { return ffnrt_f16_to_f32((uint16_t)(p[0] | p[1] << 8)); }
 static inline void ffnrt_store_u16(uint8_t *p, uint16_t v)

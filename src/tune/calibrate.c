@@ -102,7 +102,7 @@ typedef struct ffn_arg {
 static ffnrt_status run_ffn(void *p)
 {
     ffn_arg *f = p;
-    return ffnrt_ffn_run(f->layer, f->x, f->y, "calibration");
+    return ffnrt_ffn_run(f->layer, f->x, f->y, "calibration", NULL);
 }
 
 ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
