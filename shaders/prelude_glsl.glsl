@@ -34,6 +34,15 @@ float ffn_two_prod_err(float a, float b, float p)
     return e;
 }
 #define TWO_PROD_ERR(a, b, p) ffn_two_prod_err((a), (b), (p))
+/* a*b - c exactly when it is a float (c close to a*b: Sterbenz), the
+ * residual of a quotient; one fma() where it is fused. */
+float ffn_prod_diff(float a, float b, float c)
+{
+    precise float p = a * b;
+    precise float e = (p - c) + ffn_two_prod_err(a, b, p);
+    return e;
+}
+#define PROD_DIFF(a, b, c) ffn_prod_diff((a), (b), (c))
 #define FABS(v) abs(v)
 uint ffn_mulhi(uint a, uint b)
 {

@@ -39,9 +39,16 @@ static inline float ffnrt_host_two_prod_err(float a, float b, float p)
     return ((ah * bh - p) + ah * bl + al * bh) + al * bl;
 }
 #define TWO_PROD_ERR(a, b, p) ffnrt_host_two_prod_err((a), (b), (p))
+static inline float ffnrt_host_prod_diff(float a, float b, float c)
+{
+    float p = a * b;
+    return (p - c) + ffnrt_host_two_prod_err(a, b, p);
+}
+#define PROD_DIFF(a, b, c) ffnrt_host_prod_diff((a), (b), (c))
 #else
 #define FMA(a, b, c) fmaf((a), (b), (c))
 #define TWO_PROD_ERR(a, b, p) fmaf((a), (b), -(p)) /* a*b - p exactly, p = a*b rounded */
+#define PROD_DIFF(a, b, c) fmaf((a), (b), -(c)) /* a*b - c exactly when it is a float */
 #endif
 #define FABS(v) fabsf(v)
 #define MULHI(a, b) ((uint)(((uint64_t)(a) * (b)) >> 32)) /* high 32 bits of a uint product */

@@ -21,6 +21,7 @@
 #define AS_FLOAT(v) as_float(v)
 #define FMA(a, b, c) fma((a), (b), (c)) /* correctly rounded in OpenCL's full profile */
 #define TWO_PROD_ERR(a, b, p) fma((a), (b), -(p)) /* a*b - p exactly, p = a*b rounded */
+#define PROD_DIFF(a, b, c) fma((a), (b), -(c)) /* a*b - c exactly when it is a float (c ~ a*b) */
 #define FABS(v) fabs(v)
 #define MULHI(a, b) ((uint)(((ulong)(a) * (ulong)(b)) >> 32)) /* high 32 bits of a uint product (mul_hi is a library call in PoCL) */
 #define FLOOR(v) floor(v)

@@ -1,11 +1,14 @@
 /* Exhaustive accuracy check of shaders/math.inc on the host: every one of the
  * 2^32 fp32 inputs against the double reference of tools/reference/reference.c.
  *
- *   cc -O2 -fopenmp -ffp-contract=off -std=gnu99 tools/math_exhaustive.c \
- *      tools/reference/reference.c -lm -o /tmp/math_exhaustive
- *   /tmp/math_exhaustive            # all functions (~1 h on 2 cores)
- *   /tmp/math_exhaustive gelu silu  # some of them
- *   /tmp/math_exhaustive -s 17 ...  # only every 17th bit pattern
+ *   cmake --build build --target math_exhaustive math_exhaustive_unfused
+ *   (or: cc -O2 -fopenmp -ffp-contract=off -std=gnu99 tools/math_exhaustive.c \
+ *      tools/reference/reference.c -lm -o /tmp/math_exhaustive, plus
+ *      -DFFNRT_HOST_UNFUSED_FMA for the model of a device whose fma() rounds
+ *      twice, like llvmpipe)
+ *   build/math_exhaustive            # all functions (~1 h on 2 cores)
+ *   build/math_exhaustive gelu silu  # some of them
+ *   build/math_exhaustive -s 17 ...  # only every 17th bit pattern
  *
  * Prints, per function, the max ULP error, the worst input, and the number
  * of inputs with error > 1 and > 2 ULP.  -ffp-contract=off is required. */
