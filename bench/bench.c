@@ -474,7 +474,7 @@ static int option_int(const char *opt, const char *v, int64_t min, int64_t max, 
     return -1;
 }
 
-static int mkdir_p(const char *dir)
+int bench_mkdir_p(const char *dir)
 {
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", dir);
@@ -490,7 +490,7 @@ static int mkdir_p(const char *dir)
     return stat(tmp, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
 }
 
-static int device_selected(const ffnrt_device_info *info, const char **names, int n)
+int bench_device_selected(const ffnrt_device_info *info, const char *const *names, int n)
 {
     if (n == 0)
         return 1;
@@ -507,6 +507,32 @@ static int device_selected(const ffnrt_device_info *info, const char **names, in
                     return 1;
     }
     return 0;
+}
+
+void bench_meta_init(bench_meta *m, const char *format, const char *preset)
+{
+    memset(m, 0, sizeof *m);
+    snprintf(m->format, sizeof m->format, "%s", format);
+    snprintf(m->version, sizeof m->version, "%s", FFNRT_VERSION_STRING);
+    snprintf(m->commit, sizeof m->commit, "%s", FFNRT_BENCH_COMMIT);
+    snprintf(m->preset, sizeof m->preset, "%s", preset);
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (gethostname(m->host, sizeof m->host - 1) != 0)
+        snprintf(m->host, sizeof m->host, "unknown");
+}
+
+void bench_meta_add_device(bench_meta *m, const ffnrt_device_info *info)
+{
+    if (m->ndevices >= BENCH_MAX_DEVICES)
+        return;
+    bench_device_meta *d = &m->devices[m->ndevices++];
+    snprintf(d->backend, sizeof d->backend, "%s", ffnrt_backend_name(info->backend));
+    bench_row_set(d->name, sizeof d->name, info->name);
+    snprintf(d->driver, sizeof d->driver, "%s", info->driver_version);
+    snprintf(d->api, sizeof d->api, "%s", info->api_version);
 }
 
 /* The bench; the option values it copies (split in place) go to lists,
@@ -530,7 +556,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
             return 2;
         }
         int rc = 0;
-        if (mkdir_p(dir) != 0) {
+        if (bench_mkdir_p(dir) != 0) {
             fprintf(stderr, "ffnrt bench --plot: cannot create %s\n", dir);
             rc = 1;
         } else {
@@ -780,17 +806,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     progress.start = bench_now_s();
 
     bench_meta meta;
-    memset(&meta, 0, sizeof meta);
-    snprintf(meta.format, sizeof meta.format, "ffnrt-bench-1");
-    snprintf(meta.version, sizeof meta.version, "%s", FFNRT_VERSION_STRING);
-    snprintf(meta.commit, sizeof meta.commit, "%s", FFNRT_BENCH_COMMIT);
-    snprintf(meta.preset, sizeof meta.preset, "%s", cfg.preset);
-    time_t now = time(NULL);
-    struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(meta.date, sizeof meta.date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (gethostname(meta.host, sizeof meta.host - 1) != 0)
-        snprintf(meta.host, sizeof meta.host, "unknown");
+    bench_meta_init(&meta, "ffnrt-bench-1", cfg.preset);
 
     size_t count = 0;
     int device_parts = do_parts & ((1 << NPARTS) - 1);
@@ -804,7 +820,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     int rc = 0, ran = 0;
     for (size_t i = 0; i < count; i++) {
         bench_device dev = {NULL, {0}, &meta};
-        if (ffnrt_device_get_info(i, &dev.info) != FFNRT_OK || !device_selected(&dev.info, devices, ndevices))
+        if (ffnrt_device_get_info(i, &dev.info) != FFNRT_OK || !bench_device_selected(&dev.info, devices, ndevices))
             continue;
         ffnrt_context_options co = FFNRT_CONTEXT_OPTIONS_INIT;
         co.backend = dev.info.backend;
@@ -816,11 +832,8 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
         }
         ran++;
         if (meta.ndevices < BENCH_MAX_DEVICES) {
-            bench_device_meta *d = &meta.devices[meta.ndevices++];
-            snprintf(d->backend, sizeof d->backend, "%s", ffnrt_backend_name(dev.info.backend));
-            bench_row_set(d->name, sizeof d->name, dev.info.name);
-            snprintf(d->driver, sizeof d->driver, "%s", dev.info.driver_version);
-            snprintf(d->api, sizeof d->api, "%s", dev.info.api_version);
+            bench_meta_add_device(&meta, &dev.info);
+            bench_device_meta *d = &meta.devices[meta.ndevices - 1];
             bench_row_set(dev.info.name, sizeof dev.info.name, dev.info.name); /* rows hold the cleaned name */
             if (cfg.verbose_rows) {
                 progress_clear();
@@ -867,7 +880,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     }
     if (out_dir && *out_dir) {
         char path[1200];
-        if (mkdir_p(out_dir) != 0) {
+        if (bench_mkdir_p(out_dir) != 0) {
             fprintf(stderr, "ffnrt bench: cannot create %s\n", out_dir);
             rc = 1;
         } else {

@@ -87,55 +87,12 @@ static int match_rows(const bench_rows *old, const bench_rows *new, size_t *matc
     return 0;
 }
 
-static void compare_usage(void)
+int bench_compare_rows(const char *const names[2], const bench_rows rows[2], const bench_meta meta[2],
+                       double threshold, int all, int by_ratio)
 {
-    fprintf(stderr, "usage: ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all] [--by time|ratio]\n"
-                    "  --by ratio compares each row's ratio to its same-run limit instead of its time: a machine\n"
-                    "  that is busier in one run slows the limits too, so ratios keep only what the change did\n"
-                    "  exit status 0: no regression, 1: regressions (flagged REGRESSION), 2: bad input\n");
-}
-
-int bench_compare_main(int argc, char **argv)
-{
-    const char *files[2] = {NULL, NULL};
-    double threshold = 0.05;
-    int all = 0, nfiles = 0, by_ratio = 0;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--threshold") == 0 && i + 1 < argc) {
-            if (cli_parse_double(argv[++i], 0, 1e6, &threshold) != 0) {
-                fprintf(stderr, "ffnrt bench --compare: --threshold %s: a finite number >= 0\n", argv[i]);
-                compare_usage();
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--by") == 0 && i + 1 < argc &&
-                   (strcmp(argv[i + 1], "time") == 0 || strcmp(argv[i + 1], "ratio") == 0)) {
-            by_ratio = strcmp(argv[++i], "ratio") == 0;
-        } else if (strcmp(argv[i], "--all") == 0) {
-            all = 1;
-        } else if (argv[i][0] != '-' && nfiles < 2) {
-            files[nfiles++] = argv[i];
-        } else {
-            compare_usage();
-            return 2;
-        }
-    }
-    if (nfiles != 2) {
-        compare_usage();
-        return 2;
-    }
-    bench_rows rows[2] = {{0}, {0}};
-    bench_meta meta[2];
-    char err[512];
-    for (int k = 0; k < 2; k++)
-        if (bench_read_json(files[k], &rows[k], &meta[k], err, sizeof err) != 0) {
-            fprintf(stderr, "ffnrt bench --compare: %s\n", err);
-            bench_rows_free(&rows[0]);
-            bench_rows_free(&rows[1]);
-            return 2;
-        }
-    printf("old: %s  ffnrt %s (commit %s), preset %s, %s\n", files[0], meta[0].version, meta[0].commit,
+    printf("old: %s  ffnrt %s (commit %s), preset %s, %s\n", names[0], meta[0].version, meta[0].commit,
            meta[0].preset, meta[0].date);
-    printf("new: %s  ffnrt %s (commit %s), preset %s, %s\n", files[1], meta[1].version, meta[1].commit,
+    printf("new: %s  ffnrt %s (commit %s), preset %s, %s\n", names[1], meta[1].version, meta[1].commit,
            meta[1].preset, meta[1].date);
     printf("%s (> 1: slower); a row is flagged when it moves by more than\n",
            by_ratio ? "new/old is old ratio-to-limit over new (--by ratio)" : "new/old is the ratio of median times");
@@ -154,8 +111,6 @@ int bench_compare_main(int argc, char **argv)
         match_rows(&rows[0], &rows[1], match, used, 0) != 0) {
         free(used);
         free(match);
-        bench_rows_free(&rows[0]);
-        bench_rows_free(&rows[1]);
         fprintf(stderr, "ffnrt bench --compare: out of memory\n");
         return 2;
     }
@@ -213,11 +168,62 @@ int bench_compare_main(int argc, char **argv)
            regressions, improvements, only_old, only_new);
     free(used);
     free(match);
-    bench_rows_free(&rows[0]);
-    bench_rows_free(&rows[1]);
     if (matched == 0) {
-        fprintf(stderr, "ffnrt bench --compare: no row of %s matches a row of %s\n", files[0], files[1]);
+        fprintf(stderr, "ffnrt bench --compare: no row of %s matches a row of %s\n", names[0], names[1]);
         return 2;
     }
     return regressions ? 1 : 0;
+}
+
+static void compare_usage(void)
+{
+    fprintf(stderr, "usage: ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all] [--by time|ratio]\n"
+                    "  --by ratio compares each row's ratio to its same-run limit instead of its time: a machine\n"
+                    "  that is busier in one run slows the limits too, so ratios keep only what the change did\n"
+                    "  exit status 0: no regression, 1: regressions (flagged REGRESSION), 2: bad input\n");
+}
+
+int bench_compare_main(int argc, char **argv)
+{
+    const char *files[2] = {NULL, NULL};
+    double threshold = 0.05;
+    int all = 0, nfiles = 0, by_ratio = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--threshold") == 0 && i + 1 < argc) {
+            if (cli_parse_double(argv[++i], 0, 1e6, &threshold) != 0) {
+                fprintf(stderr, "ffnrt bench --compare: --threshold %s: a finite number >= 0\n", argv[i]);
+                compare_usage();
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--by") == 0 && i + 1 < argc &&
+                   (strcmp(argv[i + 1], "time") == 0 || strcmp(argv[i + 1], "ratio") == 0)) {
+            by_ratio = strcmp(argv[++i], "ratio") == 0;
+        } else if (strcmp(argv[i], "--all") == 0) {
+            all = 1;
+        } else if (argv[i][0] != '-' && nfiles < 2) {
+            files[nfiles++] = argv[i];
+        } else {
+            compare_usage();
+            return 2;
+        }
+    }
+    if (nfiles != 2) {
+        compare_usage();
+        return 2;
+    }
+    bench_rows rows[2] = {{0}, {0}};
+    bench_meta meta[2];
+    char err[512];
+    for (int k = 0; k < 2; k++)
+        if (bench_read_json(files[k], &rows[k], &meta[k], err, sizeof err) != 0) {
+            fprintf(stderr, "ffnrt bench --compare: %s\n", err);
+            bench_rows_free(&rows[0]);
+            bench_rows_free(&rows[1]);
+            return 2;
+        }
+    const char *names[2] = {files[0], files[1]};
+    int rc = bench_compare_rows(names, rows, meta, threshold, all, by_ratio);
+    bench_rows_free(&rows[0]);
+    bench_rows_free(&rows[1]);
+    return rc;
 }

@@ -337,6 +337,10 @@ int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, 
         for (size_t i = 0; notes && notes->type == J_ARR && i < notes->n && m->nnotes < BENCH_MAX_NOTES; i++)
             if (notes->items[i].type == J_STR)
                 snprintf(m->notes[m->nnotes++], sizeof m->notes[0], "%s", notes->items[i].str);
+        const jval *fields = get(&root, "fields");
+        for (size_t i = 0; fields && fields->type == J_OBJ && i < fields->n; i++)
+            if (fields->items[i].type == J_STR)
+                bench_meta_set_field(m, fields->keys[i], fields->items[i].str);
         const jval *devs = get(&root, "devices");
         for (size_t i = 0; devs && devs->type == J_ARR && i < devs->n && m->ndevices < BENCH_MAX_DEVICES; i++) {
             bench_device_meta *d = &m->devices[m->ndevices++];
@@ -387,6 +391,10 @@ int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, 
             r->host_ns = get_n(o, "host_ns");
             r->rate = get_n(o, "rate");
             r->ratio = get_n(o, "ratio");
+            const jval *metrics = get(o, "metrics");
+            for (size_t k = 0; metrics && metrics->type == J_OBJ && k < metrics->n; k++)
+                if (metrics->items[k].type == J_NUM)
+                    bench_row_metric(r, metrics->keys[k], metrics->items[k].num);
             if (!r->group[0] || !r->op[0]) {
                 snprintf(err, err_len, "%s: row %zu has no group or op", path, i);
                 rc = -1;

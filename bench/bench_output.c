@@ -42,6 +42,9 @@ void bench_print_table(FILE *f, const bench_rows *rs, const bench_meta *m)
         fprintf(f, "peer %s\n", m->peers[p]);
     for (int p = 0; p < m->nnotes; p++)
         fprintf(f, "note %s\n", m->notes[p]);
+    for (int p = 0; p < m->nfields; p++)
+        fprintf(f, "%s: %s%s", m->fields[p].name, m->fields[p].value,
+                strchr(m->fields[p].value, '\n') ? "" : "\n");
     /* Devices first, then rows of no listed device (the host peer). */
     for (int d = 0; d <= m->ndevices; d++) {
         int header = 0;
@@ -99,12 +102,33 @@ static void csv_string(FILE *f, const char *s, char sep)
     fputc(sep, f);
 }
 
+/* The metric names of the rows, in first-seen order (at most max). */
+static int metric_names(const bench_rows *rs, const char **names, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < rs->n; i++)
+        for (int k = 0; k < rs->v[i].nmetrics; k++) {
+            const char *name = rs->v[i].metrics[k].name;
+            int seen = 0;
+            for (int j = 0; j < n && !seen; j++)
+                seen = strcmp(names[j], name) == 0;
+            if (!seen && n < max)
+                names[n++] = name;
+        }
+    return n;
+}
+
 int bench_write_csv(const char *path, const bench_rows *rs, const bench_meta *m)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    fprintf(f, "%s\n", CSV_COLUMNS);
+    const char *metrics[64];
+    int nmetrics = metric_names(rs, metrics, 64);
+    fprintf(f, "%s", CSV_COLUMNS);
+    for (int k = 0; k < nmetrics; k++)
+        fprintf(f, ",%s", metrics[k]);
+    fprintf(f, "\n");
     for (size_t i = 0; i < rs->n; i++) {
         const bench_row *r = &rs->v[i];
         const bench_device_meta *d = device_of(r, m);
@@ -116,7 +140,13 @@ int bench_write_csv(const char *path, const bench_rows *rs, const bench_meta *m)
         fprintf(f, "%.17g,%d,%.9g,%.9g,%.9g,%.6f,%.9g,%s,%.6g,%s,%.6f,%s,", fin(r->size), r->runs, fin(r->median_ns),
                 fin(r->min_ns), fin(r->max_ns), fin(r->spread), fin(r->host_ns), r->timing, fin(r->rate), r->rate_unit,
                 fin(r->ratio), r->ratio_to);
-        csv_string(f, r->note, '\n');
+        csv_string(f, r->note, nmetrics ? ',' : '\n');
+        for (int k = 0; k < nmetrics; k++) {
+            double v = bench_row_get(r, metrics[k]);
+            if (isfinite(v))
+                fprintf(f, "%.17g", v);
+            fputc(k + 1 < nmetrics ? ',' : '\n', f);
+        }
     }
     return fclose(f) == 0 ? 0 : -1;
 }
@@ -189,7 +219,13 @@ int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m
         fputs(p ? ", " : "", f);
         json_string(f, m->notes[p]);
     }
-    fputs("],\n  \"rows\": [", f);
+    fputs("],\n  \"fields\": {", f);
+    for (int p = 0; p < m->nfields; p++) {
+        fputs(p ? ",\n    " : "\n    ", f);
+        json_field_s(f, m->fields[p].name, m->fields[p].value, 0);
+    }
+    fputs(m->nfields ? "\n  }" : "}", f);
+    fputs(",\n  \"rows\": [", f);
     for (size_t i = 0; i < rs->n; i++) {
         const bench_row *r = &rs->v[i];
         fputs(i ? ",\n    {" : "\n    {", f);
@@ -214,6 +250,12 @@ int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m
         json_field_n(f, "ratio", r->ratio, 1);
         json_field_s(f, "ratio_to", r->ratio_to, 1);
         json_field_s(f, "note", r->note, 0);
+        if (r->nmetrics) {
+            fputs(", \"metrics\": {", f);
+            for (int k = 0; k < r->nmetrics; k++)
+                json_field_n(f, r->metrics[k].name, r->metrics[k].value, k + 1 < r->nmetrics);
+            fputc('}', f);
+        }
         fputc('}', f);
     }
     fputs("\n  ]\n}\n", f);
@@ -462,7 +504,114 @@ static int plot_roofline(FILE *gp, const char *dir, const bench_rows *rs, const 
     return 1;
 }
 
-int bench_write_plots(const char *dir, const bench_rows *rs, const bench_meta *m, char *why, size_t why_len)
+/* A plot of the scatter kind (bench_report.h): one point per row of the
+ * group on device d that has both figures, each its own series (the
+ * legend names it), the criteria's limits as dashed lines. */
+static double scatter_value(const bench_row *r, const char *name, double scale)
+{
+    if (strcmp(name, "rate") == 0)
+        return r->rate * scale;
+    if (strcmp(name, "size") == 0)
+        return r->size * scale;
+    return bench_row_get(r, name) * scale;
+}
+
+int bench_plot_scatter(FILE *gp, const char *dir, const char *file, const bench_rows *rs, const bench_meta *m, int d,
+                       const void *arg)
+{
+    const bench_scatter *sc = arg;
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.dat", dir, file);
+    /* The ranges: the points and the limits (gnuplot's autoscale would
+     * leave a limit outside the frame). */
+    int n = 0;
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY}, lim[2] = {sc->x_limit, sc->y_limit};
+    for (size_t i = 0; i < rs->n; i++) {
+        const bench_row *r = &rs->v[i];
+        double v[2] = {scatter_value(r, sc->x, sc->x_scale), scatter_value(r, sc->y, sc->y_scale)};
+        if (strcmp(r->group, sc->group) != 0 || !same_device(r, &m->devices[d]) || !isfinite(v[0]) || !isfinite(v[1]))
+            continue;
+        n++;
+        for (int a = 0; a < 2; a++)
+            lo[a] = fmin(lo[a], v[a]), hi[a] = fmax(hi[a], v[a]);
+    }
+    if (n == 0)
+        return 0;
+    for (int a = 0; a < 2; a++) {
+        if (lim[a] > 0)
+            lo[a] = fmin(lo[a], lim[a]), hi[a] = fmax(hi[a], lim[a]);
+        double span = hi[a] - lo[a] > 0 ? hi[a] - lo[a] : fabs(hi[a]) > 0 ? fabs(hi[a]) : 1;
+        lo[a] -= 0.08 * span;
+        hi[a] += 0.08 * span;
+        if (lo[a] < 0 && hi[a] - 0.08 * span >= 0 && lo[a] + 0.08 * span >= 0)
+            lo[a] = 0; /* no negative axis for figures that cannot be negative */
+    }
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fprintf(gp, "set title \"%s (%s): %s\" noenhanced\n", m->devices[d].name, m->devices[d].backend, sc->title);
+    fprintf(gp, "set xlabel \"%s\" noenhanced\nset ylabel \"%s\" noenhanced\nset key below\n", sc->x_label,
+            sc->y_label);
+    fprintf(gp, "%s\n%s\n", sc->log_x ? "set logscale x" : "unset logscale x",
+            sc->log_y ? "set logscale y" : "unset logscale y");
+    if (!sc->log_x)
+        fprintf(gp, "set xrange [%.9g:%.9g]\n", lo[0], hi[0]);
+    if (!sc->log_y)
+        fprintf(gp, "set yrange [%.9g:%.9g]\n", lo[1], hi[1]);
+    if (sc->x_limit > 0)
+        fprintf(gp, "set arrow from %.9g, graph 0 to %.9g, graph 1 nohead lw 2 lc rgb \"black\" dt 2\n", sc->x_limit,
+                sc->x_limit);
+    if (sc->y_limit > 0)
+        fprintf(gp, "set arrow from graph 0, first %.9g to graph 1, first %.9g nohead lw 2 lc rgb \"black\" dt 2\n",
+                sc->y_limit, sc->y_limit);
+    fprintf(gp, "plot ");
+    /* An op "NAME+VARIANT" takes NAME's colour and VARIANT's point shape,
+     * so the variants of one function read as one family. */
+    static const int filled[] = {5, 7, 9, 11, 13}, open[] = {4, 6, 8, 10, 12};
+    char bases[32][40], variants[8][40];
+    int nb = 0, nv = 0, k = 0;
+    for (size_t i = 0; i < rs->n; i++) {
+        const bench_row *r = &rs->v[i];
+        double x = scatter_value(r, sc->x, sc->x_scale), y = scatter_value(r, sc->y, sc->y_scale);
+        if (strcmp(r->group, sc->group) != 0 || !same_device(r, &m->devices[d]) || !isfinite(x) || !isfinite(y))
+            continue;
+        char base[40], *plus;
+        snprintf(base, sizeof base, "%s", r->op);
+        const char *variant = (plus = strchr(base, '+')) ? r->op + (plus - base) + 1 : "";
+        if (plus)
+            *plus = 0;
+        int b = 0, v = 0;
+        while (b < nb && strcmp(bases[b], base) != 0)
+            b++;
+        if (b == nb && nb < 32)
+            snprintf(bases[nb++], sizeof bases[0], "%s", base);
+        while (v < nv && strcmp(variants[v], variant) != 0)
+            v++;
+        if (v == nv && nv < 8)
+            snprintf(variants[nv++], sizeof variants[0], "%s", variant);
+        fprintf(f, "# %s %s\n%.9g %.9g\n\n\n", r->op, r->dtype, x, y);
+        fprintf(gp, "%s'%s' index %d using 1:2 with points pt %d ps 1.8 lc %d title \"%s %s\" noenhanced",
+                k ? ", " : "", path, k, (v % 2 ? open : filled)[(v / 2) % 5], b + 1, r->op, r->dtype);
+        k++;
+    }
+    fprintf(gp, "\n");
+    fclose(f);
+    return 1;
+}
+
+static const char *const plot_terms[2][2] = {{"pngcairo size 1100,600 font \"sans,10\"", "png"},
+                                             {"svg size 1100,600 dynamic font \"sans,10\"", "svg"}};
+
+static void plot_file(const bench_plot *p, const bench_meta *m, int d, char *out, size_t len)
+{
+    char tag[40] = "";
+    if (p->per_device)
+        device_tag(m, d, tag, sizeof tag);
+    snprintf(out, len, "%s%s%s", p->name, p->per_device ? "_" : "", tag);
+}
+
+int bench_draw_plots(const char *dir, const bench_plot *plots, size_t nplots, const bench_rows *rs,
+                     const bench_meta *m, char *why, size_t why_len)
 {
     if (!gnuplot_present()) {
         snprintf(why, why_len, "gnuplot not found (Debian: apt-get install gnuplot-nox); no plots");
@@ -475,51 +624,73 @@ int bench_write_plots(const char *dir, const bench_rows *rs, const bench_meta *m
         snprintf(why, why_len, "cannot write %s", script);
         return -1;
     }
-    static const char *terms[2][2] = {{"pngcairo size 1100,600 font \"sans,10\"", "png"},
-                                      {"svg size 1100,600 dynamic font \"sans,10\"", "svg"}};
-    int plots = 0;
+    int drawn = 0;
     for (int t = 0; t < 2; t++) {
-        fprintf(gp, "set terminal %s\n", terms[t][0]);
-        for (int d = 0; d < m->ndevices; d++) {
-            char tag[40];
-            device_tag(m, d, tag, sizeof tag);
-            fprintf(gp, "reset\nset output '%s/throughput_%s.%s'\nset grid\n", dir, tag, terms[t][1]);
-            plots += plot_throughput(gp, dir, rs, m, d);
-            fprintf(gp, "reset\nset output '%s/ffn_%s.%s'\nset grid\n", dir, tag, terms[t][1]);
-            plots += plot_ffn(gp, dir, rs, m, d);
-        }
-        fprintf(gp, "reset\nset output '%s/roofline_elementwise.%s'\nset grid ytics\n", dir, terms[t][1]);
-        plots += plot_roofline(gp, dir, rs, m, "elementwise");
-        fprintf(gp, "reset\nset output '%s/roofline_ffn.%s'\nset grid ytics\n", dir, terms[t][1]);
-        plots += plot_roofline(gp, dir, rs, m, "ffn");
+        fprintf(gp, "set terminal %s\n", plot_terms[t][0]);
+        for (size_t p = 0; p < nplots; p++)
+            for (int d = 0; d < (plots[p].per_device ? m->ndevices : 1); d++) {
+                char file[200];
+                plot_file(&plots[p], m, d, file, sizeof file);
+                fprintf(gp, "reset\nset output '%s/%s.%s'\n%s\n", dir, file, plot_terms[t][1],
+                        plots[p].grid ? plots[p].grid : "set grid");
+                drawn += plots[p].draw(gp, dir, file, rs, m, d, plots[p].arg);
+            }
         fprintf(gp, "unset output\n");
     }
     fclose(gp);
-    if (plots == 0) {
+    if (drawn == 0) {
         snprintf(why, why_len, "nothing to plot");
         return -1;
     }
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>'%s/plots.log'", script, dir);
-    int rc = system(cmd);
-    if (rc != 0) {
+    if (system(cmd) != 0) {
         snprintf(why, why_len, "gnuplot failed (see %s/plots.log)", dir);
         return -1;
     }
     /* gnuplot leaves an empty file behind for an output it never drew. */
-    for (int d = -2; d < m->ndevices; d++)
-        for (int k = 0; k < 2; k++)
+    for (size_t p = 0; p < nplots; p++)
+        for (int d = 0; d < (plots[p].per_device ? m->ndevices : 1); d++)
             for (int t = 0; t < 2; t++) {
-                static const char *names[2][2] = {{"throughput_", "ffn_"}, {"roofline_elementwise", "roofline_ffn"}};
-                char tag[40] = "", p[1100];
+                char file[200], path[1400];
                 struct stat st;
-                if (d >= 0)
-                    device_tag(m, d, tag, sizeof tag);
-                else if (d == -1)
-                    continue;
-                snprintf(p, sizeof p, "%s/%s%s.%s", dir, names[d < 0][k], tag, terms[t][1]);
-                if (stat(p, &st) == 0 && st.st_size == 0)
-                    remove(p);
+                plot_file(&plots[p], m, d, file, sizeof file);
+                snprintf(path, sizeof path, "%s/%s.%s", dir, file, plot_terms[t][1]);
+                if (stat(path, &st) == 0 && st.st_size == 0)
+                    remove(path);
             }
     return 0;
+}
+
+/* The bench's own plots, as the table the driver walks. */
+static int draw_throughput(FILE *gp, const char *dir, const char *file, const bench_rows *rs, const bench_meta *m,
+                           int d, const void *arg)
+{
+    (void)file, (void)arg;
+    return plot_throughput(gp, dir, rs, m, d);
+}
+
+static int draw_ffn(FILE *gp, const char *dir, const char *file, const bench_rows *rs, const bench_meta *m, int d,
+                    const void *arg)
+{
+    (void)file, (void)arg;
+    return plot_ffn(gp, dir, rs, m, d);
+}
+
+static int draw_roofline(FILE *gp, const char *dir, const char *file, const bench_rows *rs, const bench_meta *m,
+                         int d, const void *arg)
+{
+    (void)file, (void)d;
+    return plot_roofline(gp, dir, rs, m, arg);
+}
+
+int bench_write_plots(const char *dir, const bench_rows *rs, const bench_meta *m, char *why, size_t why_len)
+{
+    static const bench_plot plots[] = {
+        {"throughput", 1, draw_throughput, NULL, NULL},
+        {"ffn", 1, draw_ffn, NULL, NULL},
+        {"roofline_elementwise", 0, draw_roofline, "elementwise", "set grid ytics"},
+        {"roofline_ffn", 0, draw_roofline, "ffn", "set grid ytics"},
+    };
+    return bench_draw_plots(dir, plots, sizeof plots / sizeof plots[0], rs, m, why, why_len);
 }

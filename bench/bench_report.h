@@ -9,6 +9,7 @@
 #define BENCH_MAX_DEVICES 16
 #define BENCH_MAX_PEERS 8
 #define BENCH_MAX_NOTES 8
+#define BENCH_MAX_FIELDS 16
 
 typedef struct bench_device_meta {
     char backend[16], name[128], driver[128], api[96];
@@ -36,12 +37,38 @@ typedef struct bench_meta {
     int npeers;
     char notes[BENCH_MAX_NOTES][320]; /* what could not run, and why ("start: no cold rows: ...") */
     int nnotes;
+    /* Named strings a kind of run adds to its identity (the compare
+     * command's criteria, their SHA-256 and time, its widths): the JSON's
+     * "fields" object, printed above the table. */
+    struct {
+        char name[32];
+        char value[1200];
+    } fields[BENCH_MAX_FIELDS];
+    int nfields;
 } bench_meta;
+
+/* Sets (or adds) a field; ignored when full. */
+void bench_meta_set_field(bench_meta *m, const char *name, const char *value);
+/* A field's value, or NULL. */
+const char *bench_meta_field(const bench_meta *m, const char *name);
+
+/* A run's identity: format, ffnrt's version and commit, preset, date, host. */
+void bench_meta_init(bench_meta *m, const char *format, const char *preset);
+struct ffnrt_device_info;
+/* Lists a device of the run (its name cleaned as rows hold it). */
+void bench_meta_add_device(bench_meta *m, const struct ffnrt_device_info *info);
+/* mkdir -p; 0 when dir is a directory afterwards. */
+int bench_mkdir_p(const char *dir);
+/* 1 when a device passes a --device list (backend, or a case-insensitive
+ * substring of its name, vendor or API version); an empty list passes all. */
+int bench_device_selected(const struct ffnrt_device_info *info, const char *const *names, int n);
 
 void bench_meta_add_peer(bench_meta *m, const char *text);
 /* Something that could not run: kept in the table and JSON, and printed on
  * stderr now. */
 void bench_meta_add_note(bench_meta *m, const char *text);
+/* The same without printing (once per distinct text). */
+void bench_meta_keep_note(bench_meta *m, const char *text);
 
 /* "warm-up calls (kernel builds ...): X s of the Y s; measuring: Z s", one
  * line (a static buffer). */
@@ -59,6 +86,37 @@ int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m
  * reason in why (gnuplot absent, nothing to plot, ...). */
 int bench_write_plots(const char *dir, const bench_rows *rs, const bench_meta *m, char *why, size_t why_len);
 
+/* The plot driver: each plot writes its data file(s) and gnuplot commands
+ * into the script (returning 1 when it drew something), for PNG and SVG,
+ * per device (file NAME_<backend><n>) or once (NAME); gnuplot then runs
+ * once, and outputs it never drew are removed. */
+typedef struct bench_plot {
+    const char *name;
+    int per_device;
+    int (*draw)(FILE *gp, const char *dir, const char *file, const bench_rows *rs, const bench_meta *m, int device,
+                const void *arg);
+    const void *arg;
+    const char *grid; /* the gnuplot grid command, NULL: "set grid" */
+} bench_plot;
+int bench_draw_plots(const char *dir, const bench_plot *plots, size_t nplots, const bench_rows *rs,
+                     const bench_meta *m, char *why, size_t why_len);
+
+/* A scatter plot (a bench_plot's draw with this as its arg): one point per
+ * row of `group` on the device, x and y a metric's name or "rate" or
+ * "size" (times the scale), each point its own legend entry (op and
+ * dtype), and dashed lines at the limits where they are > 0 (in plotted
+ * units). */
+typedef struct bench_scatter {
+    const char *group;
+    const char *x, *y;
+    double x_scale, y_scale;
+    const char *title, *x_label, *y_label;
+    int log_x, log_y;
+    double x_limit, y_limit;
+} bench_scatter;
+int bench_plot_scatter(FILE *gp, const char *dir, const char *file, const bench_rows *rs, const bench_meta *m,
+                       int device, const void *arg);
+
 /* Reads a file bench_write_json wrote. 0 on success; -1 with a message in
  * err (file, line and what was expected) for anything else. */
 int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, size_t err_len);
@@ -68,5 +126,9 @@ int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, 
  * larger of the two runs' own jitter ((median - min) / median) and at least
  * the threshold (0.05 by default). Returns 0 (no regression), 1 (regressions), 2 (bad input). */
 int bench_compare_main(int argc, char **argv);
+/* The same on two runs already read (names label them): prints the
+ * comparison and returns 0, 1 or 2 (no row matched) likewise. */
+int bench_compare_rows(const char *const names[2], const bench_rows rows[2], const bench_meta meta[2],
+                       double threshold, int all, int by_ratio);
 
 #endif

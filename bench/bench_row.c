@@ -2,6 +2,7 @@
 #include "bench_report.h"
 #include "bench_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,29 @@ void bench_row_set(char *field, size_t len, const char *src)
     field[i] = 0;
 }
 
+void bench_row_metric(bench_row *r, const char *name, double value)
+{
+    if (!isfinite(value))
+        return;
+    for (int i = 0; i < r->nmetrics; i++)
+        if (strcmp(r->metrics[i].name, name) == 0) {
+            r->metrics[i].value = value;
+            return;
+        }
+    if (r->nmetrics < BENCH_MAX_METRICS) {
+        BENCH_SET(r->metrics[r->nmetrics].name, name);
+        r->metrics[r->nmetrics++].value = value;
+    }
+}
+
+double bench_row_get(const bench_row *r, const char *name)
+{
+    for (int i = 0; i < r->nmetrics; i++)
+        if (strcmp(r->metrics[i].name, name) == 0)
+            return r->metrics[i].value;
+    return NAN;
+}
+
 void bench_row_times(bench_row *r, double *dev, double *host, int n)
 {
     if (n <= 0)
@@ -74,6 +98,11 @@ const char *bench_time_split(const bench_meta *m)
 void bench_meta_add_note(bench_meta *m, const char *text)
 {
     fprintf(stderr, "ffnrt bench: %s\n", text);
+    bench_meta_keep_note(m, text);
+}
+
+void bench_meta_keep_note(bench_meta *m, const char *text)
+{
     for (int i = 0; i < m->nnotes; i++)
         if (strcmp(m->notes[i], text) == 0)
             return;
@@ -88,4 +117,25 @@ void bench_meta_add_peer(bench_meta *m, const char *text)
             return;
     if (m->npeers < BENCH_MAX_PEERS)
         snprintf(m->peers[m->npeers++], sizeof m->peers[0], "%s", text);
+}
+
+void bench_meta_set_field(bench_meta *m, const char *name, const char *value)
+{
+    int i = 0;
+    while (i < m->nfields && strcmp(m->fields[i].name, name) != 0)
+        i++;
+    if (i == BENCH_MAX_FIELDS)
+        return;
+    if (i == m->nfields)
+        m->nfields++;
+    bench_row_set(m->fields[i].name, sizeof m->fields[i].name, name); /* written into JSON unescaped */
+    snprintf(m->fields[i].value, sizeof m->fields[i].value, "%s", value);
+}
+
+const char *bench_meta_field(const bench_meta *m, const char *name)
+{
+    for (int i = 0; i < m->nfields; i++)
+        if (strcmp(m->fields[i].name, name) == 0)
+            return m->fields[i].value;
+    return NULL;
 }

@@ -13,6 +13,14 @@
 
 #include <stddef.h>
 
+/* A named figure a kind of row adds beside the common ones (the compare
+ * command's parameters, FLOPs and bytes per token, memory, verdicts). */
+#define BENCH_MAX_METRICS 32
+typedef struct bench_metric {
+    char name[20];
+    double value;
+} bench_metric;
+
 typedef struct bench_row {
     /* Identity (strings, printed as-is; bench_row_set keeps quotes out). */
     char group[24];    /* "limit", "elementwise", "ffn", "peer", "start", ... */
@@ -36,6 +44,11 @@ typedef struct bench_row {
     double ratio;      /* rate over the limit named by ratio_to (0: none) */
     char ratio_to[24]; /* "copy", "gemm", "host-copy", ... measured in the same run, same device */
     char note[64];     /* free text for people; not compared */
+    /* Named figures of this kind of row: JSON writes them as the row's
+     * "metrics" object, CSV as one column each (the union of the rows'
+     * names); --compare leaves them alone. Non-finite values are not kept. */
+    bench_metric metrics[BENCH_MAX_METRICS];
+    int nmetrics;
 } bench_row;
 
 typedef struct bench_rows {
@@ -52,6 +65,11 @@ void bench_row_key(const bench_row *r, char *out, size_t len);
  * and control characters (which tables and plot scripts cannot take). */
 void bench_row_set(char *field, size_t len, const char *src);
 #define BENCH_SET(field, src) bench_row_set((field), sizeof(field), (src))
+
+/* Sets (or adds) a metric; ignored when full or not finite. */
+void bench_row_metric(bench_row *r, const char *name, double value);
+/* A metric's value, or NAN when the row has none of that name. */
+double bench_row_get(const bench_row *r, const char *name);
 
 /* Fills the measurement fields from n device times and n host times
  * (seconds; both arrays are sorted). dev may equal NULL: host timing. */

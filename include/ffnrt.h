@@ -222,6 +222,13 @@ FFNRT_API uint64_t ffnrt_context_validation_messages(const ffnrt_context *ctx);
  * profiling events; 0 if the device gave none. */
 FFNRT_API ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx,
                                                   uint64_t *device_ns);
+/* Device memory held by the context's own tensors (weights, inputs,
+ * outputs and FFN layers' intermediates, as allocated: whole 32-bit words;
+ * the app's wrapped buffers are not counted), now and at most since the
+ * context was created or the peak was last reset. reset_peak = 1 first
+ * sets the peak to what is held now, so a peak read later is that of the
+ * calls in between. in_use and peak may be NULL. */
+FFNRT_API ffnrt_status ffnrt_context_memory(ffnrt_context *ctx, uint64_t *in_use, uint64_t *peak, int reset_peak);
 
 /* Asynchronous mode. With async on, ops submit their work to the device and
  * return without waiting; ffnrt_context_wait blocks until everything

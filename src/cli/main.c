@@ -1,6 +1,7 @@
-/* The ffnrt command: devices, run, check, bench. */
+/* The ffnrt command: devices, plan, run, check, bench, compare. */
 #include "bench.h"
 #include "check.h"
+#include "compare_cli.h"
 #include "numbers.h"
 #include "plan_cli.h"
 #include "run.h"
@@ -106,6 +107,8 @@ static void usage(FILE *f)
                     "  check --quant ...    a layer's error with its weights quantized to each format, on a device\n"
                     "  bench [options]      the device bench harness (ffnrt bench --help)\n"
                     "  bench --compare OLD.json NEW.json   per-row ratios of two runs, regressions flagged\n"
+                    "  compare [options]    dense and gated FFNs at equal parameters, judged against criteria fixed\n"
+                    "                       before the run (ffnrt compare --help)\n"
                     "environment: FFNRT_DEVICE (\"opencl\", \"vulkan:0\", \"pocl\", ...), FFNRT_VALIDATION=1,\n"
                     "             FFNRT_LIMITS (\"max_buffer_range=65536,max_workgroup_count=64\")\n");
 }
@@ -131,6 +134,8 @@ int main(int argc, char **argv)
         return ffnrt_check_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "bench") == 0)
         return ffnrt_bench_main(argc - 2, argv + 2);
+    if (strcmp(argv[1], "compare") == 0)
+        return ffnrt_compare_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "--version") == 0) {
         printf("ffnrt %s\n", FFNRT_VERSION_STRING);
         return 0;

@@ -312,6 +312,24 @@ ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx, uint64_t *devi
     return err.status;
 }
 
+ffnrt_status ffnrt_context_memory(ffnrt_context *ctx, uint64_t *in_use, uint64_t *peak, int reset_peak)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (!ctx) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_memory: ctx is NULL");
+    } else {
+        if (reset_peak)
+            ctx->allocated_peak = ctx->allocated;
+        if (in_use)
+            *in_use = ctx->allocated;
+        if (peak)
+            *peak = ctx->allocated_peak;
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
 /* ----------------------------------------------------------- kernel cache */
 
 /* Kernel text: the API's prelude, the build defines, then the shared

@@ -116,6 +116,7 @@ struct ffnrt_context {
      * tensors (0: none), so running out of memory can be tested anywhere. */
     uint64_t max_memory;
     uint64_t allocated; /* bytes of the live tensors' buffers */
+    uint64_t allocated_peak; /* the most `allocated` reached since creation or ffnrt_context_memory's reset */
     /* Statistics (ops/stats.c): ffnrt_context_set_stats's options
      * (stats_set: given), the buffer the statistics kernels add into and
      * the zeros it starts each call from, the last call's statistics. */

@@ -113,6 +113,8 @@ ffnrt_status ffnrt_tensor_alloc(ffnrt_context *ctx, ffnrt_dtype dtype, size_t nd
     }
     t->charged = padded;
     ctx->allocated += padded;
+    if (ctx->allocated > ctx->allocated_peak)
+        ctx->allocated_peak = ctx->allocated;
     ffnrt_tensor_link(ctx, t);
     *out = t;
     return FFNRT_OK;

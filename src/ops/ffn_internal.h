@@ -31,8 +31,6 @@ struct ffnrt_ffn {
 
 static inline int ffnrt_ffn_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }
 
-/* Checks a descriptor (err: the context's, or a call's own). */
-ffnrt_status ffnrt_ffn_check_desc(ffnrt_error *err, const ffnrt_ffn_desc *d, const char *fn);
 /* Checks a forward's x and y against the layer. */
 ffnrt_status ffnrt_ffn_check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn);
 /* The layer's intermediates for `tokens` tokens (g and v for the unfused

@@ -249,6 +249,12 @@ ffnrt_status ffnrt_ffn_create_from_tensors(ffnrt_context *ctx, const ffnrt_ffn_d
     static const char fn[] = "ffnrt_ffn_create_from_tensors";
     if (!ctx)
         return ffnrt_null_handle(fn, "ctx");
+    return ffnrt_context_finish_call(ctx, ffnrt_ffn_build_on_tensors(ctx, desc, weights, fn, out));
+}
+
+ffnrt_status ffnrt_ffn_build_on_tensors(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
+                                        const ffnrt_ffn_weight_tensors *weights, const char *fn, ffnrt_ffn **out)
+{
     if (out)
         *out = NULL;
     ffnrt_status st = ffnrt_ffn_check_desc(&ctx->error, desc, fn);
@@ -303,7 +309,7 @@ ffnrt_status ffnrt_ffn_create_from_tensors(ffnrt_context *ctx, const ffnrt_ffn_d
             ffnrt_tensor_free(scales[s]);
         }
     }
-    return ffnrt_context_finish_call(ctx, st);
+    return st;
 }
 
 ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,

@@ -56,6 +56,12 @@ ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
  * sets ctx->last_op_ns to the block's device time). */
 ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,
                              const char *fn, ffnrt_ffn **out);
+/* Checks an FFN descriptor as ffnrt_ffn_create does (err: the context's,
+ * or a call's own). */
+ffnrt_status ffnrt_ffn_check_desc(ffnrt_error *err, const ffnrt_ffn_desc *d, const char *fn);
+/* A layer over device tensors it does not own (ffnrt_ffn_create_from_tensors). */
+ffnrt_status ffnrt_ffn_build_on_tensors(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
+                                        const ffnrt_ffn_weight_tensors *weights, const char *fn, ffnrt_ffn **out);
 ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn,
                            struct ffnrt_stats_call *stats);
 

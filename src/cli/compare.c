@@ -1,0 +1,498 @@
+/* ffnrt compare: the seed's controlled comparison of FFN forms on every
+ * device found (or those --device names), judged against criteria fixed
+ * before anything runs. The library (ffnrt_compare.h) measures and
+ * judges; the report is the bench's rows and outputs (compare_report.h). */
+#include "compare_cli.h"
+#include "compare_report.h"
+#include "numbers.h"
+
+#include "ffnrt_compare.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: ffnrt compare --d N (--m N | --budget N) [--multiple N] [criteria] [options]\n"
+            "       ffnrt compare --plot REPORT.json [DIR]     (the table and plots again; no criteria)\n"
+            "       ffnrt compare --compare OLD.json NEW.json [--threshold F] [--all]\n"
+            "dense relu, gelu (erf), gelu_tanh and silu at width m against reglu, geglu and swiglu at the gated\n"
+            "width g = ffnrt_ffn_gated_hidden(m, multiple) (3dg ~ 2dm weights), with and without biases\n"
+            "  --d N              d_model\n"
+            "  --m N              the dense width; or --budget N: m is the largest multiple of --multiple with\n"
+            "                     2·d·m <= N weights\n"
+            "  --multiple N       g = 2m/3 rounded down, then up to a multiple of N (default 1; Llama: 256)\n"
+            "criteria, fixed before anything runs and recorded with their SHA-256 and time; a candidate passes\n"
+            "when every criterion given passes and none of its calls failed:\n"
+            "  --criteria FILE    \"key = value\" lines (# comments): the keys below without the dashes\n"
+            "  --max-latency-ms X        mean end-to-end time of a 1-token call\n"
+            "  --max-memory-mib X        peak device memory at --memory-tokens N (default: the largest count)\n"
+            "  --min-tokens-per-s X      mean throughput at --throughput-tokens N (default: the largest count)\n"
+            "  --finite                  no NaN or Inf in any output on the stability inputs\n"
+            "  --max-dead-fraction X     at most this share of hidden features dead for every token of a call\n"
+            "  --input \"normal M S\" | \"uniform LO HI\"   the stability inputs' distribution (default normal 0 1)\n"
+            "  --stability-tokens N, --seeds N           tokens a call (64) and input seeds (3; 0: no stability figures)\n"
+            "options:\n"
+            "  --only LIST        dense-relu,dense-gelu,dense-gelu_tanh,dense-silu,reglu,geglu,swiglu (default all)\n"
+            "  --bias no|yes|both (default both)\n"
+            "  --tokens LIST      token counts (default 1,8,64,512; 1 is always measured)\n"
+            "  --precision LIST   weight formats: f32,f16,bf16 or q8_0,q4_0,q4_1,q4_k,q6_k (GGUF's blocks, fp32\n"
+            "                     activations; widths a multiple of the block) (default f32)\n"
+            "  --rounds N         interleaved timing rounds after a warm-up round (default 5)\n"
+            "  --device NAMES     backend (opencl, vulkan) or part of a device's name (default: every device)\n"
+            "  --weight-seed N    the weights' seed (default 1)\n"
+            "  --out DIR          compare.json, compare.csv, table.txt, plots (default compare-results)\n"
+            "  --json F, --csv F  extra copies; --no-plots; --progress / --no-progress (default: on a terminal)\n");
+}
+
+/* The criteria flags and the keys of the criteria text they stand for. */
+static const struct {
+    const char *flag, *key;
+    int takes_value;
+} criteria_flags[] = {
+    {"--max-latency-ms", "max_latency_ms", 1},       {"--max-memory-mib", "max_memory_mib", 1},
+    {"--memory-tokens", "memory_tokens", 1},         {"--min-tokens-per-s", "min_tokens_per_s", 1},
+    {"--throughput-tokens", "throughput_tokens", 1}, {"--finite", "finite", 0},
+    {"--max-dead-fraction", "max_dead_fraction", 1}, {"--input", "input", 1},
+    {"--stability-tokens", "stability_tokens", 1},   {"--seeds", "seeds", 1},
+};
+#define NCRITERIA_FLAGS (sizeof criteria_flags / sizeof criteria_flags[0])
+
+static int criteria_flag(const char *a)
+{
+    for (size_t i = 0; i < NCRITERIA_FLAGS; i++)
+        if (strcmp(a, criteria_flags[i].flag) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* A small text file, whole (criteria files are a few lines). */
+static char *read_small_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(65537);
+    size_t n = buf ? fread(buf, 1, 65536, f) : 0;
+    int more = buf && fgetc(f) != EOF;
+    fclose(f);
+    if (!buf || more) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = 0;
+    return buf;
+}
+
+static void now_iso(char *out, size_t len)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char day[24];
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct progress_state {
+    int on;
+    double start;
+    const char *backend;
+} progress_state;
+
+static void on_progress(void *user, const char *what)
+{
+    progress_state *p = user;
+    if (!p->on)
+        return;
+    int s = (int)(now_s() - p->start);
+    fprintf(stderr, "\r\033[K[%d:%02d] %s: %s", s / 60, s % 60, p->backend, what);
+    fflush(stderr);
+}
+
+static int split_list(char *s, char **out, int max)
+{
+    int n = 0;
+    for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        if (*t && n < max)
+            out[n++] = t;
+    return n;
+}
+
+/* Reports are judged by the criteria fixed before they ran: none may come
+ * with --plot or --compare. 1 (and the refusal on stderr) when one does. */
+static int criteria_after_run(const char *mode, int argc, char **argv)
+{
+    for (int i = 0; i < argc; i++)
+        if (criteria_flag(argv[i]) >= 0 || strcmp(argv[i], "--criteria") == 0) {
+            fprintf(stderr,
+                    "ffnrt compare %s: %s: criteria cannot be given after the run; a report is judged by the "
+                    "criteria fixed before it ran (its table shows them with their SHA-256): run again with new ones\n",
+                    mode, argv[i]);
+            return 1;
+        }
+    return 0;
+}
+
+/* `ffnrt compare --plot REPORT [DIR]`. */
+static int plot_main(int argc, char **argv)
+{
+    if (criteria_after_run("--plot", argc, argv))
+        return 2;
+    if (argc < 1 || argc > 2 || argv[0][0] == '-') {
+        fprintf(stderr, "usage: ffnrt compare --plot REPORT.json [DIR]\n");
+        return 2;
+    }
+    bench_rows rows = {0};
+    bench_meta *meta = calloc(1, sizeof *meta);
+    char err[600];
+    int rc = 0;
+    if (!meta || compare_read_report(argv[0], &rows, meta, err, sizeof err) != 0) {
+        fprintf(stderr, "ffnrt compare --plot: %s\n", meta ? err : "out of memory");
+        rc = 2;
+    } else {
+        compare_print_table(stdout, &rows, meta);
+        const char *dir = argc == 2 ? argv[1] : "compare-results";
+        char why[200];
+        if (bench_mkdir_p(dir) != 0 || compare_write_plots(dir, &rows, meta, why, sizeof why) != 0) {
+            fprintf(stderr, "ffnrt compare --plot: %s\n", bench_mkdir_p(dir) != 0 ? "cannot create the directory" : why);
+            rc = 1;
+        } else {
+            printf("wrote the plots of %s into %s/\n", argv[0], dir);
+        }
+    }
+    bench_rows_free(&rows);
+    free(meta);
+    return rc;
+}
+
+typedef struct options {
+    ffnrt_compare_spec spec;
+    const char *criteria_file;
+    char flag_text[2048]; /* the criteria flags as criteria lines */
+    char *devices[16];
+    int ndevices;
+    const char *out_dir, *json, *csv;
+    int plots, progress;
+} options;
+
+static int parse_options(int argc, char **argv, options *o, char *lists)
+{
+    size_t used = 0, lists_used = 0;
+    int have_d = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        int cf = criteria_flag(a);
+        if (cf >= 0) {
+            const char *v = "yes";
+            if (criteria_flags[cf].takes_value) {
+                if (i + 1 >= argc) {
+                    fprintf(stderr, "ffnrt compare: %s needs a value\n", a);
+                    return 2;
+                }
+                v = argv[++i];
+            }
+            char line[256];
+            snprintf(line, sizeof line, "%s = %s\n", criteria_flags[cf].key, v);
+            /* "normal:0,1" reads as "normal 0 1" */
+            if (strcmp(criteria_flags[cf].key, "input") == 0)
+                for (char *p = line; *p; p++)
+                    if (*p == ':' || *p == ',')
+                        *p = ' ';
+            if (strchr(v, '\n') || strchr(v, '#') || used + strlen(line) >= sizeof o->flag_text) {
+                fprintf(stderr, "ffnrt compare: %s %s: not a single value\n", a, v);
+                return 2;
+            }
+            memcpy(o->flag_text + used, line, strlen(line) + 1);
+            used += strlen(line);
+            continue;
+        }
+        static const char *const valued[] = {"--d", "--m", "--budget", "--multiple", "--only", "--bias", "--tokens",
+                                             "--precision", "--rounds", "--device", "--weight-seed", "--out", "--json",
+                                             "--csv", "--criteria"};
+        int takes = 0;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            takes |= strcmp(a, valued[k]) == 0;
+        const char *v = NULL;
+        if (takes) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "ffnrt compare: %s needs a value\n", a);
+                return 2;
+            }
+            v = argv[++i];
+        }
+        int64_t n;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            usage(stdout);
+            return 3;
+        } else if (strcmp(a, "--d") == 0 || strcmp(a, "--m") == 0 || strcmp(a, "--budget") == 0 ||
+                   strcmp(a, "--multiple") == 0 || strcmp(a, "--rounds") == 0 || strcmp(a, "--weight-seed") == 0) {
+            int64_t max = strcmp(a, "--budget") == 0 ? INT64_MAX / 4 : strcmp(a, "--rounds") == 0 ? 10000 : UINT32_MAX;
+            if (cli_parse_int(v, 1, max, &n) != 0) {
+                fprintf(stderr, "ffnrt compare: %s %s: a whole number in [1, %lld]\n", a, v, (long long)max);
+                return 2;
+            }
+            if (strcmp(a, "--d") == 0)
+                o->spec.d_model = n, have_d = 1;
+            else if (strcmp(a, "--m") == 0)
+                o->spec.dense_hidden = n;
+            else if (strcmp(a, "--budget") == 0)
+                o->spec.parameter_budget = n;
+            else if (strcmp(a, "--multiple") == 0)
+                o->spec.multiple = n;
+            else if (strcmp(a, "--rounds") == 0)
+                o->spec.rounds = (uint32_t)n;
+            else
+                o->spec.weight_seed = (uint32_t)n;
+        } else if (strcmp(a, "--only") == 0 || strcmp(a, "--tokens") == 0 || strcmp(a, "--precision") == 0 ||
+                   strcmp(a, "--device") == 0) {
+            size_t len = strlen(v) + 1;
+            if (lists_used + len > 4096) {
+                fprintf(stderr, "ffnrt compare: %s: too long\n", a);
+                return 2;
+            }
+            char *copy = memcpy(lists + lists_used, v, len);
+            lists_used += len;
+            char *items[16];
+            int k = split_list(copy, items, 16);
+            if (strcmp(a, "--device") == 0) {
+                memcpy(o->devices, items, (size_t)k * sizeof items[0]);
+                o->ndevices = k;
+            }
+            for (int j = 0; j < k && strcmp(a, "--device") != 0; j++) {
+                if (strcmp(a, "--only") == 0) {
+                    ffnrt_compare_candidate c;
+                    if (ffnrt_compare_candidate_from_name(items[j], &c) != FFNRT_OK) {
+                        fprintf(stderr, "ffnrt compare: --only: %s\n", ffnrt_last_error_message());
+                        return 2;
+                    }
+                    o->spec.candidates |= 1u << c;
+                } else if (strcmp(a, "--precision") == 0) {
+                    ffnrt_weight_format f;
+                    if (ffnrt_weight_format_from_name(items[j], &f) != FFNRT_OK) {
+                        fprintf(stderr, "ffnrt compare: --precision %s: f32, f16, bf16, q8_0, q4_0, q4_1, q4_k or q6_k\n", items[j]);
+                        return 2;
+                    }
+                    o->spec.formats |= 1u << f;
+                } else {
+                    if (o->spec.ntokens == FFNRT_COMPARE_MAX_TOKENS || cli_parse_int(items[j], 1, 1 << 24, &n) != 0) {
+                        fprintf(stderr, "ffnrt compare: --tokens %s: at most %d counts, each in [1, 2^24]\n", items[j],
+                                FFNRT_COMPARE_MAX_TOKENS);
+                        return 2;
+                    }
+                    o->spec.tokens[o->spec.ntokens++] = n;
+                }
+            }
+        } else if (strcmp(a, "--bias") == 0) {
+            o->spec.biases = strcmp(v, "no") == 0 ? 1 : strcmp(v, "yes") == 0 ? 2 : strcmp(v, "both") == 0 ? 3 : 0;
+            if (!o->spec.biases) {
+                fprintf(stderr, "ffnrt compare: --bias %s: no, yes or both\n", v);
+                return 2;
+            }
+        } else if (strcmp(a, "--criteria") == 0) {
+            o->criteria_file = v;
+        } else if (strcmp(a, "--out") == 0) {
+            o->out_dir = v;
+        } else if (strcmp(a, "--json") == 0) {
+            o->json = v;
+        } else if (strcmp(a, "--csv") == 0) {
+            o->csv = v;
+        } else if (strcmp(a, "--no-plots") == 0) {
+            o->plots = 0;
+        } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {
+            o->progress = strcmp(a, "--progress") == 0;
+        } else {
+            fprintf(stderr, "ffnrt compare: unknown option %s (ffnrt compare --help)\n", a);
+            return 2;
+        }
+    }
+    if (!have_d || (!o->spec.dense_hidden == !o->spec.parameter_budget)) {
+        fprintf(stderr, "ffnrt compare: give --d and one of --m and --budget (ffnrt compare --help)\n");
+        return 2;
+    }
+    return 0;
+}
+
+/* The criteria: the file's lines, then the flags' (a key given twice is
+ * refused), read and fixed before any device is opened. */
+static int fix_criteria(const options *o, ffnrt_compare_criteria *c, bench_meta *meta)
+{
+    char *file = NULL;
+    if (o->criteria_file && !(file = read_small_file(o->criteria_file))) {
+        fprintf(stderr, "ffnrt compare: --criteria %s: cannot read it (a text file under 64 KiB)\n", o->criteria_file);
+        return 2;
+    }
+    size_t n = (file ? strlen(file) : 0) + strlen(o->flag_text) + 2;
+    char *text = malloc(n);
+    if (!text) {
+        free(file);
+        return 1;
+    }
+    snprintf(text, n, "%s%s%s", file ? file : "", file && *file && file[strlen(file) - 1] != '\n' ? "\n" : "",
+             o->flag_text);
+    free(file);
+    ffnrt_status st = ffnrt_compare_criteria_parse(text, c);
+    free(text);
+    if (st != FFNRT_OK) {
+        fprintf(stderr, "ffnrt compare: %s%s\n", ffnrt_last_error_message(),
+                o->criteria_file && o->flag_text[0] ? " (the file's lines come first, then the flags')" : "");
+        return 2;
+    }
+    char canon[1024], sha[65], at[40];
+    if (ffnrt_compare_criteria_text(c, canon, sizeof canon, sha) != FFNRT_OK) {
+        fprintf(stderr, "ffnrt compare: %s\n", ffnrt_last_error_message());
+        return 2;
+    }
+    now_iso(at, sizeof at);
+    bench_meta_set_field(meta, "report", COMPARE_REPORT);
+    bench_meta_set_field(meta, "criteria", canon);
+    bench_meta_set_field(meta, "criteria_sha256", sha);
+    bench_meta_set_field(meta, "criteria_fixed_at", at);
+    char source[600];
+    snprintf(source, sizeof source, "%s%s%s", o->criteria_file ? o->criteria_file : "",
+             o->criteria_file && o->flag_text[0] ? " and " : "", o->flag_text[0] ? "flags" : o->criteria_file ? "" : "none given");
+    bench_meta_set_field(meta, "criteria_source", source);
+    printf("criteria fixed at %s (sha256 %s), before any device runs:\n%s", at, sha, canon);
+    fflush(stdout);
+    return 0;
+}
+
+static void describe_run(bench_meta *meta, const ffnrt_comparison *cmp, const options *o,
+                         const ffnrt_compare_criteria *c)
+{
+    int64_t m = 0, g = 0, mult = 1, d = o->spec.d_model;
+    ffnrt_compare_widths(cmp, &m, &g, &mult);
+    char text[1200];
+    if (o->spec.parameter_budget)
+        snprintf(text, sizeof text, "d_model %lld; dense width m = %lld, the largest multiple of %lld with 2dm <= the "
+                 "budget of %lld weights; gated width g = ffnrt_ffn_gated_hidden(%lld, %lld) = %lld; weights 2dm = "
+                 "%lld dense, 3dg = %lld gated", (long long)d, (long long)m, (long long)mult,
+                 (long long)o->spec.parameter_budget, (long long)m, (long long)mult, (long long)g,
+                 (long long)(2 * d * m), (long long)(3 * d * g));
+    else
+        snprintf(text, sizeof text, "d_model %lld; dense width m = %lld; gated width g = ffnrt_ffn_gated_hidden(%lld, "
+                 "%lld) = %lld; weights 2dm = %lld dense, 3dg = %lld gated", (long long)d, (long long)m, (long long)m,
+                 (long long)mult, (long long)g, (long long)(2 * d * m), (long long)(3 * d * g));
+    bench_meta_set_field(meta, "shape", text);
+    snprintf(text, sizeof text, "%u interleaved rounds after a warm-up round at each token count, every candidate "
+             "of a format in turn; host end to end (what the caller waits for), mean ± sample sd; the device's own "
+             "time is the device_ms metric", o->spec.rounds ? o->spec.rounds : 5);
+    bench_meta_set_field(meta, "timing", text);
+    snprintf(text, sizeof text, "nn.Linear's U(±1/sqrt(fan-in)) from seed %u, one set per kind shared by its "
+             "candidates; biases likewise", o->spec.weight_seed ? o->spec.weight_seed : 1);
+    bench_meta_set_field(meta, "weights", text);
+    if (c->seeds)
+        snprintf(text, sizeof text, "%s(%g, %g) inputs on the weights above, %lld tokens a call, seeds 1 to %u; the "
+                 "layer's own statistics (non-finite outputs; hidden features zero for every token of a call)",
+                 c->input == FFNRT_INPUT_UNIFORM ? "uniform" : "normal", c->input_a, c->input_b,
+                 (long long)c->stability_tokens, c->seeds);
+    else
+        snprintf(text, sizeof text, "not measured (seeds = 0)");
+    bench_meta_set_field(meta, "stability", text);
+}
+
+static int run_main(int argc, char **argv)
+{
+    options o;
+    memset(&o, 0, sizeof o);
+    o.spec = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(0, 0);
+    o.spec.multiple = 0;
+    o.out_dir = "compare-results";
+    o.plots = 1;
+    o.progress = isatty(2);
+    char *lists = malloc(4096);
+    if (!lists)
+        return 1;
+    int rc = parse_options(argc, argv, &o, lists);
+    bench_meta *meta = rc == 0 ? calloc(1, sizeof *meta) : NULL;
+    if (rc == 0 && !meta)
+        rc = 1;
+    ffnrt_compare_criteria criteria;
+    if (rc == 0) {
+        bench_meta_init(meta, "ffnrt-compare-1", "compare");
+        rc = fix_criteria(&o, &criteria, meta);
+    }
+    bench_rows rows = {0};
+    size_t count = 0;
+    if (rc == 0 && (ffnrt_device_count(&count) != FFNRT_OK || count == 0)) {
+        fprintf(stderr, "ffnrt compare: no device found (%s)\n", ffnrt_last_error_message());
+        rc = 1;
+    }
+    progress_state prog = {o.progress, now_s(), ""};
+    o.spec.progress = on_progress;
+    o.spec.progress_user = &prog;
+    int ran = 0;
+    for (size_t i = 0; i < count && rc == 0; i++) {
+        ffnrt_device_info info;
+        if (ffnrt_device_get_info(i, &info) != FFNRT_OK ||
+            !bench_device_selected(&info, (const char *const *)o.devices, o.ndevices))
+            continue;
+        ffnrt_context_options co = FFNRT_CONTEXT_OPTIONS_INIT;
+        co.backend = info.backend;
+        co.device_index = (int)info.index;
+        ffnrt_context *ctx = NULL;
+        ffnrt_comparison *cmp = NULL;
+        prog.backend = ffnrt_backend_name(info.backend);
+        if (ffnrt_context_create(&co, &ctx) != FFNRT_OK || ffnrt_compare_create(ctx, &o.spec, &criteria, &cmp) != FFNRT_OK ||
+            ffnrt_compare_run(cmp) != FFNRT_OK) {
+            fprintf(stderr, "%sffnrt compare: %s: %s\n", prog.on ? "\r\033[K" : "", info.name, ffnrt_last_error_message());
+            rc = 1;
+        } else {
+            bench_row_set(info.name, sizeof info.name, info.name); /* as rows hold it */
+            bench_meta_add_device(meta, &info);
+            if (!ran)
+                describe_run(meta, cmp, &o, &criteria);
+            if (compare_report_add(&rows, meta, cmp, &info) != 0)
+                rc = 1;
+            ran++;
+        }
+        ffnrt_compare_destroy(cmp);
+        ffnrt_context_destroy(ctx);
+    }
+    if (prog.on)
+        fprintf(stderr, "\r\033[K");
+    if (rc == 0 && !ran) {
+        fprintf(stderr, "ffnrt compare: no device matches --device\n");
+        rc = 1;
+    }
+    if (ran) {
+        meta->wall_s = now_s() - prog.start;
+        compare_report_ratios(&rows);
+        compare_print_table(stdout, &rows, meta);
+        if (o.out_dir && *o.out_dir && compare_write_all(o.out_dir, &rows, meta, o.plots) != 0)
+            rc = 1;
+        if (o.json && bench_write_json(o.json, &rows, meta) != 0)
+            fprintf(stderr, "ffnrt compare: cannot write %s\n", o.json), rc = 1;
+        if (o.csv && bench_write_csv(o.csv, &rows, meta) != 0)
+            fprintf(stderr, "ffnrt compare: cannot write %s\n", o.csv), rc = 1;
+    }
+    bench_rows_free(&rows);
+    free(meta);
+    free(lists);
+    return rc == 3 ? 0 : rc;
+}
+
+int ffnrt_compare_main(int argc, char **argv)
+{
+    if (argc >= 1 && strcmp(argv[0], "--compare") == 0)
+        return criteria_after_run("--compare", argc - 1, argv + 1) ? 2 : compare_compare_main(argc - 1, argv + 1);
+    if (argc >= 1 && strcmp(argv[0], "--plot") == 0)
+        return plot_main(argc - 1, argv + 1);
+    if (argc == 0) {
+        usage(stderr);
+        return 2;
+    }
+    return run_main(argc, argv);
+}

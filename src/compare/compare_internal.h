@@ -1,0 +1,80 @@
+/* The comparison floor (src/compare/): a client of the ops, like tune/:
+ * it times real layers. criteria.c reads and writes the criteria,
+ * compare.c builds the candidates and runs them, stability.c asks the
+ * ops' in-kernel diagnostics for the stability figures. */
+#ifndef FFNRT_COMPARE_INTERNAL_H
+#define FFNRT_COMPARE_INTERNAL_H
+
+#include "ffnrt_compare.h"
+#include "dispatch/dispatch.h"
+#include "ops/ops.h"
+
+/* criteria.c: the text form, errors into err. */
+ffnrt_status ffnrt_criteria_parse_text(const char *text, ffnrt_compare_criteria *out, ffnrt_error *err);
+ffnrt_status ffnrt_criteria_set_one(ffnrt_compare_criteria *c, const char *key, const char *value, ffnrt_error *err);
+/* Canonical text (buf may be NULL) and its SHA-256 in hex (hex may be NULL);
+ * refuses criteria whose values are out of range. */
+ffnrt_status ffnrt_criteria_canonical(const ffnrt_compare_criteria *c, char *buf, size_t len, char hex[65],
+                                      ffnrt_error *err);
+
+struct ffnrt_comparison {
+    ffnrt_context *ctx;
+    ffnrt_compare_spec spec;
+    int64_t dense_hidden, gated_hidden, multiple;
+    ffnrt_compare_criteria criteria;
+    int sealed;
+    char criteria_text[1024];
+    char criteria_sha256[65];
+    char sealed_at[40];
+    int64_t tokens[FFNRT_COMPARE_MAX_TOKENS]; /* resolved at the run: ascending, 1 first */
+    size_t ntokens;
+    ffnrt_compare_result *results;
+    size_t nresults;
+};
+
+/* The dtype dimension: one row per weight format the comparison can run.
+ * A row says which storage type the layer's inputs, outputs and biases
+ * take, how a weight matrix of fp32 host values becomes a device tensor of
+ * the format, and (describe, NULL for the dense dtypes) what a layer's
+ * descriptor must say about it. The quantized formats join as rows once
+ * layers take them: their upload quantizes with ffnrt_quantize, their
+ * describe sets the descriptor's weight formats. */
+typedef struct compare_format {
+    ffnrt_weight_format format;
+    ffnrt_dtype dtype;
+    ffnrt_status (*upload)(ffnrt_context *ctx, const struct compare_format *f, const float *w, int64_t rows, int64_t k,
+                           ffnrt_tensor **out);
+    /* NULL for the dense dtypes. Set for the block formats, whose layers
+     * repack the uploaded GGUF bytes into buffers of their own at creation:
+     * their weight bytes and peak are the layer's, not the upload's. */
+    void (*describe)(const struct compare_format *f, ffnrt_ffn_desc *desc);
+} compare_format;
+
+/* Progress text for the spec's callback. */
+void compare_progress(ffnrt_comparison *cmp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Measures and fills the results of one format (measure.c). */
+ffnrt_status compare_run_format(ffnrt_comparison *cmp, const compare_format *f, ffnrt_compare_result *res, size_t n);
+
+/* A host generator of the weights and inputs: xorshift64*, so every
+ * device gets the same numbers for a seed. */
+typedef struct compare_rng {
+    uint64_t s;
+} compare_rng;
+
+void compare_rng_seed(compare_rng *r, uint64_t seed, uint64_t stream);
+double compare_rng_uniform(compare_rng *r); /* [0, 1) */
+/* n values of the criteria's input distribution. */
+void compare_fill_input(compare_rng *r, const ffnrt_compare_criteria *c, float *out, size_t n);
+
+/* A [rows, cols] device tensor of `dtype` holding fp32 host values,
+ * rounded once to the dtype. */
+ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *v, int64_t rows, int64_t cols,
+                            ffnrt_tensor **out);
+
+/* stability.c: the stability figures of one layer over the criteria's
+ * seeds, from the ops' in-kernel diagnostics; fills the result's
+ * stability fields (stability_measured 0, with the reason, where the
+ * diagnostics cannot say). */
+void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_result *r);
+
+#endif

@@ -1,0 +1,365 @@
+/* Measuring the candidates of one weight format on the device: the host
+ * numbers (weights and inputs from seeds), the weight sets every candidate
+ * of a kind shares, the token counts in interleaved rounds with each
+ * layer's memory peak, then the stability figures. */
+#include "compare/compare_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --------------------------------------------------------- host numbers */
+
+void compare_rng_seed(compare_rng *r, uint64_t seed, uint64_t stream)
+{
+    /* splitmix64 of (seed, stream): distinct, never-zero states */
+    uint64_t z = seed * 0x9e3779b97f4a7c15ull + stream * 0xbf58476d1ce4e5b9ull + 0x94d049bb133111ebull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    r->s = (z ^ (z >> 31)) | 1;
+}
+
+double compare_rng_uniform(compare_rng *r)
+{
+    r->s ^= r->s >> 12;
+    r->s ^= r->s << 25;
+    r->s ^= r->s >> 27;
+    return (double)((r->s * 0x2545f4914f6cdd1dull) >> 11) * 0x1.0p-53;
+}
+
+void compare_fill_input(compare_rng *r, const ffnrt_compare_criteria *c, float *out, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (c->input == FFNRT_INPUT_UNIFORM) {
+            out[i] = (float)(c->input_a + (c->input_b - c->input_a) * compare_rng_uniform(r));
+        } else {
+            /* Box-Muller; u1 in (0, 1] keeps the log finite */
+            double u1 = 1.0 - compare_rng_uniform(r), u2 = compare_rng_uniform(r);
+            out[i] = (float)(c->input_a + c->input_b * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+        }
+    }
+}
+
+/* nn.Linear's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)). */
+static void fill_linear(compare_rng *r, float *out, size_t n, int64_t fan_in)
+{
+    double bound = 1.0 / sqrt((double)fan_in);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (float)(bound * (2.0 * compare_rng_uniform(r) - 1.0));
+}
+
+ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *v, int64_t rows, int64_t cols,
+                            ffnrt_tensor **out)
+{
+    static const char fn[] = "ffnrt_compare_run";
+    int64_t shape[2] = {rows, cols};
+    size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
+    ffnrt_tensor *t = NULL;
+    ffnrt_status st = ffnrt_tensor_alloc(ctx, dtype, cols ? 2 : 1, shape, fn, &t);
+    if (st != FFNRT_OK)
+        return st;
+    if (dtype == FFNRT_DTYPE_F32) {
+        st = ffnrt_tensor_upload(t, v, n * sizeof(float));
+    } else {
+        uint16_t *bits = malloc(n * sizeof *bits + 1);
+        if (!bits) {
+            st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+        } else {
+            (dtype == FFNRT_DTYPE_F16 ? ffnrt_f32_to_f16_array : ffnrt_f32_to_bf16_array)(v, bits, n);
+            st = ffnrt_tensor_upload(t, bits, n * sizeof *bits);
+            free(bits);
+        }
+    }
+    if (st != FFNRT_OK) {
+        ffnrt_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return FFNRT_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct weight_set {
+    ffnrt_tensor *up, *down;       /* W1 [m, d] or Wg;Wv stacked [2g, d]; W2 / Wo [d, hidden] */
+    ffnrt_tensor *b_up, *b_down;
+    uint64_t weight_bytes, bias_bytes; /* as allocated */
+    ffnrt_status status;
+    char message[256];
+} weight_set;
+
+static void weight_set_free(weight_set *w)
+{
+    ffnrt_tensor_free(w->up);
+    ffnrt_tensor_free(w->down);
+    ffnrt_tensor_free(w->b_up);
+    ffnrt_tensor_free(w->b_down);
+    memset(w, 0, sizeof *w);
+}
+
+static void weight_set_make(ffnrt_comparison *cmp, const compare_format *f, int gated, weight_set *w)
+{
+    ffnrt_context *ctx = cmp->ctx;
+    int64_t d = cmp->spec.d_model, h = gated ? cmp->gated_hidden : cmp->dense_hidden, up_rows = gated ? 2 * h : h;
+    memset(w, 0, sizeof *w);
+    size_t n_up = (size_t)(up_rows * d), n_down = (size_t)(d * h);
+    float *v = malloc((n_up > n_down ? n_up : n_down) * sizeof *v + sizeof *v);
+    compare_rng r;
+    ffnrt_status st = v ? FFNRT_OK
+                        : ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
+    uint64_t before = ctx->allocated;
+    /* Streams per matrix, so a dense and a gated set differ, and one's
+     * numbers do not depend on the other's size. */
+    uint64_t seed = cmp->spec.weight_seed ? cmp->spec.weight_seed : 1;
+    if (st == FFNRT_OK) {
+        compare_rng_seed(&r, seed, gated ? 11 : 1);
+        fill_linear(&r, v, n_up, d);
+        st = f->upload(ctx, f, v, up_rows, d, &w->up);
+    }
+    if (st == FFNRT_OK) {
+        compare_rng_seed(&r, seed, gated ? 12 : 2);
+        fill_linear(&r, v, n_down, h);
+        st = f->upload(ctx, f, v, d, h, &w->down);
+    }
+    w->weight_bytes = ctx->allocated - before;
+    before = ctx->allocated;
+    if (st == FFNRT_OK && (cmp->spec.biases == 0 || (cmp->spec.biases & 2))) {
+        compare_rng_seed(&r, seed, gated ? 13 : 3);
+        fill_linear(&r, v, (size_t)up_rows, d);
+        st = compare_upload(ctx, f->dtype, v, up_rows, 0, &w->b_up);
+        if (st == FFNRT_OK) {
+            compare_rng_seed(&r, seed, gated ? 14 : 4);
+            fill_linear(&r, v, (size_t)d, h);
+            st = compare_upload(ctx, f->dtype, v, d, 0, &w->b_down);
+        }
+    }
+    w->bias_bytes = ctx->allocated - before;
+    free(v);
+    w->status = st;
+    if (st != FFNRT_OK)
+        snprintf(w->message, sizeof w->message, "%.240s", ctx->error.message);
+}
+
+static ffnrt_ffn_weight_tensors tensors_of(const weight_set *w, int gated, int bias)
+{
+    ffnrt_ffn_weight_tensors t = {0};
+    if (gated) {
+        t.w_gate_value = w->up;
+        t.b_gate_value = bias ? w->b_up : NULL;
+    } else {
+        t.w_in = w->up;
+        t.b_in = bias ? w->b_up : NULL;
+    }
+    t.w_out = w->down;
+    t.b_out = bias ? w->b_down : NULL;
+    return t;
+}
+
+/* Times of one candidate at one token count, over the rounds. */
+typedef struct sample {
+    double *host_ms, *device_ms;
+    uint32_t n, failed;
+    int device_times; /* every call gave a device time */
+} sample;
+
+static void summarise(sample *s, ffnrt_compare_timing *t)
+{
+    memset(t, 0, sizeof *t);
+    t->runs = s->n;
+    t->failed = s->failed;
+    if (s->n == 0)
+        return;
+    double sum = 0, dev = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        sum += s->host_ms[i], dev += s->device_ms[i];
+    t->mean_ms = sum / s->n;
+    double var = 0;
+    for (uint32_t i = 0; i < s->n; i++)
+        var += (s->host_ms[i] - t->mean_ms) * (s->host_ms[i] - t->mean_ms);
+    t->stdev_ms = s->n > 1 ? sqrt(var / (s->n - 1)) : 0;
+    qsort(s->host_ms, s->n, sizeof(double), cmp_double);
+    t->min_ms = s->host_ms[0];
+    t->max_ms = s->host_ms[s->n - 1];
+    t->median_ms = s->n % 2 ? s->host_ms[s->n / 2] : 0.5 * (s->host_ms[s->n / 2 - 1] + s->host_ms[s->n / 2]);
+    t->device_mean_ms = s->device_times ? dev / s->n : 0;
+}
+
+static void note_failure(ffnrt_compare_result *r, ffnrt_context *ctx, int64_t tokens)
+{
+    if (r->message[0])
+        return; /* the first failure says the most */
+    snprintf(r->message, sizeof r->message, "t%lld: %.220s", (long long)tokens, ctx->error.message);
+}
+
+/* Every candidate of one format at one token count: a fresh layer each
+ * over the shared weights (its intermediates start empty, so its peak is
+ * its own), the warm-up call with the memory peak, then interleaved rounds. */
+static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *f, ffnrt_compare_result *res, size_t n,
+                                   const weight_set sets[2], size_t ti)
+{
+    ffnrt_context *ctx = cmp->ctx;
+    int64_t tokens = cmp->tokens[ti], d = cmp->spec.d_model;
+    uint32_t rounds = cmp->spec.rounds ? cmp->spec.rounds : 5;
+    ffnrt_ffn **layers = calloc(n, sizeof *layers);
+    sample *samples = calloc(n, sizeof *samples);
+    double *times = malloc(2 * n * rounds * sizeof *times + 1);
+    float *xv = malloc((size_t)(tokens * d) * sizeof *xv);
+    ffnrt_tensor *x = NULL, *y = NULL;
+    ffnrt_status st = layers && samples && times && xv
+                          ? FFNRT_OK
+                          : ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
+    uint64_t io_bytes = 0;
+    if (st == FFNRT_OK) {
+        compare_rng r;
+        compare_rng_seed(&r, 0, 100 + (uint64_t)tokens);
+        compare_fill_input(&r, &cmp->criteria, xv, (size_t)(tokens * d));
+        uint64_t before = ctx->allocated;
+        int64_t shape[2] = {tokens, d};
+        /* A failure here (a size past the device) is every candidate's. */
+        ffnrt_status io = compare_upload(ctx, f->dtype, xv, tokens, d, &x);
+        if (io == FFNRT_OK)
+            io = ffnrt_tensor_alloc(ctx, f->dtype, 2, shape, "ffnrt_compare_run", &y);
+        io_bytes = ctx->allocated - before;
+        for (size_t i = 0; i < n && io != FFNRT_OK; i++)
+            note_failure(&res[i], ctx, tokens);
+    }
+    for (size_t i = 0; i < n && st == FFNRT_OK; i++) {
+        samples[i].host_ms = times + 2 * i * rounds;
+        samples[i].device_ms = times + (2 * i + 1) * rounds;
+        samples[i].device_times = 1;
+        ffnrt_compare_result *r = &res[i];
+        ffnrt_compare_point *p = &r->points[ti];
+        p->tokens = tokens;
+        int gated = r->desc.kind == FFNRT_FFN_GATED;
+        const weight_set *w = &sets[gated];
+        if (r->status != FFNRT_OK || !x || !y) {
+            samples[i].failed = rounds;
+            continue;
+        }
+        ffnrt_ffn_choice choice;
+        ffnrt_ffn_cost cost;
+        ffnrt_ffn_weight_tensors wt = tensors_of(w, gated, r->bias);
+        uint64_t in_use = ctx->allocated;
+        ctx->allocated_peak = in_use; /* the peak of this layer's creation and first call */
+        ffnrt_status cs = ffnrt_ffn_build_on_tensors(ctx, &r->desc, &wt, "ffnrt_compare_run", &layers[i]);
+        compare_progress(cmp, "%s %s%s t%lld warm-up", ffnrt_weight_format_name(f->format), ffnrt_compare_candidate_name(r->candidate),
+                 r->bias ? "+bias" : "", (long long)tokens);
+        if (cs == FFNRT_OK)
+            cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run", NULL);
+        if (cs == FFNRT_OK)
+            cs = ffnrt_choose_ffn(ctx, &r->desc, (uint64_t)tokens, &choice, NULL, &ctx->error);
+        if (cs != FFNRT_OK) {
+            note_failure(r, ctx, tokens);
+            samples[i].failed = rounds;
+            ffnrt_ffn_destroy(layers[i]);
+            layers[i] = NULL;
+            continue;
+        }
+        /* A block format's layer holds its own repacked copy (counted in the
+         * peak since in_use); the uploaded GGUF bytes are only its source. */
+        p->peak_bytes = (ctx->allocated_peak - in_use) + io_bytes + (f->describe ? 0 : w->weight_bytes) +
+                        (r->bias ? w->bias_bytes : 0);
+        p->path = choice.unfused ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+        if (ffnrt_ffn_cost_model(&r->desc, (uint64_t)tokens, choice.unfused, &cost)) {
+            p->flops = cost.flops;
+            p->bytes_moved = cost.bytes_moved;
+            p->peak_bytes_model = cost.peak_bytes;
+            if (f->describe) /* the layer's repacked blocks and its biases, as it holds them */
+                r->weight_bytes = cost.weight_bytes;
+        }
+    }
+    /* Interleaved rounds: load on the machine falls on every candidate alike. */
+    for (uint32_t round = 0; round < rounds && st == FFNRT_OK; round++) {
+        compare_progress(cmp, "%s t%lld round %u/%u", ffnrt_weight_format_name(f->format), (long long)tokens, round + 1,
+                 rounds);
+        for (size_t i = 0; i < n; i++) {
+            if (!layers[i])
+                continue;
+            sample *s = &samples[i];
+            double t0 = ffnrt_now_ms();
+            ffnrt_status cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run", NULL);
+            double ms = ffnrt_now_ms() - t0;
+            if (cs != FFNRT_OK) {
+                s->failed++;
+                note_failure(&res[i], ctx, tokens);
+                continue;
+            }
+            s->host_ms[s->n] = ms;
+            s->device_ms[s->n] = 1e-6 * (double)ctx->last_op_ns;
+            if (!ctx->last_op_ns)
+                s->device_times = 0;
+            s->n++;
+        }
+    }
+    for (size_t i = 0; i < n && st == FFNRT_OK; i++) {
+        ffnrt_compare_point *p = &res[i].points[ti];
+        summarise(&samples[i], &p->time);
+        p->tokens_per_s = p->time.runs && p->time.mean_ms > 0 ? (double)tokens / (1e-3 * p->time.mean_ms) : 0;
+    }
+    for (size_t i = 0; layers && i < n; i++)
+        ffnrt_ffn_destroy(layers[i]);
+    ffnrt_tensor_free(x);
+    ffnrt_tensor_free(y);
+    free(layers);
+    free(samples);
+    free(times);
+    free(xv);
+    return st;
+}
+
+ffnrt_status compare_run_format(ffnrt_comparison *cmp, const compare_format *f, ffnrt_compare_result *res, size_t n)
+{
+    ffnrt_context *ctx = cmp->ctx;
+    weight_set sets[2];
+    memset(sets, 0, sizeof sets);
+    int want[2] = {0, 0};
+    for (size_t i = 0; i < n; i++)
+        want[res[i].desc.kind == FFNRT_FFN_GATED] = 1;
+    for (int k = 0; k < 2; k++)
+        if (want[k]) {
+            compare_progress(cmp, "%s: %s weights", ffnrt_weight_format_name(f->format), k ? "gated" : "dense");
+            weight_set_make(cmp, f, k, &sets[k]);
+        }
+    for (size_t i = 0; i < n; i++) {
+        const weight_set *w = &sets[res[i].desc.kind == FFNRT_FFN_GATED];
+        res[i].weight_bytes = w->weight_bytes + (res[i].bias ? w->bias_bytes : 0);
+        if (w->status != FFNRT_OK) {
+            res[i].status = w->status;
+            snprintf(res[i].message, sizeof res[i].message, "weights: %s", w->message);
+        }
+    }
+    ffnrt_status st = FFNRT_OK;
+    for (size_t ti = 0; ti < cmp->ntokens && st == FFNRT_OK; ti++)
+        st = measure_tokens(cmp, f, res, n, sets, ti);
+    for (size_t i = 0; i < n && st == FFNRT_OK; i++) {
+        ffnrt_compare_result *r = &res[i];
+        r->seeds = cmp->criteria.seeds;
+        if (r->status != FFNRT_OK) {
+            snprintf(r->stability_note, sizeof r->stability_note, "not measured: the candidate could not run");
+            continue;
+        }
+        if (cmp->criteria.seeds == 0) {
+            snprintf(r->stability_note, sizeof r->stability_note, "not measured: seeds = 0 in the criteria");
+            continue;
+        }
+        int gated = r->desc.kind == FFNRT_FFN_GATED;
+        ffnrt_ffn_weight_tensors wt = tensors_of(&sets[gated], gated, r->bias);
+        ffnrt_ffn *layer = NULL;
+        compare_progress(cmp, "%s %s%s stability", ffnrt_weight_format_name(f->format),
+                 ffnrt_compare_candidate_name(r->candidate), r->bias ? "+bias" : "");
+        if (ffnrt_ffn_build_on_tensors(ctx, &r->desc, &wt, "ffnrt_compare_run", &layer) == FFNRT_OK)
+            compare_stability(cmp, layer, r);
+        else
+            snprintf(r->stability_note, sizeof r->stability_note, "not measured: %.140s", ctx->error.message);
+        ffnrt_ffn_destroy(layer);
+    }
+    weight_set_free(&sets[0]);
+    weight_set_free(&sets[1]);
+    return st;
+}
+
