@@ -305,21 +305,23 @@ static int plot_throughput(FILE *gp, const char *dir, const bench_rows *rs, cons
 {
     char tag[40], path[1024];
     device_tag(m, d, tag, sizeof tag);
-    /* Series: each op's f32 forward (the copy kernel first), by size. */
+    /* Series: each op's f32 forward (the copy kernel first), by size; the
+     * copy alone (a run of FFN rows only) has no size of an op to show. */
     const char *ops[64];
-    int nops = 0;
+    int nops = 0, any_op = 0;
     for (size_t i = 0; i < rs->n; i++) {
         const bench_row *r = &rs->v[i];
         if (!is_ew(r) || !same_device(r, &m->devices[d]) || strcmp(r->dtype, "f32") != 0 ||
             strcmp(r->dir, "bwd") == 0 || r->rate <= 0)
             continue;
+        any_op |= strcmp(r->group, "elementwise") == 0;
         int seen = 0;
         for (int k = 0; k < nops && !seen; k++)
             seen = strcmp(ops[k], r->op) == 0;
         if (!seen && nops < 64)
             ops[nops++] = r->op;
     }
-    if (nops == 0)
+    if (nops == 0 || !any_op)
         return 0;
     snprintf(path, sizeof path, "%s/throughput_%s.dat", dir, tag);
     FILE *f = fopen(path, "w");

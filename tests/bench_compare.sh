@@ -116,6 +116,13 @@ if command -v gnuplot >/dev/null; then # optional: without it --plot says so and
     [ -s "$dir/replot/throughput_opencl0.png" ] && [ -s "$dir/replot/roofline_elementwise.svg" ] ||
         { echo "FAIL: --plot wrote no PNG or SVG"; ls "$dir/replot"; fail=1; }
 fi
+if command -v gnuplot >/dev/null; then # a run of FFN rows only: the copy row alone draws no element-wise plot
+    ffn_only=$(printf '    {"group": "limit", "op": "copy", "dir": "fwd", "backend": "opencl", "device": "Test Device, rev 1", "dtype": "f32", "path": "", "shape": "663552", "size": 663552, "runs": 5, "median_ns": 43119, "min_ns": 31266, "max_ns": 101542, "spread": 1.6, "host_ns": 73459, "timing": "device", "rate": 123.1, "rate_unit": "GB/s", "ratio": 1, "ratio_to": "copy", "note": ""},\n    {"group": "ffn", "op": "swiglu 576x1536", "dir": "fwd", "backend": "opencl", "device": "Test Device, rev 1", "dtype": "f32", "path": "fused", "shape": "t1", "size": 1, "runs": 5, "median_ns": 119718, "min_ns": 100149, "max_ns": 3305175, "spread": 2.6, "host_ns": 168180, "timing": "device", "rate": 44.3, "rate_unit": "GB/s", "ratio": 0.36, "ratio_to": "copy", "note": ""}')
+    doc "$ffn_only" >"$dir/ffn_only.json"
+    check "--plot of FFN rows only" 0 "$ffnrt" bench --plot "$dir/ffn_only.json" "$dir/replot_ffn"
+    [ -s "$dir/replot_ffn/ffn_opencl0.png" ] && [ ! -e "$dir/replot_ffn/throughput_opencl0.png" ] ||
+        { echo "FAIL: FFN-only --plot: expected the FFN plot and no throughput plot"; ls "$dir/replot_ffn"; fail=1; }
+fi
 check "--plot refuses a malformed file" 2 "$ffnrt" bench --plot "$dir/truncated.json" "$dir/replot"
 head -1 "$dir/run/bench.csv" | grep -q '^ffnrt_version,commit,preset,group,op,' || { echo "FAIL: CSV header"; fail=1; }
 
