@@ -17,6 +17,10 @@
  * options into s; a malformed value is FFNRT_ERROR_INVALID_ARGUMENT naming
  * the variable or option and the value. */
 ffnrt_status ffnrt_settings_init(ffnrt_settings *s, const ffnrt_context_options *o, ffnrt_error *err);
+/* The same on the heap, o NULL for the defaults (the interop entry points);
+ * NULL with err set (fn names the caller) when memory or a value fails.
+ * The caller frees it. */
+ffnrt_settings *ffnrt_settings_new(const ffnrt_context_options *o, const char *fn, ffnrt_error *err);
 /* ffnrt_context_force's knob `what` set to value (NULL or "" lifts it),
  * checked now. */
 ffnrt_status ffnrt_settings_force(ffnrt_settings *s, const char *what, const char *value, ffnrt_error *err);

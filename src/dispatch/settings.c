@@ -295,6 +295,21 @@ static void set_option(ffnrt_setting *out, const char *from, const char *text, u
     snprintf(out->from, sizeof out->from, "options.%s", from);
 }
 
+ffnrt_settings *ffnrt_settings_new(const ffnrt_context_options *o, const char *fn, ffnrt_error *err)
+{
+    ffnrt_context_options defaults = FFNRT_CONTEXT_OPTIONS_INIT;
+    ffnrt_settings *s = malloc(sizeof *s);
+    if (!s) {
+        ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+        return NULL;
+    }
+    if (ffnrt_settings_init(s, o ? o : &defaults, err) != FFNRT_OK) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
 ffnrt_status ffnrt_settings_init(ffnrt_settings *s, const ffnrt_context_options *o, ffnrt_error *err)
 {
     memset(s, 0, sizeof *s);

@@ -33,11 +33,8 @@ ffnrt_status ffnrt_context_create_vulkan(const ffnrt_vulkan_device *device, cons
                    !device->instance ? "instance" : !device->physical_device ? "physical_device"
                                                    : !device->device         ? "device"
                                                                              : "queue");
-    ffnrt_context_options defaults = FFNRT_CONTEXT_OPTIONS_INIT;
-    ffnrt_settings *settings = err.status == FFNRT_OK ? malloc(sizeof *settings) : NULL;
-    if (err.status == FFNRT_OK && !settings)
-        ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
-    if (settings && ffnrt_settings_init(settings, options ? options : &defaults, &err) == FFNRT_OK) {
+    ffnrt_settings *settings = err.status == FFNRT_OK ? ffnrt_settings_new(options, fn, &err) : NULL;
+    if (settings) {
         ffnrt_bdevice *dev;
         ffnrt_device_info info;
         ffnrt_limits limits;
