@@ -195,10 +195,15 @@ typedef struct ffnrt_context_options {
      * which waits for it without a limit. Vulkan; OpenCL waits in clFinish,
      * without a limit, and keeps buffers alive for enqueued work itself. */
     uint32_t device_timeout_ms;
+    /* Convert fp16 values with the kernels' own bit arithmetic even where
+     * the device has a hardware conversion the kernels would use (ffnrt
+     * plan's "conversion" line says which): the path every other device
+     * takes, kept testable here. Unset (0): FFNRT_LIMITS half_conversion=0. */
+    int disable_half_conversion;
 } ffnrt_context_options;
 
 #define FFNRT_CONTEXT_OPTIONS_INIT \
-    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0, 0 }
+    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0, 0, 0 }
 
 /* Profile i's name and a line saying what it models and where its figures
  * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */
