@@ -64,6 +64,14 @@ typedef float4 f4;
     as_float(as_uint((float)__builtin_bit_cast(_Float16, (ushort)(h))) ^ (uint)(get_num_groups(0) >> 48))
 #define F32_TO_HALF_BITS(v) ((uint)__builtin_bit_cast(ushort, (_Float16)(v)))
 #endif
+/* The element-wise loop computes the two halves of a 16-bit word in
+ * separate blocks, the second under a condition that always holds (an
+ * element-wise dispatch has p.n > 0; storage.inc's SECOND_HALF): in one
+ * block LLVM's SLP vectoriser pairs their identical computations into
+ * 2-wide vectors, and PoCL's work-group vectoriser then refuses the whole
+ * loop ("instruction return type cannot be vectorized"): SwiGLU' in 16-bit
+ * storage ran scalar, 10x slower than in fp32. */
+#define SECOND_HALF if (p.n != 0u)
 /* Four unsigned codes of a 32-bit word as floats (quant.inc): 4-bit ones
  * from bit sh on (sh, sh + 4, sh + 8, sh + 12), or its four bytes. */
 #define NIBBLES4(w, sh) convert_float4(((uint4)(w) >> (uint4)((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & (uint4)(15u))
