@@ -1,6 +1,7 @@
 /* The context's choices in a plan (device, profile, limits, precision,
- * f16 conversion, calibration, quirks, settings), the public ffnrt_context_plan, and the
- * settings entry points (ffnrt_context_force, ffnrt_context_precision). */
+ * f16 conversion, calibration, quirks, settings), the public
+ * ffnrt_context_plan, and the settings entry points (ffnrt_context_force,
+ * ffnrt_context_precision). */
 #include "dispatch/dispatch.h"
 
 #include <inttypes.h>
