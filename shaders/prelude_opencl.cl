@@ -59,10 +59,12 @@ typedef float4 f4;
  * The widened value is XORed with an opaque zero (no dispatch has 2^48
  * groups): without it LLVM narrows a compare of it with a constant (ReLU's
  * x < 0.0f) to a half compare, which x86 runs lane by lane (4x slower). */
-#if defined(HALF_CONVERSION_F16C) && defined(__F16C__) && defined(__FLT16_MAX__) && __has_builtin(__builtin_bit_cast)
+#if defined(HALF_CONVERSION_F16C) && defined(__F16C__) && defined(__FLT16_MAX__) && defined(__has_builtin)
+#if __has_builtin(__builtin_bit_cast) /* nested: a compiler without __has_builtin never parses it */
 #define HALF_BITS_TO_F32(h) \
     as_float(as_uint((float)__builtin_bit_cast(_Float16, (ushort)(h))) ^ (uint)(get_num_groups(0) >> 48))
 #define F32_TO_HALF_BITS(v) ((uint)__builtin_bit_cast(ushort, (_Float16)(v)))
+#endif
 #endif
 /* The element-wise loop computes the two halves of a 16-bit word in
  * separate blocks, the second under a condition that always holds (an
