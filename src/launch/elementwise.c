@@ -140,6 +140,8 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         uint64_t step = align / gcd64(align, row_bytes);
         row_step = row_step / gcd64(row_step, step) * step;
     }
+    if (l->row_multiple > 1) /* the kernel's lookups assume it (PReLU's slope units) */
+        row_step = row_step / gcd64(row_step, l->row_multiple) * l->row_multiple;
     if (ss.norms2 == 2) {
         /* Groups within one token: every dispatch starts at a token. */
         uint64_t step = l->stats->row_len / gcd64(l->stats->row_len, l->row_elems);

@@ -146,6 +146,7 @@ typedef struct ffnrt_ew_launch {
     uint32_t params_size;
     const ffnrt_stats_run *stats; /* NULL: the kernel without statistics */
     uint32_t workgroup;           /* work-items a group, at most the default (0: the default) */
+    uint32_t row_multiple;        /* each dispatch starts at a multiple of this many rows (0: any) */
 } ffnrt_ew_launch;
 
 /* Runs an element-wise kernel over the whole iteration space, split into

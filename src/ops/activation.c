@@ -90,9 +90,9 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
  * table whose condition the layout meets. A unit is the run of elements
  * the element-wise loop's work-items take together (ffnrt_elementwise_unit:
  * a group's row of words on OpenCL, a work-item's own words on Vulkan); a
- * span is a whole group's elements. Activations run as one dispatch, whose
- * range starts at element 0, so units and groups start at multiples of
- * their size. */
+ * span is a whole group's elements. Units start at multiples of the unit
+ * from a dispatch's first element, and the launcher starts each dispatch
+ * at a multiple of the unit where the row needs it (row_multiple). */
 typedef struct slope_layout {
     uint32_t channels, inner, span, unit;
 } slope_layout;
@@ -188,11 +188,12 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
     ffnrt_defines_activation(&defines, st == FFNRT_OK ? desc->kind : FFNRT_ACT_COUNT);
     if (dy)
         ffnrt_defines_add(&defines, "#define BACKWARD 1");
-    uint32_t workgroup = 0;
+    uint32_t workgroup = 0, row_multiple = 0;
     if (slopes && st == FFNRT_OK) {
         slope_choice c = choose_slope_lookup(ctx, &p, x->dtype);
         ffnrt_defines_add(&defines, "#define %s 1", c.row->define);
         workgroup = c.workgroup;
+        row_multiple = c.row->per_unit ? c.unit : 0; /* a dispatch's range starts at a unit */
         if (ctx->plan_sink)
             ffnrt_plan_add(ctx->plan_sink, "prelu.slopes", c.row->define, "%s (%u channels, %u elements a step of the "
                            "channel axis, %u work-items a group, %u elements a unit)", c.row->reason, p.channels,
@@ -215,7 +216,7 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
     if (slopes)
         b[nb++] = (ffnrt_ew_binding){desc->slopes, 0};
     ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, nb, &p, sizeof p,
-                         stats && stats->choice.on ? &stats->run : NULL, workgroup};
+                         stats && stats->choice.on ? &stats->run : NULL, workgroup, row_multiple};
     return ffnrt_run_elementwise(ctx, &l);
 }
 
@@ -273,7 +274,7 @@ ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tens
     ffnrt_defines defines = {0};
     ffnrt_defines_activation(&defines, FFNRT_ACT_COUNT);
     ffnrt_defines_add(&defines, "#define COPY_WORDS 1");
-    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, 2, &p, sizeof p, NULL, 0};
+    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, 2, &p, sizeof p, NULL, 0, 0};
     return ffnrt_run_elementwise(ctx, &l);
 }
 
