@@ -362,9 +362,9 @@ ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts)
         {{1, 3, 2101}, 3, 1, 0, 1},  /* INNER_WIDE, 6303 elements, odd / the same */
         {{2, 3, 1100}, 3, 1, 0, 0},  /* INNER_WIDE (f32), ANY_AXIS (16-bit) / INNER_UNITS (f32), ANY_AXIS */
         {{4, 5, 6}, 3, 1, 1, 0},     /* SHARED: one slope */
-        {{7, 1024, 1}, 2, -1, 0, 1}, /* LAST_AXIS_UNITS on both, every storage type: the bench's layout,
+        {{7, 1024, 1}, 2, -1, 0, 1}, /* LAST_AXIS_WIDE (f32), UNITS (16-bit) / UNITS: the bench's layout,
                                       * 2048-element 16-bit groups over 1024 channels, a half last group */
-        {{5, 768, 1}, 2, -1, 0, 1},  /* LAST_AXIS_UNITS; 16-bit on OpenCL with 128 work-items a group */
+        {{5, 768, 1}, 2, -1, 0, 1},  /* LAST_AXIS_UNITS on both; 16-bit on OpenCL with 128 work-items a group */
         {{3, 5, 512}, 3, 1, 0, 0},   /* INNER_UNITS on both */
         {{9, 12, 1}, 2, -1, 0, 0},   /* LAST_AXIS / UNITS (f32), LAST_AXIS (16-bit) */
     };
@@ -387,7 +387,7 @@ ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts_small_groups)
     o.max_buffer_range = 2048;
     ffnrt_context *ctx = test_context(*b, &o);
     static const prelu_layout layouts[] = {
-        {{5, 288, 1}, 2, -1, 0, 1}, /* LAST_AXIS_UNITS (288 = 3 x 96) on both */
+        {{5, 288, 1}, 2, -1, 0, 1}, /* LAST_AXIS_WIDE (f32), UNITS (16-bit: 288 = 3 x 96) / UNITS */
         {{3, 200, 1}, 2, -1, 0, 0}, /* LAST_AXIS_WIDE (f32), LAST_AXIS (16-bit: 200 below a 384-element span) / UNITS */
         {{2, 3, 96}, 3, 1, 0, 0},   /* INNER_UNITS on both */
     };
