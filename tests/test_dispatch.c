@@ -69,6 +69,30 @@ ParameterizedTest(ffnrt_backend *b, dispatch, every_op_has_a_plan)
                               ffnrt_plan_text(plan));
                 ffnrt_plan_destroy(plan);
             }
+    /* PReLU's plan names its slope lookup: 1024 channels on the last axis
+     * are a whole number of units in 16-bit storage on both APIs (a
+     * 2048-element group spans two sweeps of them); 768 are on OpenCL at
+     * 128 work-items a group. A count that is not a whole number of rows
+     * of slopes is refused. */
+    ffnrt_tensor *slopes = NULL;
+    int64_t channels[2] = {1024, 768};
+    for (int c = 0; c < 2; c++) {
+        cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, &channels[c], &slopes), FFNRT_OK);
+        ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
+        d.slopes = slopes;
+        cr_assert_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F16, (size_t)channels[c] * 10, &plan), FFNRT_OK,
+                     "%s", ffnrt_context_last_error(ctx));
+        cr_expect_str_eq(ffnrt_plan_choice(plan, "prelu.slopes"), "SLOPES_LAST_AXIS_UNITS", "%s",
+                         ffnrt_plan_text(plan));
+        if (c == 1 && *b == FFNRT_BACKEND_OPENCL)
+            cr_expect(strstr(ffnrt_plan_choice(plan, "kernel"), "128 work-items") != NULL, "%s",
+                      ffnrt_plan_text(plan));
+        ffnrt_plan_destroy(plan);
+        plan = NULL;
+        cr_expect_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F16, (size_t)channels[c] * 10 + 1, &plan),
+                     FFNRT_ERROR_SHAPE_MISMATCH);
+        ffnrt_tensor_destroy(slopes);
+    }
     /* Bad requests are refused with the reason. */
     cr_expect_eq(ffnrt_activation_plan(ctx, NULL, FFNRT_DTYPE_F32, 4, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
     ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);

@@ -307,9 +307,20 @@ static ffnrt_status plan_activation(ffnrt_context *ctx, const void *arg)
     const activation_plan_arg *a = arg;
     ffnrt_tensor x, s;
     int64_t n = (int64_t)a->numel, one = 1;
-    ffnrt_plan_tensor(ctx, a->dtype, 1, &n, &x);
     ffnrt_activation_desc d = *a->desc;
-    if ((ffnrt_op_row_of(d.kind)->params & FFNRT_OP_SLOPES) && !d.slopes) {
+    int slopes = (ffnrt_op_row_of(d.kind)->params & FFNRT_OP_SLOPES) != 0;
+    if (slopes && d.slopes && d.slopes->numel > 1) { /* C slopes: x as [numel / C, C] */
+        int64_t c = (int64_t)d.slopes->numel, shape[2] = {n / c, c};
+        if (n % c != 0)
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH,
+                              "ffnrt_activation_plan: %lld elements are not a whole number of rows of %lld slopes",
+                              (long long)n, (long long)c);
+        ffnrt_plan_tensor(ctx, a->dtype, 2, shape, &x);
+        d.channel_axis = -1;
+    } else {
+        ffnrt_plan_tensor(ctx, a->dtype, 1, &n, &x);
+    }
+    if (slopes && !d.slopes) {
         ffnrt_plan_tensor(ctx, a->dtype, 1, &one, &s);
         d.slopes = &s;
     }
