@@ -128,6 +128,19 @@ static const ffnrt_compare_result *result_of(const ffnrt_comparison *cmp, ffnrt_
     return NULL;
 }
 
+/* Dense GELU against SwiGLU, with biases, at one token count: the pair
+ * most tests compare (formats and criteria are each test's own). */
+static ffnrt_compare_spec gelu_vs_swiglu(uint32_t d, uint32_t m, uint32_t tokens, uint32_t rounds)
+{
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(d, m);
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.biases = 1;
+    spec.tokens[0] = tokens;
+    spec.ntokens = 1;
+    spec.rounds = rounds;
+    return spec;
+}
+
 /* The seed's accounting, before anything runs: every candidate with and
  * without biases, d = 6, m = 12 against g = 8, 144 weights each. */
 BACKEND_PARAMETERS(compare, seed_accounting)
@@ -235,13 +248,8 @@ BACKEND_PARAMETERS(compare, precisions)
 ParameterizedTest(ffnrt_backend *b, compare, precisions)
 {
     ffnrt_context *ctx = test_context(*b, NULL);
-    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
-    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
-    spec.biases = 1;
+    ffnrt_compare_spec spec = gelu_vs_swiglu(6, 12, 1, 1);
     spec.formats = 1u << FFNRT_WEIGHT_F16 | 1u << FFNRT_WEIGHT_BF16;
-    spec.tokens[0] = 1;
-    spec.ntokens = 1;
-    spec.rounds = 1;
     ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
     c.seeds = 0;
     ffnrt_comparison *cmp = NULL;
@@ -273,13 +281,8 @@ BACKEND_PARAMETERS(compare, block_formats)
 ParameterizedTest(ffnrt_backend *b, compare, block_formats)
 {
     ffnrt_context *ctx = test_context(*b, NULL);
-    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(256, 768); /* m = 3 and g = 2 Q4_K super-blocks */
-    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
-    spec.biases = 1;
+    ffnrt_compare_spec spec = gelu_vs_swiglu(256, 768, 1, 1); /* m = 3 and g = 2 Q4_K super-blocks */
     spec.formats = 1u << FFNRT_WEIGHT_Q8_0 | 1u << FFNRT_WEIGHT_Q4_K;
-    spec.tokens[0] = 1;
-    spec.ntokens = 1;
-    spec.rounds = 1;
     ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
     c.seeds = 0;
     ffnrt_comparison *cmp = NULL;
@@ -324,12 +327,7 @@ BACKEND_PARAMETERS(compare, thresholds_first)
 ParameterizedTest(ffnrt_backend *b, compare, thresholds_first)
 {
     ffnrt_context *ctx = test_context(*b, NULL);
-    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
-    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
-    spec.biases = 1;
-    spec.tokens[0] = 1;
-    spec.ntokens = 1;
-    spec.rounds = 2;
+    ffnrt_compare_spec spec = gelu_vs_swiglu(6, 12, 1, 2);
     ffnrt_comparison *cmp = NULL;
     EXPECT(ffnrt_compare_create(ctx, &spec, NULL, &cmp), FFNRT_OK);
     EXPECT(ffnrt_compare_set_criterion(cmp, "seeds", "0"), FFNRT_OK);
@@ -375,12 +373,7 @@ BACKEND_PARAMETERS(compare, verdicts)
 ParameterizedTest(ffnrt_backend *b, compare, verdicts)
 {
     ffnrt_context *ctx = test_context(*b, NULL);
-    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
-    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
-    spec.biases = 1;
-    spec.tokens[0] = 8;
-    spec.ntokens = 1;
-    spec.rounds = 2;
+    ffnrt_compare_spec spec = gelu_vs_swiglu(6, 12, 8, 2);
     ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
     c.max_latency_ms = 1e-9;
     c.max_memory_mib = 1;
@@ -522,13 +515,9 @@ ParameterizedTest(ffnrt_backend *b, compare, failed_runs)
     setenv("FFNRT_LIMITS", "max_memory=2400", 1); /* this test's own process */
     ffnrt_context *ctx = test_context(*b, NULL);
     unsetenv("FFNRT_LIMITS");
-    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
-    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
-    spec.biases = 1;
-    spec.tokens[0] = 1;
+    ffnrt_compare_spec spec = gelu_vs_swiglu(6, 12, 1, 2);
     spec.tokens[1] = 64;
     spec.ntokens = 2;
-    spec.rounds = 2;
     ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
     c.max_latency_ms = 10000;
     c.seeds = 0;
