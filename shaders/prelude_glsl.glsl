@@ -83,7 +83,7 @@ uint ffn_mulhi(uint a, uint b)
 /* The same for a binding of 32-bit words (packed 16-bit storage). */
 #define BUFFER_RO_U4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferU4_##binding_ { uvec4 name##_u4[]; };
 #define LOAD_U4(name, i4) name##_u4[(i4)]
-#define u4 uvec4
+#define u4 uvec4 /* a 4-word vector, as f4 */
 /* No native half loads (see LOAD_HALF4 in prelude_opencl.cl). */
 /* See prelude_opencl.cl. */
 #define NIBBLES4(w, sh) vec4((uvec4(w) >> uvec4((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & uvec4(15u))

@@ -43,7 +43,7 @@ typedef float4 f4;
 #define LOAD_F4(name, i4) vload4((i4), (name))
 #define BUFFER_RO_U4(binding, name) /* the same for a binding of 32-bit words */
 #define LOAD_U4(name, i4) vload4((i4), (name))
-#define u4 uint4
+typedef uint4 u4;
 /* Four halves from element i of a packed 16-bit binding, converted
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
