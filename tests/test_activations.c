@@ -369,6 +369,13 @@ ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts)
         {{9, 12, 1}, 2, -1, 0, 0},   /* LAST_AXIS / UNITS (f32), LAST_AXIS (16-bit) */
     };
     check_prelu_layouts(ctx, layouts, sizeof layouts / sizeof layouts[0], "256 work-items");
+    /* With statistics on, the kernel's own loop takes the unit lookups'
+     * fallbacks, at the workgroup the table chose (768 channels, 16-bit:
+     * 128 on OpenCL). */
+    ffnrt_stats_options so = FFNRT_STATS_OPTIONS_INIT;
+    cr_assert_eq(ffnrt_context_set_stats(ctx, &so), FFNRT_OK);
+    static const prelu_layout with_stats[] = {{{5, 768, 1}, 2, -1, 0, 0}, {{3, 5, 512}, 3, 1, 0, 0}};
+    check_prelu_layouts(ctx, with_stats, 2, "statistics on");
     test_context_done(ctx);
 }
 
