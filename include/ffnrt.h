@@ -418,7 +418,9 @@ FFNRT_API ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx,
  * = alpha (the negative side), elu'(0) = alpha. PReLU's gradient with
  * respect to its slopes is not computed. dx may be x or dy (in place). */
 /* The plan of ffnrt_activation_forward on `numel` elements of `dtype`
- * (PReLU: with desc->slopes NULL, one shared slope is assumed). */
+ * (PReLU: with desc->slopes NULL, one shared slope is assumed; with C > 1
+ * slopes, x is taken as [numel / C, C], the slopes on its last axis, and
+ * numel must be a multiple of C). */
 FFNRT_API ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
                                              ffnrt_dtype dtype, size_t numel, ffnrt_plan **out);
 FFNRT_API ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx,

@@ -41,6 +41,9 @@ typedef float4 f4;
  * (OpenCL needs no declaration: vload4 reads the float pointer). */
 #define BUFFER_RO_F4(binding, name)
 #define LOAD_F4(name, i4) vload4((i4), (name))
+#define BUFFER_RO_U4(binding, name) /* the same for a binding of 32-bit words */
+#define LOAD_U4(name, i4) vload4((i4), (name))
+typedef uint4 u4;
 /* Four halves from element i of a packed 16-bit binding, converted
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */

@@ -69,6 +69,36 @@ ParameterizedTest(ffnrt_backend *b, dispatch, every_op_has_a_plan)
                               ffnrt_plan_text(plan));
                 ffnrt_plan_destroy(plan);
             }
+    /* PReLU's plan names its slope lookup: 1024 and 768 channels on the
+     * last axis in 16-bit storage take one that reads the slopes without
+     * gathers (by units, or group-wide where a group's span fits the
+     * channels, as under a profile's smaller groups), however many times
+     * a group wraps them; at the default 256 work-items a group, 768 take
+     * 128 on OpenCL, where a unit is a group's row. A count that is not a
+     * whole number of rows of slopes is refused. */
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_tensor *slopes = NULL;
+    int64_t channels[2] = {1024, 768};
+    for (int c = 0; c < 2; c++) {
+        cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, &channels[c], &slopes), FFNRT_OK);
+        ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
+        d.slopes = slopes;
+        cr_assert_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F16, (size_t)channels[c] * 10, &plan), FFNRT_OK,
+                     "%s", ffnrt_context_last_error(ctx));
+        const char *lookup = ffnrt_plan_choice(plan, "prelu.slopes");
+        cr_expect(lookup && (strcmp(lookup, "SLOPES_LAST_AXIS_UNITS") == 0 ||
+                             strcmp(lookup, "SLOPES_LAST_AXIS_WIDE") == 0),
+                  "%s", ffnrt_plan_text(plan));
+        if (c == 1 && *b == FFNRT_BACKEND_OPENCL && info.max_workgroup_size >= 256)
+            cr_expect(strstr(ffnrt_plan_choice(plan, "kernel"), "128 work-items") != NULL, "%s",
+                      ffnrt_plan_text(plan));
+        ffnrt_plan_destroy(plan);
+        plan = NULL;
+        cr_expect_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F16, (size_t)channels[c] * 10 + 1, &plan),
+                     FFNRT_ERROR_SHAPE_MISMATCH);
+        ffnrt_tensor_destroy(slopes);
+    }
     /* Bad requests are refused with the reason. */
     cr_expect_eq(ffnrt_activation_plan(ctx, NULL, FFNRT_DTYPE_F32, 4, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
     ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
