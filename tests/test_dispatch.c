@@ -619,6 +619,42 @@ Test(dispatch, limits_parse_and_apply)
                  "asking above the device's limit is an error");
 }
 
+/* The fp16 conversion: F16C only for a CPU driver that runs work-items as
+ * vector code (PoCL) on a host with F16C, bit arithmetic when turned off
+ * (FFNRT_LIMITS half_conversion=0) and on every other device. */
+Test(dispatch, half_conversion_choice)
+{
+    ffnrt_limit_request req = {0};
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    cr_assert_eq(ffnrt_limits_parse("half_conversion=0", &req, &err), FFNRT_OK);
+    cr_expect_eq(req.no_half_conversion, 1);
+    cr_assert_eq(ffnrt_limits_parse("half_conversion=1", &req, &err), FFNRT_OK);
+    cr_expect_eq(req.no_half_conversion, 0);
+    cr_expect_eq(ffnrt_limits_parse("half_conversion=2", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
+
+    ffnrt_device_info pocl = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_CPU, 0x1006, "pthread-x86");
+    ffnrt_device_info llvmpipe = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
+    llvmpipe.subgroup_size = 8;
+    llvmpipe.storage_16bit = 1;
+    ffnrt_device_info gpu = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_DISCRETE_GPU, 0x10de, "a GPU");
+    ffnrt_half_conversion_choice c;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__clang__)
+    ffnrt_half_conversion_for(&pocl, 0, &c);
+    cr_expect_eq(c.kind, __builtin_cpu_supports("f16c") ? FFNRT_HALF_CONVERSION_F16C : FFNRT_HALF_CONVERSION_BITS,
+                 "%s", c.reason);
+#endif
+    ffnrt_half_conversion_for(&pocl, 1, &c);
+    cr_expect_eq(c.kind, FFNRT_HALF_CONVERSION_BITS);
+    cr_expect(c.kind == FFNRT_HALF_CONVERSION_BITS && strstr(c.reason, "half_conversion=0"), "%s", c.reason);
+    ffnrt_half_conversion_for(&llvmpipe, 0, &c);
+    cr_expect_eq(c.kind, FFNRT_HALF_CONVERSION_BITS, "%s", c.reason);
+    ffnrt_half_conversion_for(&gpu, 0, &c);
+    cr_expect_eq(c.kind, FFNRT_HALF_CONVERSION_BITS, "%s", c.reason);
+    cr_expect_str_eq(ffnrt_half_conversion_name(FFNRT_HALF_CONVERSION_F16C), "x86 F16C");
+    cr_expect_null(ffnrt_half_conversion_define(FFNRT_HALF_CONVERSION_BITS));
+}
+
 /* The element-wise kernels' division by a multiply (DIV_BY of
  * shaders/storage.inc with the host's ffnrt_divisor, PReLU's channel
  * lookup): exact for every divisor and dividend tried, the kernels' own

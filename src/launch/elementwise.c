@@ -91,7 +91,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     uint64_t esize = ffnrt_dtype_size(l->dtype);
     uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
     ffnrt_defines defines = *l->defines;
-    ffnrt_defines_storage(&defines, l->dtype);
+    ffnrt_defines_storage(&defines, l->dtype, ctx->half_conversion.kind);
     uint32_t items = ITEMS_PER_ITEM, bindings = l->binding_count, params_size = l->params_size;
     stats_shape ss = {0, 0, 0};
     if (l->stats) {
@@ -165,8 +165,9 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         ffnrt_plan_add(ctx->plan_sink, "kernel", choice,
                        "element-wise: %u work-items (the device allows %u) of %u 32-bit words each (strided by the "
                        "group on OpenCL, where CPU drivers vectorise across work-items; consecutive on Vulkan), so "
-                       "16-bit values are read and written as whole words and converted by the kernel's own "
-                       "round-to-nearest-even (native vstore_half and packHalf2x16 measured slower on the CPU drivers)%s",
+                       "16-bit values are read and written as whole words and converted as the f16 conversion "
+                       "line says (bf16 by bit arithmetic; vstore_half and packHalf2x16 measured slower on the CPU "
+                       "drivers)%s",
                        wg, lim->max_workgroup_size, items,
                        l->stats ? "; with statistics, more words a group (strided) to spread its reduction" : "");
         uint64_t dispatches = (l->rows + chunk - 1) / chunk;

@@ -31,8 +31,10 @@ typedef struct ffnrt_defines {
 
 /* Appends one line (printf-style, without the newline). */
 void ffnrt_defines_add(ffnrt_defines *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* STORAGE_F32 / STORAGE_F16 / STORAGE_BF16: how the kernel loads and stores. */
-void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype);
+/* STORAGE_F32 / STORAGE_F16 / STORAGE_BF16: how the kernel loads and stores;
+ * for f16, the define of the conversion the context's kernels use
+ * (ctx->half_conversion), where it is a hardware one. */
+void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype, ffnrt_half_conversion conversion);
 /* The hooks a kernel calls for an activation, from the op table: ACT(v, i),
  * DACT(v, i), ACT_F16(v, i) and PARAM_SLOPES where it reads slopes;
  * FFNRT_ACT_COUNT gives the identity (no activation). */
