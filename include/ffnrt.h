@@ -153,7 +153,8 @@ typedef struct ffnrt_context_options {
      * (0 keeps the device's own; a value above it is an error). Each one
      * left at 0 may come from FFNRT_LIMITS="max_buffer_range=65536,
      * max_workgroup_count=64,max_workgroup_size=32,max_shared_memory=16384,
-     * fp16_arithmetic=0,storage_16bit=0". */
+     * fp16_arithmetic=0,storage_16bit=0,half_conversion=0" (the last one:
+     * disable_half_conversion, below). */
     uint64_t max_buffer_range;
     uint32_t max_workgroup_count;
     uint32_t max_workgroup_size;
@@ -195,10 +196,16 @@ typedef struct ffnrt_context_options {
      * which waits for it without a limit. Vulkan; OpenCL waits in clFinish,
      * without a limit, and keeps buffers alive for enqueued work itself. */
     uint32_t device_timeout_ms;
+    /* Convert fp16 values with the kernels' own bit arithmetic even where
+     * the device has a hardware conversion the kernels would use (the
+     * plan's "f16 conversion" line says which; the results are the same
+     * bits): the path every other device takes, kept testable on this one.
+     * Unset (0): FFNRT_LIMITS half_conversion=0. */
+    int disable_half_conversion;
 } ffnrt_context_options;
 
 #define FFNRT_CONTEXT_OPTIONS_INIT \
-    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0, 0 }
+    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0, 0, 0 }
 
 /* Profile i's name and a line saying what it models and where its figures
  * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */
@@ -411,7 +418,9 @@ FFNRT_API ffnrt_status ffnrt_activation_forward(ffnrt_context *ctx,
  * = alpha (the negative side), elu'(0) = alpha. PReLU's gradient with
  * respect to its slopes is not computed. dx may be x or dy (in place). */
 /* The plan of ffnrt_activation_forward on `numel` elements of `dtype`
- * (PReLU: with desc->slopes NULL, one shared slope is assumed). */
+ * (PReLU: with desc->slopes NULL, one shared slope is assumed; with C > 1
+ * slopes, x is taken as [numel / C, C], the slopes on its last axis, and
+ * numel must be a multiple of C). */
 FFNRT_API ffnrt_status ffnrt_activation_plan(ffnrt_context *ctx, const ffnrt_activation_desc *desc,
                                              ffnrt_dtype dtype, size_t numel, ffnrt_plan **out);
 FFNRT_API ffnrt_status ffnrt_activation_backward(ffnrt_context *ctx,

@@ -41,6 +41,9 @@ typedef float4 f4;
  * (OpenCL needs no declaration: vload4 reads the float pointer). */
 #define BUFFER_RO_F4(binding, name)
 #define LOAD_F4(name, i4) vload4((i4), (name))
+#define BUFFER_RO_U4(binding, name) /* the same for a binding of 32-bit words */
+#define LOAD_U4(name, i4) vload4((i4), (name))
+typedef uint4 u4;
 /* Four halves from element i of a packed 16-bit binding, converted
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
@@ -48,7 +51,32 @@ typedef float4 f4;
 /* The element-wise loop (storage.inc) converts 16-bit values itself, from
  * whole words: PoCL 3.1 runs vstore_half one element at a time (60x slower
  * than the integer rounding there), vload_half is no faster than the bit
- * conversion, and a ushort view of the words made bf16 9x slower. */
+ * conversion, and a ushort view of the words made bf16 9x slower. Where
+ * the host chose it (HALF_CONVERSION_F16C, dispatch/kernel_params.inc) and
+ * the compiler targets F16C, it converts the halves of a word in hardware
+ * instead: clang's _Float16 needs no cl_khr_fp16 (PoCL has none), and its
+ * fpext / fptrunc are plain scalar operations that PoCL's vectoriser
+ * widens across work-items into vcvtph2ps / vcvtps2ph (exact widening;
+ * rounding to nearest even, NaN kept quiet, like storage.inc's). A vector
+ * builtin per work-item would instead stop the whole kernel vectorising.
+ * The widened value is XORed with an opaque zero (no dispatch has 2^48
+ * groups): without it LLVM narrows a compare of it with a constant (ReLU's
+ * x < 0.0f) to a half compare, which x86 runs lane by lane (4x slower). */
+#if defined(HALF_CONVERSION_F16C) && defined(__F16C__) && defined(__FLT16_MAX__) && defined(__has_builtin)
+#if __has_builtin(__builtin_bit_cast) /* nested: a compiler without __has_builtin never parses it */
+#define HALF_BITS_TO_F32(h) \
+    as_float(as_uint((float)__builtin_bit_cast(_Float16, (ushort)(h))) ^ (uint)(get_num_groups(0) >> 48))
+#define F32_TO_HALF_BITS(v) ((uint)__builtin_bit_cast(ushort, (_Float16)(v)))
+#endif
+#endif
+/* The element-wise loop computes the two halves of a 16-bit word in
+ * separate blocks, the second under a condition that always holds (an
+ * element-wise dispatch has p.n > 0; storage.inc's SECOND_HALF): in one
+ * block LLVM's SLP vectoriser pairs their identical computations into
+ * 2-wide vectors, and PoCL's work-group vectoriser then refuses the whole
+ * loop ("instruction return type cannot be vectorized"): SwiGLU' in 16-bit
+ * storage ran scalar, 10x slower than in fp32. */
+#define SECOND_HALF if (p.n != 0u)
 /* Four unsigned codes of a 32-bit word as floats (quant.inc): 4-bit ones
  * from bit sh on (sh, sh + 4, sh + 8, sh + 12), or its four bytes. */
 #define NIBBLES4(w, sh) convert_float4(((uint4)(w) >> (uint4)((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & (uint4)(15u))

@@ -57,6 +57,7 @@ check "plan --elements -1" 2 "" "--elements -1: not an integer" "$ffnrt" plan --
 check "plan --tokens 8x" 2 "" "--tokens 8x" "$ffnrt" plan --op swiglu --tokens 8x
 check "plan --hidden ' 7' (a blank)" 2 "" "--hidden  7" "$ffnrt" plan --op swiglu --hidden " 7"
 check "plan --width 0" 2 "" "--width 0" "$ffnrt" plan --op geglu --glu-only --width 0
+check "plan --channels 0" 2 "" "--channels 0" "$ffnrt" plan --op prelu --channels 0
 check "plan --d with no value" 2 "" "--d needs a value" "$ffnrt" plan --op swiglu --d
 check "plan --bogus" 2 "" "unknown option" "$ffnrt" plan --bogus
 

@@ -239,16 +239,22 @@ ParameterizedTest(prelu_case *c, activations, prelu_channels)
     test_context_done(ctx);
 }
 
-/* PReLU in every layout the kernel specialises (shaders/activation.kernel:
- * one slope, the last axis with channels below or above a workgroup's span
- * of elements, an inner axis shorter or longer than the span), so groups
+/* PReLU in every layout the kernel specialises (shaders/activation.kernel;
+ * the table in src/ops/activation.c picks one per layout, storage type and
+ * API): one slope; the last axis with channels below or above a group's
+ * span, or a whole number of units (the run of words work-items take
+ * together: a group's row on OpenCL, a work-item's 4 words on Vulkan), with
+ * or without a smaller workgroup to make the unit fit; an inner axis
+ * shorter or longer than the span, or a whole number of units. Groups
  * whose channels wrap or step and groups that do not both run, in every
  * storage type, forward and backward, odd sizes (a half-used last word)
- * included. Exact: with 16-bit storage the fp32 product of two 16-bit
- * values is exact, and its one rounding is the host's. */
+ * included. Exact: the host's product of the same float values, rounded
+ * once to the storage type (with 16-bit storage the fp32 product of two
+ * 16-bit values is exact), within the 0.5-ULP contract by construction. */
 typedef struct prelu_layout {
     int64_t shape[3];
     int ndim, axis, shared;
+    int wide; /* also f16 backward and bf16 forward: the layouts where storage types differ in more than conversions */
 } prelu_layout;
 
 static float prelu_round(ffnrt_dtype dt, float v)
@@ -288,30 +294,17 @@ static void prelu_read(const ffnrt_tensor *t, ffnrt_dtype dt, float *out, size_t
     free(h);
 }
 
-BACKEND_PARAMETERS(activations, prelu_layouts)
-
-ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts)
+/* Every layout forward and backward in f32 and forward in f16; the wide
+ * layouts also f16 backward and bf16 forward: each (storage, direction,
+ * lookup) is a kernel build, and builds are what this test costs. */
+static void check_prelu_layouts(ffnrt_context *ctx, const prelu_layout *layouts, size_t count, const char *what)
 {
-    ffnrt_context *ctx = test_context(*b, NULL);
-    static const prelu_layout layouts[] = {
-        {{5, 7, 3}, 3, -1, 0},     /* few channels on the last axis: the channel by division */
-        {{3, 1500, 1}, 2, -1, 0},  /* last axis above an fp32 group's span, below a 16-bit one's */
-        {{2, 2600, 1}, 2, -1, 0},  /* last axis above both: straight and wrapping groups */
-        {{1, 3, 2101}, 3, 1, 0},   /* inner axis above both spans; 6303 elements, odd */
-        {{2, 3, 1100}, 3, 1, 0},   /* inner axis above an fp32 span only */
-        {{4, 5, 6}, 3, 1, 1},      /* one shared slope */
-    };
     static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
-    /* Every layout forward and backward in f32 and forward in f16; the two
-     * wide layouts alone where the kernel differs only in its conversions
-     * (f16 backward, bf16 forward): each (storage, direction, lookup) is a
-     * kernel build, and builds are what this test costs. */
-    for (size_t l = 0; l < sizeof layouts / sizeof layouts[0]; l++)
+    for (size_t l = 0; l < count; l++)
         for (size_t d = 0; d < 3; d++) {
             const prelu_layout *L = &layouts[l];
             ffnrt_dtype dt = dtypes[d];
-            int wide = l == 2 || l == 3;
-            if (dt == FFNRT_DTYPE_BF16 && !wide)
+            if (dt == FFNRT_DTYPE_BF16 && !L->wide)
                 continue;
             size_t n = 1, axis = L->axis < 0 ? (size_t)(L->ndim - 1) : (size_t)L->axis, inner = 1;
             for (int k = 0; k < L->ndim; k++)
@@ -327,8 +320,8 @@ ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts)
                 x[i] = v != 0.0f ? v : 0.125f;
                 dy[i] = (float)((int)(i % 9) - 4) * 0.5f + 0.25f;
             }
-            for (size_t c = 0; c < channels; c++)
-                slope[c] = 0.0625f * (float)(c % 31 + 1);
+            for (size_t c = 0; c < channels; c++) /* every channel's slope differs from its neighbours' */
+                slope[c] = 0.0625f * (float)(c % 31 + 1) + (c % 62 >= 31 ? 0.03125f : 0.0f);
             int64_t one = (int64_t)channels;
             ffnrt_tensor *tx = prelu_tensor(ctx, dt, L->ndim, L->shape, x, n),
                          *tdy = prelu_tensor(ctx, dt, L->ndim, L->shape, dy, n),
@@ -337,7 +330,7 @@ ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts)
             ffnrt_activation_desc desc = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
             desc.slopes = ts;
             desc.channel_axis = L->axis;
-            for (int backward = 0; backward < (dt == FFNRT_DTYPE_F32 || (dt == FFNRT_DTYPE_F16 && wide) ? 2 : 1); backward++) {
+            for (int backward = 0; backward < (dt == FFNRT_DTYPE_F32 || (dt == FFNRT_DTYPE_F16 && L->wide) ? 2 : 1); backward++) {
                 ffnrt_status st = backward ? ffnrt_activation_backward(ctx, &desc, tx, tdy, ty)
                                            : ffnrt_activation_forward(ctx, &desc, tx, ty);
                 cr_assert_eq(st, FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
@@ -346,13 +339,66 @@ ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts)
                     float a = slope[L->shared ? 0 : (i / inner) % channels];
                     float want = backward ? prelu_round(dt, dy[i] * (x[i] > 0 ? 1.0f : a))
                                           : prelu_round(dt, x[i] >= 0 ? x[i] : a * x[i]);
-                    cr_assert_eq(out[i], want, "prelu %s %s, layout %zu, element %zu of %zu: %g, expected %g",
-                                 backward ? "backward" : "forward", ffnrt_dtype_name(dt), l, i, n, out[i], want);
+                    cr_assert_eq(out[i], want, "prelu %s %s (%s), layout %zu, element %zu of %zu: %g, expected %g",
+                                 backward ? "backward" : "forward", ffnrt_dtype_name(dt), what, l, i, n, out[i],
+                                 want);
                 }
             }
             ffnrt_tensor_destroy(tx), ffnrt_tensor_destroy(tdy), ffnrt_tensor_destroy(ts), ffnrt_tensor_destroy(ty);
             free(x), free(dy), free(out), free(slope);
         }
+}
+
+BACKEND_PARAMETERS(activations, prelu_layouts)
+
+ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    /* The lookup each takes at the default 256 work-items a group, OpenCL / Vulkan. */
+    static const prelu_layout layouts[] = {
+        {{5, 7, 3}, 3, -1, 0, 0},    /* LAST_AXIS: few channels, the channel by division */
+        {{3, 1500, 1}, 2, -1, 0, 0}, /* LAST_AXIS_WIDE / UNITS (f32), LAST_AXIS (16-bit: 8 does not divide 1500) */
+        {{2, 2600, 1}, 2, -1, 0, 1}, /* LAST_AXIS_WIDE: straight and wrapping groups / UNITS */
+        {{1, 3, 2101}, 3, 1, 0, 1},  /* INNER_WIDE, 6303 elements, odd / the same */
+        {{2, 3, 1100}, 3, 1, 0, 0},  /* INNER_WIDE (f32), ANY_AXIS (16-bit) / INNER_UNITS (f32), ANY_AXIS */
+        {{4, 5, 6}, 3, 1, 1, 0},     /* SHARED: one slope */
+        {{7, 1024, 1}, 2, -1, 0, 1}, /* LAST_AXIS_WIDE (f32), UNITS (16-bit) / UNITS: the bench's layout,
+                                      * 2048-element 16-bit groups over 1024 channels, a half last group */
+        {{5, 768, 1}, 2, -1, 0, 1},  /* LAST_AXIS_UNITS on both; 16-bit on OpenCL with 128 work-items a group */
+        {{3, 5, 512}, 3, 1, 0, 0},   /* INNER_UNITS on both */
+        {{9, 12, 1}, 2, -1, 0, 0},   /* LAST_AXIS / UNITS (f32), LAST_AXIS (16-bit) */
+    };
+    check_prelu_layouts(ctx, layouts, sizeof layouts / sizeof layouts[0], "256 work-items");
+    /* With statistics on, the kernel's own loop takes the unit lookups'
+     * fallbacks, at the workgroup the table chose (768 channels, 16-bit:
+     * 128 on OpenCL). */
+    ffnrt_stats_options so = FFNRT_STATS_OPTIONS_INIT;
+    cr_assert_eq(ffnrt_context_set_stats(ctx, &so), FFNRT_OK);
+    static const prelu_layout with_stats[] = {{{5, 768, 1}, 2, -1, 0, 0}, {{3, 5, 512}, 3, 1, 0, 0}};
+    check_prelu_layouts(ctx, with_stats, 2, "statistics on");
+    test_context_done(ctx);
+}
+
+/* The same lookups under a device limit of 48 work-items a group (not a
+ * power of two), as a small GPU would take them: units of 48 or 96
+ * elements on OpenCL, which no smaller group may replace (24 is below the
+ * table's floor of 32); and a buffer range of 2 KiB, so each tensor runs
+ * as several dispatches whose ranges start inside groups (a unit's lookup
+ * must hold from any dispatch's first element). */
+BACKEND_PARAMETERS(activations, prelu_layouts_small_groups)
+
+ParameterizedTest(ffnrt_backend *b, activations, prelu_layouts_small_groups)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.max_workgroup_size = 48;
+    o.max_buffer_range = 2048;
+    ffnrt_context *ctx = test_context(*b, &o);
+    static const prelu_layout layouts[] = {
+        {{5, 288, 1}, 2, -1, 0, 1}, /* LAST_AXIS_WIDE (f32), UNITS (16-bit: 288 = 3 x 96) / UNITS */
+        {{3, 200, 1}, 2, -1, 0, 0}, /* LAST_AXIS_WIDE (f32), LAST_AXIS (16-bit: 200 below a 384-element span) / UNITS */
+        {{2, 3, 96}, 3, 1, 0, 0},   /* INNER_UNITS on both */
+    };
+    check_prelu_layouts(ctx, layouts, sizeof layouts / sizeof layouts[0], "48 work-items");
     test_context_done(ctx);
 }
 

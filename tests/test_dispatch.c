@@ -69,6 +69,36 @@ ParameterizedTest(ffnrt_backend *b, dispatch, every_op_has_a_plan)
                               ffnrt_plan_text(plan));
                 ffnrt_plan_destroy(plan);
             }
+    /* PReLU's plan names its slope lookup: 1024 and 768 channels on the
+     * last axis in 16-bit storage take one that reads the slopes without
+     * gathers (by units, or group-wide where a group's span fits the
+     * channels, as under a profile's smaller groups), however many times
+     * a group wraps them; at the default 256 work-items a group, 768 take
+     * 128 on OpenCL, where a unit is a group's row. A count that is not a
+     * whole number of rows of slopes is refused. */
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_tensor *slopes = NULL;
+    int64_t channels[2] = {1024, 768};
+    for (int c = 0; c < 2; c++) {
+        cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, &channels[c], &slopes), FFNRT_OK);
+        ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_PRELU);
+        d.slopes = slopes;
+        cr_assert_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F16, (size_t)channels[c] * 10, &plan), FFNRT_OK,
+                     "%s", ffnrt_context_last_error(ctx));
+        const char *lookup = ffnrt_plan_choice(plan, "prelu.slopes");
+        cr_expect(lookup && (strcmp(lookup, "SLOPES_LAST_AXIS_UNITS") == 0 ||
+                             strcmp(lookup, "SLOPES_LAST_AXIS_WIDE") == 0),
+                  "%s", ffnrt_plan_text(plan));
+        if (c == 1 && *b == FFNRT_BACKEND_OPENCL && info.max_workgroup_size >= 256)
+            cr_expect(strstr(ffnrt_plan_choice(plan, "kernel"), "128 work-items") != NULL, "%s",
+                      ffnrt_plan_text(plan));
+        ffnrt_plan_destroy(plan);
+        plan = NULL;
+        cr_expect_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F16, (size_t)channels[c] * 10 + 1, &plan),
+                     FFNRT_ERROR_SHAPE_MISMATCH);
+        ffnrt_tensor_destroy(slopes);
+    }
     /* Bad requests are refused with the reason. */
     cr_expect_eq(ffnrt_activation_plan(ctx, NULL, FFNRT_DTYPE_F32, 4, &plan), FFNRT_ERROR_INVALID_ARGUMENT);
     ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
@@ -587,6 +617,42 @@ Test(dispatch, limits_parse_and_apply)
     req.max_workgroup_size = 4096;
     cr_expect_eq(ffnrt_limits_apply(&info, &lim, &req, NULL, notes, sizeof notes, &err), FFNRT_ERROR_INVALID_ARGUMENT,
                  "asking above the device's limit is an error");
+}
+
+/* The fp16 conversion: F16C only for a CPU driver that runs work-items as
+ * vector code (PoCL) on a host with F16C, bit arithmetic when turned off
+ * (FFNRT_LIMITS half_conversion=0) and on every other device. */
+Test(dispatch, half_conversion_choice)
+{
+    ffnrt_limit_request req = {0};
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    cr_assert_eq(ffnrt_limits_parse("half_conversion=0", &req, &err), FFNRT_OK);
+    cr_expect_eq(req.no_half_conversion, 1);
+    cr_assert_eq(ffnrt_limits_parse("half_conversion=1", &req, &err), FFNRT_OK);
+    cr_expect_eq(req.no_half_conversion, 0);
+    cr_expect_eq(ffnrt_limits_parse("half_conversion=2", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
+
+    ffnrt_device_info pocl = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_CPU, 0x1006, "pthread-x86");
+    ffnrt_device_info llvmpipe = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
+    llvmpipe.subgroup_size = 8;
+    llvmpipe.storage_16bit = 1;
+    ffnrt_device_info gpu = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_DISCRETE_GPU, 0x10de, "a GPU");
+    ffnrt_half_conversion_choice c;
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__) && !defined(__clang__)
+    ffnrt_half_conversion_for(&pocl, 0, &c);
+    cr_expect_eq(c.kind, __builtin_cpu_supports("f16c") ? FFNRT_HALF_CONVERSION_F16C : FFNRT_HALF_CONVERSION_BITS,
+                 "%s", c.reason);
+#endif
+    ffnrt_half_conversion_for(&pocl, 1, &c);
+    cr_expect_eq(c.kind, FFNRT_HALF_CONVERSION_BITS);
+    cr_expect(c.kind == FFNRT_HALF_CONVERSION_BITS && strstr(c.reason, "half_conversion=0"), "%s", c.reason);
+    ffnrt_half_conversion_for(&llvmpipe, 0, &c);
+    cr_expect_eq(c.kind, FFNRT_HALF_CONVERSION_BITS, "%s", c.reason);
+    ffnrt_half_conversion_for(&gpu, 0, &c);
+    cr_expect_eq(c.kind, FFNRT_HALF_CONVERSION_BITS, "%s", c.reason);
+    cr_expect_str_eq(ffnrt_half_conversion_name(FFNRT_HALF_CONVERSION_F16C), "x86 F16C");
+    cr_expect_null(ffnrt_half_conversion_define(FFNRT_HALF_CONVERSION_BITS));
 }
 
 /* The element-wise kernels' division by a multiply (DIV_BY of

@@ -358,6 +358,69 @@ ParameterizedTest(arith_case *c, precisions, f16_arithmetic)
     test_context_done(ctx);
 }
 
+/* The device's conversions are bit-exact, whichever it uses (a hardware
+ * one where the plan's "f16 conversion" line names it, and the bit
+ * arithmetic forced by disable_half_conversion): leaky ReLU with slopes
+ * 3/4 and 3/2 over every 16-bit input gives products exact in fp32 that
+ * need rounding to the storage type, ties (to even) and subnormals
+ * included, -65504 * 3/2 overflows to -Inf, and NaN stays NaN; -0 stays
+ * -0. Each output must equal the host's conversion of the same product. */
+BACKEND_PARAMETERS(precisions, conversions_bit_exact)
+
+ParameterizedTest(ffnrt_backend *b, precisions, conversions_bit_exact)
+{
+    const size_t n = 65536;
+    uint16_t *in = malloc(n * 2), *out = malloc(n * 2);
+    cr_assert(in && out);
+    for (size_t i = 0; i < n; i++)
+        in[i] = (uint16_t)i;
+    for (int forced = 0; forced < 2; forced++) {
+        ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+        o.disable_half_conversion = forced;
+        ffnrt_context *ctx = test_context(*b, &o);
+        ffnrt_plan *plan = NULL;
+        cr_assert_eq(ffnrt_context_plan(ctx, &plan), FFNRT_OK);
+        const char *conversion = ffnrt_plan_choice(plan, "f16 conversion");
+        cr_assert(conversion, "the plan names the f16 conversion");
+        if (forced)
+            cr_assert_str_eq(conversion, "bit arithmetic");
+        cr_log_info("%s, f16 conversion: %s", ffnrt_backend_name(*b), conversion);
+        for (int t = 0; t < 2; t++) {
+            ffnrt_dtype dtype = t ? FFNRT_DTYPE_BF16 : FFNRT_DTYPE_F16;
+            ffnrt_tensor *x = tensor16(ctx, dtype, n, in), *y = tensor16(ctx, dtype, n, NULL);
+            static const float slopes[] = {0.75f, 1.5f};
+            for (int s = 0; s < 2; s++) {
+                ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_LEAKY_RELU);
+                d.alpha = slopes[s];
+                cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+                cr_assert_eq(ffnrt_tensor_read(y, out, n * 2), FFNRT_OK);
+                int flush_ok = !test_keeps_subnormals(ctx);
+                for (size_t i = 0; i < n; i++) {
+                    float xin = decode(dtype, in[i]);
+                    float v = signbit(xin) ? slopes[s] * xin : xin;
+                    if (isnan(v)) {
+                        cr_assert(isnan(decode(dtype, out[i])), "%s NaN %04zx came out %04x", ffnrt_dtype_name(dtype),
+                                  i, out[i]);
+                        continue;
+                    }
+                    if (flush_ok && dtype == FFNRT_DTYPE_BF16 && fpclassify(xin) == FP_SUBNORMAL)
+                        continue; /* fp32 subnormals may be flushed on such a device */
+                    uint16_t want = dtype == FFNRT_DTYPE_F16 ? ffnrt_f32_to_f16(v) : ffnrt_f32_to_bf16(v);
+                    cr_assert_eq(out[i], want, "%s (%s, %s) leaky %.2f of %04zx: got %04x, want %04x",
+                                 ffnrt_backend_name(*b), conversion, ffnrt_dtype_name(dtype), slopes[s], i, out[i],
+                                 want);
+                }
+            }
+            ffnrt_tensor_destroy(x);
+            ffnrt_tensor_destroy(y);
+        }
+        ffnrt_plan_destroy(plan);
+        test_context_done(ctx);
+    }
+    free(in);
+    free(out);
+}
+
 /* ffnrt_copy moves 16-bit tensors bit for bit, NaN payloads included. */
 BACKEND_PARAMETERS(precisions, copy_exact)
 

@@ -72,6 +72,11 @@ typedef struct ffnrt_backend_ops {
     const char *prelude;      /* the kernel dialect's mapping for the API, in shaders/ */
     const char *version_line; /* placed before everything else in a kernel ("#version 450\n"), or "" */
     const char *fp16_feature; /* what the API calls fp16 arithmetic, for messages */
+    /* The prelude's element-wise loop (ITEMS_CONSECUTIVE in shaders/): 1 when
+     * a work-item takes consecutive words, 0 when its words are strided by
+     * the workgroup; the host's choices that depend on which words a
+     * work-item holds (PReLU's slope lookup) read it here. */
+    int items_consecutive;
 
     /* ----- device */
     /* Load the API at run time; FFNRT_ERROR_BACKEND_UNAVAILABLE says why not. */

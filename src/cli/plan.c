@@ -16,7 +16,7 @@ static void usage(FILE *f)
             "  FFN layers:  --op dense-ACT | GLU (glu, reglu, geglu, geglu_tanh, swiglu) --d N --hidden N --tokens N\n"
             "               [--bias] [--path fused|unfused] [--matmul matvec|tiled]\n"
             "               [--weights FMT | IN,VALUE,OUT] (q8_0, q4_0, q4_1, q4_k, q6_k; f32: the dtype)\n"
-            "  activations: --op ACT (relu, gelu, silu, ...) --elements N\n"
+            "  activations: --op ACT (relu, gelu, silu, ...) --elements N [--channels N (prelu: slopes on the last axis)]\n"
             "  GLU alone:   --op GLU --rows N --width N --glu-only\n"
             "  no --op: the device, limits, precision and quirks alone\n"
             "every choice can also be forced through the environment (FFNRT_FFN_PATH, FFNRT_GEMM_KERNEL,\n"
@@ -46,6 +46,7 @@ typedef struct number_option {
 static const number_option number_options[] = {
     {"--d", 1, UINT32_MAX},     {"--hidden", 1, UINT32_MAX}, {"--tokens", 0, INT64_MAX},
     {"--elements", 0, INT64_MAX}, {"--rows", 0, INT64_MAX},  {"--width", 1, UINT32_MAX},
+    {"--channels", 1, UINT32_MAX},
 };
 
 /* "q4_0" (every matrix) or "q4_0,q8_0,q4_1" (in or gate, value, out). */
@@ -68,9 +69,9 @@ static int parse_formats(const char *v, ffnrt_weight_format out[3])
 int ffnrt_plan_main(int argc, char **argv)
 {
     const char *op = NULL, *device = NULL;
-    int64_t numbers[6] = {0, 0, 1, 1 << 24, 1, 0}; /* in number_options' order */
+    int64_t numbers[7] = {0, 0, 1, 1 << 24, 1, 0, 1}; /* in number_options' order */
     int64_t *d_model = &numbers[0], *hidden = &numbers[1], *tokens = &numbers[2], *elements = &numbers[3],
-            *rows = &numbers[4], *width = &numbers[5];
+            *rows = &numbers[4], *width = &numbers[5], *channels = &numbers[6];
     int bias = 0, glu_only = 0, calibrate = 0;
     ffnrt_dtype dtype = FFNRT_DTYPE_F32;
     ffnrt_ffn_path path = FFNRT_FFN_PATH_AUTO;
@@ -80,7 +81,7 @@ int ffnrt_plan_main(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int takes = 1, number = -1;
-        for (int k = 0; k < 6; k++)
+        for (int k = 0; k < (int)(sizeof number_options / sizeof number_options[0]); k++)
             if (strcmp(a, number_options[k].name) == 0)
                 number = k;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -168,7 +169,12 @@ int ffnrt_plan_main(int argc, char **argv)
         st = ffnrt_ffn_plan(ctx, &fd, *tokens, &plan);
     } else if (ffnrt_activation_from_name(op, &act) == FFNRT_OK) {
         ffnrt_activation_desc ad = FFNRT_ACTIVATION_DESC_INIT(act);
-        st = ffnrt_activation_plan(ctx, &ad, dtype, (size_t)*elements, &plan);
+        ffnrt_tensor *slopes = NULL; /* PReLU: --channels slopes on the last axis */
+        st = *channels > 1 && act == FFNRT_ACT_PRELU ? ffnrt_tensor_create(ctx, dtype, 1, channels, &slopes) : FFNRT_OK;
+        ad.slopes = slopes;
+        if (st == FFNRT_OK)
+            st = ffnrt_activation_plan(ctx, &ad, dtype, (size_t)*elements, &plan);
+        ffnrt_tensor_destroy(slopes);
     } else {
         fprintf(stderr, "ffnrt plan: unknown op \"%s\"\n", op);
         ffnrt_context_destroy(ctx);

@@ -34,6 +34,19 @@ typedef struct ffnrt_precision_choice {
     char reason[320];
 } ffnrt_precision_choice;
 
+/* How kernels convert fp16 values (dispatch/kernel_params.inc): with the
+ * bit arithmetic of shaders/storage.inc, or with a hardware conversion. */
+typedef enum ffnrt_half_conversion {
+    FFNRT_HALF_CONVERSION_BITS,
+    FFNRT_HALF_CONVERSION_F16C, /* x86 F16C, through the OpenCL C compiler's _Float16 */
+    FFNRT_HALF_CONVERSION_COUNT
+} ffnrt_half_conversion;
+
+typedef struct ffnrt_half_conversion_choice {
+    ffnrt_half_conversion kind;
+    char reason[320];
+} ffnrt_half_conversion_choice;
+
 struct ffnrt_profile; /* dispatch/dispatch.h */
 
 /* Tuning results by key: an array and an open-addressed index of it, so a
@@ -99,6 +112,7 @@ struct ffnrt_context {
     char limit_notes[512];
     ffnrt_precision policy;
     ffnrt_precision_choice precision;
+    ffnrt_half_conversion_choice half_conversion;
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
     char quirk_notes[256];
     int autotune;

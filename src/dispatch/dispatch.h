@@ -185,11 +185,12 @@ typedef struct ffnrt_limit_request {
     uint64_t max_buffer_range, max_shared_memory, max_workgroup_count, max_workgroup_size;
     int no_fp16_arithmetic, no_16bit_storage;
     uint64_t max_memory; /* a device-memory budget over the context's tensors (tests running out) */
+    int no_half_conversion; /* 16-bit values converted by storage.inc's bit arithmetic, never by hardware */
 } ffnrt_limit_request;
 
 /* FFNRT_LIMITS="max_buffer_range=65536,max_shared_memory=16384,
  * max_workgroup_count=64,max_workgroup_size=32,fp16_arithmetic=0,
- * storage_16bit=0,max_memory=1048576": merged into req. */
+ * storage_16bit=0,max_memory=1048576,half_conversion=0": merged into req. */
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err);
 
 /* Lowers info/limits by the caller's request (a value above the device's
@@ -217,10 +218,18 @@ typedef struct ffnrt_kernel_params {
     uint32_t blocked_wide_codes;            /* block formats: 16 weights a step in 16-wide vectors */
     uint32_t blocked_tn_wide, blocked_tn_gated_wide; /* their columns, prefill (0: blocked_tn, _gated) */
     uint32_t blocked_gated_quant_unfused;   /* gated block-format layers above 4 tokens: unfused by default */
+    uint32_t half_conversion;               /* ffnrt_half_conversion the device's compiler offers */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */
 void ffnrt_kernel_params_for(const ffnrt_device_info *info, ffnrt_kernel_params *out, char *why, size_t cap);
+
+/* How the device's kernels convert fp16 values (bit arithmetic where
+ * turned_off, FFNRT_LIMITS half_conversion=0), and why. */
+void ffnrt_half_conversion_for(const ffnrt_device_info *info, int turned_off, ffnrt_half_conversion_choice *out);
+/* Its name for a plan, and the kernel define that selects it (NULL: none). */
+const char *ffnrt_half_conversion_name(ffnrt_half_conversion kind);
+const char *ffnrt_half_conversion_define(ffnrt_half_conversion kind);
 
 /* -------------------------------------------------------------- precision */
 

@@ -3,6 +3,9 @@
 
 #include <stdio.h>
 #include <string.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 enum { SUBGROUP_ANY, SUBGROUP_NONE, SUBGROUP_KNOWN };
 #define KERNEL_PARAM_OFF 0xffffffffu /* an explicit 0 for a flag (0 inherits) */
@@ -13,6 +16,29 @@ typedef struct kernel_params_row {
     const char *what;
     ffnrt_kernel_params p;
 } kernel_params_row;
+
+typedef struct half_conversion_row {
+    const char *name;
+    const char *define;                          /* "NAME VALUE", or NULL */
+    int (*available)(const ffnrt_device_info *); /* NULL: always */
+    const char *how;
+} half_conversion_row;
+
+/* F16C and the AVX state its VEX encoding needs, enabled by the OS. */
+static int host_has_f16c(const ffnrt_device_info *info)
+{
+    (void)info;
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_F16C) || !(c & bit_AVX) || !(c & bit_OSXSAVE))
+        return 0;
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (lo & 6u) == 6u; /* SSE and AVX state */
+#else
+    return 0;
+#endif
+}
 
 #include "dispatch/kernel_params.inc"
 
@@ -46,4 +72,41 @@ void ffnrt_kernel_params_for(const ffnrt_device_info *info, ffnrt_kernel_params 
     memcpy(out, v, sizeof v);
     if (why)
         snprintf(why, cap, "%s", last);
+}
+
+const char *ffnrt_half_conversion_name(ffnrt_half_conversion kind)
+{
+    return kind < FFNRT_HALF_CONVERSION_COUNT ? half_conversions[kind].name : "?";
+}
+
+const char *ffnrt_half_conversion_define(ffnrt_half_conversion kind)
+{
+    return kind < FFNRT_HALF_CONVERSION_COUNT ? half_conversions[kind].define : NULL;
+}
+
+void ffnrt_half_conversion_for(const ffnrt_device_info *info, int turned_off, ffnrt_half_conversion_choice *out)
+{
+    ffnrt_kernel_params kp;
+    char row[96];
+    ffnrt_kernel_params_for(info, &kp, row, sizeof row);
+    ffnrt_half_conversion offered =
+        kp.half_conversion < FFNRT_HALF_CONVERSION_COUNT ? (ffnrt_half_conversion)kp.half_conversion
+                                                         : FFNRT_HALF_CONVERSION_BITS;
+    const half_conversion_row *h = &half_conversions[offered];
+    const half_conversion_row *bits = &half_conversions[FFNRT_HALF_CONVERSION_BITS];
+    out->kind = FFNRT_HALF_CONVERSION_BITS;
+    if (offered == FFNRT_HALF_CONVERSION_BITS)
+        snprintf(out->reason, sizeof out->reason, "%s: no hardware conversion that helps is known for %s", bits->how,
+                 row[0] ? row : "this device");
+    else if (turned_off)
+        snprintf(out->reason, sizeof out->reason,
+                 "%s: %s (%s) turned off (disable_half_conversion or FFNRT_LIMITS half_conversion=0)", bits->how,
+                 h->name, row);
+    else if (h->available && !h->available(info))
+        snprintf(out->reason, sizeof out->reason, "%s: %s offered (%s), but the host CPU lacks it", bits->how,
+                 h->name, row);
+    else {
+        out->kind = offered;
+        snprintf(out->reason, sizeof out->reason, "%s, %s; bf16 by bit arithmetic", h->how, row);
+    }
 }

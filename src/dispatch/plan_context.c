@@ -1,6 +1,7 @@
 /* The context's choices in a plan (device, profile, limits, precision,
- * calibration, quirks, settings), the public ffnrt_context_plan, and the
- * settings entry points (ffnrt_context_force, ffnrt_context_precision). */
+ * f16 conversion, calibration, quirks, settings), the public
+ * ffnrt_context_plan, and the settings entry points (ffnrt_context_force,
+ * ffnrt_context_precision). */
 #include "dispatch/dispatch.h"
 
 #include <inttypes.h>
@@ -28,6 +29,8 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx)
     snprintf(choice, sizeof choice, "%s: storage %s, arithmetic %s", policy_names[ctx->policy],
              ffnrt_dtype_name(ctx->precision.storage), ctx->precision.fp16_arithmetic ? "fp16" : "fp32");
     ffnrt_plan_add(plan, "precision", choice, "%s", ctx->precision.reason);
+    ffnrt_plan_add(plan, "f16 conversion", ffnrt_half_conversion_name(ctx->half_conversion.kind), "%s",
+                   ctx->half_conversion.reason);
     char vetoes[96];
     snprintf(vetoes, sizeof vetoes, "%s%s%s", ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC ? "veto fp16 arithmetic " : "",
              ctx->vetoes & FFNRT_QUIRK_STORAGE_16BIT ? "veto 16-bit storage " : "",

@@ -69,19 +69,29 @@ static uint32_t workgroup_size(const ffnrt_limits *lim)
     return lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
 }
 
-uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype)
+uint32_t ffnrt_elementwise_workgroup(const ffnrt_context *ctx) { return workgroup_size(&ctx->limits); }
+
+uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg)
 {
-    return workgroup_size(&ctx->limits) * ITEMS_PER_ITEM * (ffnrt_dtype_size(dtype) == 4 ? 1u : 2u);
+    return (wg ? wg : workgroup_size(&ctx->limits)) * ITEMS_PER_ITEM * (ffnrt_dtype_size(dtype) == 4 ? 1u : 2u);
+}
+
+uint32_t ffnrt_elementwise_unit(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg)
+{
+    uint32_t words = ctx->ops->items_consecutive ? ITEMS_PER_ITEM : (wg ? wg : workgroup_size(&ctx->limits));
+    return words * (ffnrt_dtype_size(dtype) == 4 ? 1u : 2u);
 }
 
 ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
 {
     const ffnrt_limits *lim = &ctx->limits;
     uint32_t wg = workgroup_size(lim);
+    if (l->workgroup && l->workgroup < wg)
+        wg = l->workgroup;
     uint64_t esize = ffnrt_dtype_size(l->dtype);
     uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
     ffnrt_defines defines = *l->defines;
-    ffnrt_defines_storage(&defines, l->dtype);
+    ffnrt_defines_storage(&defines, l->dtype, ctx->half_conversion.kind);
     uint32_t items = ITEMS_PER_ITEM, bindings = l->binding_count, params_size = l->params_size;
     stats_shape ss = {0, 0, 0};
     if (l->stats) {
@@ -130,6 +140,8 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         uint64_t step = align / gcd64(align, row_bytes);
         row_step = row_step / gcd64(row_step, step) * step;
     }
+    if (l->row_multiple > 1) /* the kernel's lookups assume it (PReLU's slope units) */
+        row_step = row_step / gcd64(row_step, l->row_multiple) * l->row_multiple;
     if (ss.norms2 == 2) {
         /* Groups within one token: every dispatch starts at a token. */
         uint64_t step = l->stats->row_len / gcd64(l->stats->row_len, l->row_elems);
@@ -153,8 +165,9 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         ffnrt_plan_add(ctx->plan_sink, "kernel", choice,
                        "element-wise: %u work-items (the device allows %u) of %u 32-bit words each (strided by the "
                        "group on OpenCL, where CPU drivers vectorise across work-items; consecutive on Vulkan), so "
-                       "16-bit values are read and written as whole words and converted by the kernel's own "
-                       "round-to-nearest-even (native vstore_half and packHalf2x16 measured slower on the CPU drivers)%s",
+                       "16-bit values are read and written as whole words and converted as the f16 conversion "
+                       "line says (bf16 by bit arithmetic; vstore_half and packHalf2x16 measured slower on the CPU "
+                       "drivers)%s",
                        wg, lim->max_workgroup_size, items,
                        l->stats ? "; with statistics, more words a group (strided) to spread its reduction" : "");
         uint64_t dispatches = (l->rows + chunk - 1) / chunk;

@@ -63,7 +63,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     if (ql && pr->k % ql->k_multiple != 0)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "gemm.kernel: K %llu is not a multiple of %s's block",
                           (unsigned long long)pr->k, ffnrt_weight_format_name(pr->w.format));
-    ffnrt_defines_storage(&defines, pr->dtype);
+    ffnrt_defines_storage(&defines, pr->dtype, ctx->half_conversion.kind);
     ffnrt_defines_weights(&defines, pr->w.format);
     ffnrt_defines_activation(&defines, pr->act);
     if (gated)

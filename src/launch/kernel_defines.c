@@ -24,9 +24,12 @@ void ffnrt_defines_add(ffnrt_defines *d, const char *fmt, ...)
     d->text[len + (size_t)n + 1] = '\0';
 }
 
-void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype)
+void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype, ffnrt_half_conversion conversion)
 {
     ffnrt_defines_add(d, "#define STORAGE_%s 1", dtype == FFNRT_DTYPE_F16 ? "F16" : dtype == FFNRT_DTYPE_BF16 ? "BF16" : "F32");
+    const char *hw = ffnrt_half_conversion_define(conversion);
+    if (dtype == FFNRT_DTYPE_F16 && hw)
+        ffnrt_defines_add(d, "#define %s", hw);
 }
 
 void ffnrt_defines_activation(ffnrt_defines *d, ffnrt_activation act)

@@ -31,8 +31,10 @@ typedef struct ffnrt_defines {
 
 /* Appends one line (printf-style, without the newline). */
 void ffnrt_defines_add(ffnrt_defines *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* STORAGE_F32 / STORAGE_F16 / STORAGE_BF16: how the kernel loads and stores. */
-void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype);
+/* STORAGE_F32 / STORAGE_F16 / STORAGE_BF16: how the kernel loads and stores;
+ * for f16, the define of the conversion the context's kernels use
+ * (ctx->half_conversion), where it is a hardware one. */
+void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype, ffnrt_half_conversion conversion);
 /* The hooks a kernel calls for an activation, from the op table: ACT(v, i),
  * DACT(v, i), ACT_F16(v, i) and PARAM_SLOPES where it reads slopes;
  * FFNRT_ACT_COUNT gives the identity (no activation). */
@@ -112,8 +114,17 @@ ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run
 void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift);
 
 /* Elements of dtype one workgroup of the element-wise launcher covers (its
- * kernels may then make a division once a group instead of per element). */
-uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype);
+ * kernels may then make a division once a group instead of per element),
+ * for a workgroup of wg work-items (0: the launcher's default). */
+uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg);
+/* The default workgroup size of the element-wise launcher. */
+uint32_t ffnrt_elementwise_workgroup(const ffnrt_context *ctx);
+/* Elements of dtype in a "unit" of the element-wise loop: the run of
+ * consecutive words that work-items take together, the group's row of wg
+ * words at one step where a work-item's words are strided by the group,
+ * a work-item's own words where they are consecutive (the backend's
+ * items_consecutive). A kernel may make one lookup a unit (PReLU). */
+uint32_t ffnrt_elementwise_unit(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg);
 
 /* One tensor argument of an element-wise kernel. The launcher iterates over
  * rows x row_elems output elements; a binding holds per_row of its own
@@ -136,6 +147,8 @@ typedef struct ffnrt_ew_launch {
     void *params;
     uint32_t params_size;
     const ffnrt_stats_run *stats; /* NULL: the kernel without statistics */
+    uint32_t workgroup;           /* work-items a group, at most the default (0: the default) */
+    uint32_t row_multiple;        /* each dispatch starts at a multiple of this many rows (0: any) */
 } ffnrt_ew_launch;
 
 /* Runs an element-wise kernel over the whole iteration space, split into

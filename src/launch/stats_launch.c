@@ -111,7 +111,7 @@ ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run
         return FFNRT_OK;
     uint32_t wg = ctx->limits.max_workgroup_size < FINISH_WORKGROUP ? ctx->limits.max_workgroup_size : FINISH_WORKGROUP;
     ffnrt_defines defines = {0};
-    ffnrt_defines_storage(&defines, FFNRT_DTYPE_F32); /* storage.inc wants one */
+    ffnrt_defines_storage(&defines, FFNRT_DTYPE_F32, FFNRT_HALF_CONVERSION_BITS); /* storage.inc wants one */
     ffnrt_defines_add(&defines, "#define STATS_TREE_TOP %uu", tree_top(wg));
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = ffnrt_context_kernel(ctx, "stats.kernel", "ffnrt_stats_finish", defines.text, 1,

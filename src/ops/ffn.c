@@ -164,7 +164,7 @@ static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const ffnrt_gemm_opera
     ffnrt_ew_binding b[3] = {{y, 1}, {y, 1}, {pj->b, 0}};
     ffnrt_defines none = {0};
     ffnrt_ew_launch launch = {"bias.kernel", &none, y->dtype, y->numel, 1, b, 3, params, sizeof params,
-                              ks ? ks->run : NULL};
+                              ks ? ks->run : NULL, 0, 0};
     ffnrt_status st = ffnrt_run_elementwise(r->ctx, &launch);
     r->ns += r->ctx->last_op_ns;
     return st;

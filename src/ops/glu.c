@@ -95,7 +95,7 @@ static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const
         stats->fp16 = strstr(defines.text, "#define ARITH_F16") != NULL;
     glu_params p = {0, 0, h, 0.0f, desc->beta}; /* no GLU kind takes alpha */
     ffnrt_ew_launch l = {"glu.kernel", &defines, dtype, rows, row_elems, b, nb, &p, sizeof p,
-                         stats && stats->choice.on ? &stats->run : NULL};
+                         stats && stats->choice.on ? &stats->run : NULL, 0, 0};
     return ffnrt_run_elementwise(ctx, &l);
 }
 

@@ -566,6 +566,7 @@ const ffnrt_backend_ops *ffnrt_opencl_backend(void)
         .prelude = "prelude_opencl.cl",
         .version_line = "",
         .fp16_feature = "cl_khr_fp16",
+        .items_consecutive = 0, /* prelude_opencl.cl */
         .load = cl_load,
         .list_devices = cl_list_devices,
         .open = cl_open,

@@ -1249,6 +1249,7 @@ const ffnrt_backend_ops *ffnrt_vulkan_backend(void)
         .prelude = "prelude_glsl.glsl",
         .version_line = "#version 450\n",
         .fp16_feature = "shaderFloat16",
+        .items_consecutive = 1, /* prelude_glsl.glsl */
         .load = vk_load,
         .list_devices = vk_list_devices,
         .open = vk_open,
