@@ -1,20 +1,24 @@
-/* Exhaustive accuracy check of shaders/math.inc on the host: every one of the
- * 2^32 fp32 inputs against the double reference of tools/reference/reference.c.
+/* Exhaustive accuracy check of shaders/math.inc and math_grad.inc on the
+ * host: every one of the 2^32 fp32 inputs against the double references of
+ * tools/reference/ (reference.c; reference_grad.c for the derivatives, whose
+ * error is in ULP of the terms' scale, as ffnrt check measures it).
  *
  *   cmake --build build --target math_exhaustive math_exhaustive_unfused
  *   (or: cc -O2 -fopenmp -ffp-contract=off -std=gnu99 tools/math_exhaustive.c \
  *      tools/reference/reference.c -lm -o /tmp/math_exhaustive, plus
  *      -DFFNRT_HOST_UNFUSED_FMA for the model of a device whose fma() rounds
  *      twice, like llvmpipe)
- *   build/math_exhaustive            # all functions (~1 h on 2 cores)
- *   build/math_exhaustive gelu silu  # some of them
+ *   build/math_exhaustive            # all functions (~1.5 h on 2 cores)
+ *   build/math_exhaustive gelu silu  # some of them (derivatives: gelu_grad, ...)
  *   build/math_exhaustive -s 17 ...  # only every 17th bit pattern
  *
  * Prints, per function, the max ULP error, the worst input, and the number
  * of inputs with error > 1 and > 2 ULP.  -ffp-contract=off is required. */
 #include "../shaders/prelude_host.h"
 #include "../shaders/math.inc"
+#include "../shaders/math_grad.inc"
 #include "reference/reference.h"
+#include "reference/reference_grad.h"
 
 #include <float.h>
 #include <stdio.h>
@@ -25,6 +29,7 @@ typedef struct {
     const char *name;
     float (*f)(float);
     double (*ref)(double);
+    double (*scale)(double); /* derivatives: the error is in ULP of this; NULL: |ref| */
 } fn_t;
 
 static float swish_b(float x) { return ffn_swish(x, 1.702f); }
@@ -44,24 +49,58 @@ static double rexpm1(double x) { return expm1(x); }
 static double rerf(double x) { return erf(x); }
 static double rerfc(double x) { return erfc(x); }
 
+/* The derivatives, with ffnrt check's parameters (swish beta 1.702, ELU
+ * alpha 1). */
+#define GRAD_ROW(name, act, expr)                                                                          \
+    static float name##_grad_f(float x) { return expr; }                                                   \
+    static double name##_grad_r(double x) { return ref_grad(act, x, 1.0, (double)1.702f); }                \
+    static double name##_grad_s(double x) { return ref_grad_scale(act, x, 1.0, (double)1.702f); }
+GRAD_ROW(gelu, FFNRT_ACT_GELU, ffn_gelu_grad(x))
+GRAD_ROW(gelu_tanh, FFNRT_ACT_GELU_TANH, ffn_gelu_tanh_grad(x))
+GRAD_ROW(silu, FFNRT_ACT_SILU, ffn_silu_grad(x))
+GRAD_ROW(swish, FFNRT_ACT_SWISH, ffn_swish_grad(x, 1.702f))
+GRAD_ROW(sigmoid, FFNRT_ACT_SIGMOID, ffn_sigmoid_grad(x))
+GRAD_ROW(tanh, FFNRT_ACT_TANH, ffn_tanh_grad(x))
+GRAD_ROW(elu, FFNRT_ACT_ELU, ffn_elu_grad(x, 1.0f))
+#define GRAD_FN(name) {#name "_grad", name##_grad_f, name##_grad_r, name##_grad_s}
+
 static const fn_t fns[] = {
-    {"gelu", ffn_gelu, ref_gelu},
-    {"silu", ffn_silu, ref_silu},
-    {"gelu_tanh", ffn_gelu_tanh, ref_gelu_tanh},
-    {"sigmoid", ffn_sigmoid, ref_sigmoid},
-    {"tanh", ffn_tanh, ref_tanh},
-    {"erfc", ffn_erfc, rerfc},
-    {"erf", ffn_erf, rerf},
-    {"swish1.702", swish_b, rswish_b},
-    {"expm1", ffn_expm1, rexpm1},
-    {"exp", ffn_exp, rexp},
-    {"elu1", elu1, relu1},
-    {"swish-0.75", swish_m, rswish_m},
-    {"swish3e-20", swish_h, rswish_h},
-    {"elu1.67", elu2, relu2},
-    {"relu", ffn_relu, ref_relu},
-    {"leaky0.01", leaky, rleaky},
+    {"gelu", ffn_gelu, ref_gelu, NULL},
+    {"silu", ffn_silu, ref_silu, NULL},
+    {"gelu_tanh", ffn_gelu_tanh, ref_gelu_tanh, NULL},
+    {"sigmoid", ffn_sigmoid, ref_sigmoid, NULL},
+    {"tanh", ffn_tanh, ref_tanh, NULL},
+    {"erfc", ffn_erfc, rerfc, NULL},
+    {"erf", ffn_erf, rerf, NULL},
+    {"swish1.702", swish_b, rswish_b, NULL},
+    {"expm1", ffn_expm1, rexpm1, NULL},
+    {"exp", ffn_exp, rexp, NULL},
+    {"elu1", elu1, relu1, NULL},
+    {"swish-0.75", swish_m, rswish_m, NULL},
+    {"swish3e-20", swish_h, rswish_h, NULL},
+    {"elu1.67", elu2, relu2, NULL},
+    {"relu", ffn_relu, ref_relu, NULL},
+    {"leaky0.01", leaky, rleaky, NULL},
+    GRAD_FN(gelu),
+    GRAD_FN(gelu_tanh),
+    GRAD_FN(silu),
+    GRAD_FN(swish),
+    GRAD_FN(sigmoid),
+    GRAD_FN(tanh),
+    GRAD_FN(elu),
 };
+
+/* |got - ref| in ULP of scale (>= |ref|), for a finite got and ref. */
+static double ulp_error_scaled(float got, double ref, double scale)
+{
+    double e = ulp_error_f32(got, ref);
+    if (!(scale > fabs(ref)) || isinf(e) || isnan(e) || isinf(ref) || isinf(scale))
+        return e;
+    int ex;
+    frexp(scale, &ex);
+    double ulp = scale < (double)FLT_MIN ? ldexp(1.0, -149) : ldexp(1.0, ex - 1 - 23);
+    return fabs((double)got - ref) / ulp;
+}
 
 static void run(const fn_t *fn, unsigned stride)
 {
@@ -82,15 +121,17 @@ static void run(const fn_t *fn, unsigned stride)
                 float x = ffnrt_host_as_float(u);
                 float got = fn->f(x);
                 double ref = fn->ref((double)x);
-                double e = ulp_error_f32(got, ref);
+                double e = fn->scale ? ulp_error_scaled(got, ref, fmax(fabs(ref), fn->scale((double)x)))
+                                     : ulp_error_f32(got, ref);
                 if (e > lmax || (e != e)) {
                     lmax = e;
                     lworst = u;
                 }
                 l1 += e > 1.0;
                 l2 += e > 2.0;
-                /* sign of zero */
-                if (ref == 0.0 && got == 0.0f && (!signbit(ref) != !signbit(got))) {
+                /* sign of zero (forward only: a derivative's reference is
+                 * +0 where its terms underflowed, whatever the sign below) */
+                if (!fn->scale && ref == 0.0 && got == 0.0f && (!signbit(ref) != !signbit(got))) {
                     if (!ls)
                         printf("  %s: zero sign mismatch at %g (0x%08x): got %g ref %g\n", fn->name, x, u, got, ref);
                     ls++;

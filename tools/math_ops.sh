@@ -46,6 +46,12 @@ OP1(silu_grad, ffn_silu_grad(v))
 OP1(swish_grad, ffn_swish_grad(v, 1.702f))
 OP1(sigmoid_grad, ffn_sigmoid_grad(v))
 OP1(tanh_grad, ffn_tanh_grad(v))
+/* A gated gradient evaluates the gate's activation and its derivative of
+ * one input (glu.kernel): both, plus the one add that joins them here. */
+OP1(glu_grad, ffn_sigmoid(v) + ffn_sigmoid_grad(v))
+OP1(geglu_grad, ffn_gelu(v) + ffn_gelu_grad(v))
+OP1(geglu_tanh_grad, ffn_gelu_tanh(v) + ffn_gelu_tanh_grad(v))
+OP1(swiglu_grad, ffn_swish(v, 1.702f) + ffn_swish_grad(v, 1.702f))
 EOF
 count() { # $1: extra flags; prints "name ops div sel" per function
     clang -O2 -std=gnu11 -ffp-contract=off -fno-math-errno -fno-vectorize -fno-slp-vectorize \
