@@ -353,6 +353,12 @@ ParameterizedTest(glu_case *c, precisions, glu_backward)
                 ffnrt_backend_name(c->backend), worst);
     cr_assert(worst <= 1.0, "%s %s backward on %s: %.3f ULP", ffnrt_dtype_name(c->dtype), ffnrt_glu_name(c->kind),
               ffnrt_backend_name(c->backend), worst);
+    /* In place (dgate over gate, dvalue over dy): the same bits. Both
+     * output words are formed before either is stored. */
+    cr_assert_eq(ffnrt_glu_backward_split(ctx, &d, g, v, dy, g, dy), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_read(g, dx, n * 2), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_read(dy, dx + n, n * 2), FFNRT_OK);
+    cr_assert_arr_eq(dx, out, 2 * n * 2, "in place differs from out of place");
     ffnrt_tensor *all[7] = {x, tdx, v, g, dy, dg, dv};
     for (int k = 0; k < 7; k++)
         ffnrt_tensor_destroy(all[k]);
