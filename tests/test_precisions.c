@@ -272,6 +272,104 @@ ParameterizedTest(glu_case *c, precisions, glu_forward)
     test_context_done(ctx);
 }
 
+ParameterizedTestParameters(precisions, glu_backward)
+{
+    static glu_case cases[TEST_BACKENDS * 2 * FFNRT_GLU_COUNT];
+    static const ffnrt_dtype types[2] = {FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
+    int k = 0;
+    for (int b = 0; b < TEST_BACKENDS; b++)
+        for (int t = 0; t < 2; t++)
+            for (int g = 0; g < FFNRT_GLU_COUNT; g++)
+                cases[k++] = (glu_case){test_backends[b], types[t], (ffnrt_glu)g};
+    return cr_make_param_array(glu_case, cases, k);
+}
+
+/* The gated gradients in 16-bit storage (fp32: test_gradients): the halves
+ * and split layouts agree bit for bit, and dvalue = dy phi(gate), dgate =
+ * dy value phi'(gate) are within 1 ULP of the storage type of the double
+ * reference on the stored inputs, dgate's ULP taken at max(|dgate|, |dy
+ * value| times the derivative's term scale) as in test_gradients (phi' has
+ * roots). An odd element count ends the split tensors in half a word; the
+ * second halves are computed in a block of their own on PoCL (storage.inc). */
+ParameterizedTest(glu_case *c, precisions, glu_backward)
+{
+    ffnrt_context *ctx = test_context(c->backend, NULL);
+    const int64_t rows = 301, h = 37;
+    size_t n = (size_t)(rows * h);
+    float *f = malloc(3 * n * sizeof *f); /* value, gate, dy */
+    uint16_t *xb = malloc(2 * n * 2), *in = malloc(3 * n * 2), *dx = malloc(2 * n * 2), *out = malloc(2 * n * 2);
+    cr_assert(f && xb && in && dx && out);
+    uint32_t state = 7u;
+    for (size_t i = 0; i < 3 * n; i++) {
+        state = state * 1664525u + 1013904223u;
+        float v = ((float)(state >> 8) / 16777216.0f - 0.5f) * 24.0f; /* U[-12, 12) */
+        in[i] = c->dtype == FFNRT_DTYPE_F16 ? ffnrt_f32_to_f16(v) : ffnrt_f32_to_bf16(v);
+        f[i] = decode(c->dtype, in[i]);
+    }
+    for (size_t i = 0; i < n; i++) { /* x = [value | gate] per row */
+        size_t r = i / (size_t)h, j = i % (size_t)h;
+        xb[r * 2 * h + j] = in[i];
+        xb[r * 2 * h + h + j] = in[n + i];
+    }
+    int64_t xshape[2] = {rows, 2 * h}, yshape[2] = {rows, h};
+    ffnrt_tensor *x, *tdx, *v, *g, *dy, *dg, *dv;
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, xshape, &x), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, xshape, &tdx), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, yshape, &v), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, yshape, &g), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, yshape, &dy), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, yshape, &dg), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, c->dtype, 2, yshape, &dv), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(x, xb, 2 * n * 2), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(v, in, n * 2), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(g, in + n, n * 2), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(dy, in + 2 * n, n * 2), FFNRT_OK);
+    ffnrt_glu_desc d = FFNRT_GLU_DESC_INIT(c->kind);
+    d.beta = SWISH_BETA;
+    cr_assert_eq(ffnrt_glu_backward(ctx, &d, x, dy, tdx), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_glu_backward_split(ctx, &d, g, v, dy, dg, dv), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_read(tdx, dx, 2 * n * 2), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_read(dg, out, n * 2), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_read(dv, out + n, n * 2), FFNRT_OK);
+    ffnrt_activation act = ffnrt_glu_gate_activation(c->kind);
+    int flush_ok = !test_keeps_subnormals(ctx);
+    double worst = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t r = i / (size_t)h, j = i % (size_t)h;
+        cr_assert_eq(dx[r * 2 * h + j], out[n + i], "dvalue differs between layouts at %zu", i);
+        cr_assert_eq(dx[r * 2 * h + h + j], out[i], "dgate differs between layouts at %zu", i);
+        double value = f[i], gate = f[n + i], dyv = f[2 * n + i];
+        double ref_v = dyv * ref_forward(act, gate, 0, SWISH_BETA);
+        double ref_g = dyv * value * ref_grad(act, gate, 0, SWISH_BETA);
+        double scale_g = fmax(fabs(ref_g), fabs(dyv * value) * ref_grad_scale(act, gate, 0, SWISH_BETA));
+        double ev = ulp16(c->dtype, out[n + i], ref_v, flush_ok);
+        double got_g = decode(c->dtype, out[i]);
+        double eg = fabs(got_g - ref_g) / ulp_of_type(c->dtype, scale_g);
+        if (flush_ok && got_g == 0 && fabs(ref_g) < 0x1p-126)
+            eg = 0;
+        worst = fmax(worst, fmax(ev, eg));
+    }
+    cr_log_info("%s %s backward on %s: max %.3f ULP", ffnrt_dtype_name(c->dtype), ffnrt_glu_name(c->kind),
+                ffnrt_backend_name(c->backend), worst);
+    cr_assert(worst <= 1.0, "%s %s backward on %s: %.3f ULP", ffnrt_dtype_name(c->dtype), ffnrt_glu_name(c->kind),
+              ffnrt_backend_name(c->backend), worst);
+    /* In place (dgate over gate, dvalue over dy): the same bits. Both
+     * output words are formed before either is stored. */
+    cr_assert_eq(ffnrt_glu_backward_split(ctx, &d, g, v, dy, g, dy), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    cr_assert_eq(ffnrt_tensor_read(g, dx, n * 2), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_read(dy, dx + n, n * 2), FFNRT_OK);
+    cr_assert_arr_eq(dx, out, 2 * n * 2, "in place differs from out of place");
+    ffnrt_tensor *all[7] = {x, tdx, v, g, dy, dg, dv};
+    for (int k = 0; k < 7; k++)
+        ffnrt_tensor_destroy(all[k]);
+    free(f);
+    free(xb);
+    free(in);
+    free(dx);
+    free(out);
+    test_context_done(ctx);
+}
+
 /* ---------------------------------------------------- fp16 arithmetic */
 
 /* Bound for FFNRT_COMPUTE_F16, in ULP of fp16, over all 65,536 inputs:
