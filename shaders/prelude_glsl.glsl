@@ -75,6 +75,7 @@ uint ffn_mulhi(uint a, uint b)
  * less CPU time than words strided by the workgroup (PoCL, which vectorises
  * across work-items, wants the stride). */
 #define ITEMS_CONSECUTIVE 1
+#define ITEMS_VEC4 1 /* storage.inc: EW_WHOLE_ITEMS_VEC4 */
 /* Vector loads, see prelude_opencl.cl: a vec4 view of the same binding
  * (descriptor aliasing). llvmpipe loads a vec4 in one pass over its SIMD
  * lanes where four floats take four. */
@@ -83,6 +84,11 @@ uint ffn_mulhi(uint a, uint b)
 /* The same for a binding of 32-bit words (packed 16-bit storage). */
 #define BUFFER_RO_U4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferU4_##binding_ { uvec4 name##_u4[]; };
 #define LOAD_U4(name, i4) name##_u4[(i4)]
+/* Writable views, for 4-word stores (storage.inc's EW_WHOLE_ITEMS_VEC4). */
+#define BUFFER_RW_F4(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferF4_##binding_ { vec4 name##_f4[]; };
+#define BUFFER_RW_U4(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferU4_##binding_ { uvec4 name##_u4[]; };
+#define STORE_F4(name, i4, v) name##_f4[(i4)] = (v)
+#define STORE_U4(name, i4, v) name##_u4[(i4)] = (v)
 #define u4 uvec4 /* a 4-word vector, as f4 */
 /* No native half loads (see LOAD_HALF4 in prelude_opencl.cl). */
 /* See prelude_opencl.cl. */
