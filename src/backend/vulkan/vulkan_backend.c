@@ -428,6 +428,13 @@ struct ffnrt_bdevice {
     int stuck;
     struct ffnrt_bbuffer *kept_buffers;
     struct ffnrt_bkernel *kept_kernels;
+    /* A new pipeline's first, empty dispatch (vk_warm_pipeline): its own
+     * command buffer, fence and descriptor set over a small buffer, so it
+     * can run while ffnrt's batch is being recorded. */
+    VkCommandBuffer warm_cmd;
+    VkFence warm_fence;
+    VkDescriptorPool warm_pool;
+    ffnrt_bbuffer *warm_buffer;
 };
 
 static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err);
@@ -436,6 +443,7 @@ static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err);
 static ffnrt_status vk_wait_all(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err);
 static ffnrt_status vk_external_begin(ffnrt_bdevice *dev, ffnrt_error *err);
 static ffnrt_status vk_external_end(ffnrt_bdevice *dev, ffnrt_error *err);
+static void vk_free_buffer(ffnrt_bdevice *dev, ffnrt_bbuffer *buf);
 
 static void vk_close(ffnrt_bdevice *dev)
 {
@@ -453,6 +461,12 @@ static void vk_close(ffnrt_bdevice *dev)
             a->vkDeviceWaitIdle(dev->device);
         dev->stuck = 0;
         vk_free_kept(dev);
+        if (dev->warm_buffer)
+            vk_free_buffer(dev, dev->warm_buffer);
+        if (dev->warm_pool)
+            a->vkDestroyDescriptorPool(dev->device, dev->warm_pool, NULL);
+        if (dev->warm_fence)
+            a->vkDestroyFence(dev->device, dev->warm_fence, NULL);
         if (dev->staging) {
             a->vkDestroyBuffer(dev->device, dev->staging->buffer, NULL);
             a->vkFreeMemory(dev->device, dev->staging->memory, NULL);
@@ -513,8 +527,19 @@ static ffnrt_status vk_device_objects(ffnrt_bdevice *dev, const ffnrt_device_inf
         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
         .commandBufferCount = 1,
     };
-    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->cmd)) != VK_SUCCESS)
+    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->cmd)) != VK_SUCCESS ||
+        (rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->warm_cmd)) != VK_SUCCESS)
         return vk_fail(err, rc, "vkAllocateCommandBuffers");
+    VkDescriptorPoolSize warm_size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, MAX_BINDINGS};
+    VkDescriptorPoolCreateInfo wpci = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
+        .maxSets = 1,
+        .poolSizeCount = 1,
+        .pPoolSizes = &warm_size,
+    };
+    if ((rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->warm_fence)) != VK_SUCCESS ||
+        (rc = a->vkCreateDescriptorPool(dev->device, &wpci, NULL, &dev->warm_pool)) != VK_SUCCESS)
+        return vk_fail(err, rc, "creating the pipelines' first-dispatch objects");
     if (timestamp_bits) {
         VkQueryPoolCreateInfo qpci = {
             .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
@@ -766,15 +791,24 @@ static int vk_unstuck(ffnrt_bdevice *dev)
 }
 
 /* Every use of the queue, the command buffer, the descriptor pools or
- * memory the device may write starts here. */
+ * memory the device may write starts here. A stuck batch is waited for
+ * again, for one more timeout: the new work would queue behind it anyway,
+ * and a batch that was only slow lets the context recover by itself. */
 static ffnrt_status vk_check_stuck(ffnrt_bdevice *dev, ffnrt_error *err)
 {
     if (vk_unstuck(dev))
         return FFNRT_OK;
+    VkResult rc = dev->api.vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, dev->timeout_ns);
+    if (rc == VK_SUCCESS) {
+        vk_unstick(dev);
+        return FFNRT_OK;
+    }
+    if (rc != VK_TIMEOUT)
+        return vk_fail(err, rc, "vkWaitForFences");
     return ffnrt_fail(err, FFNRT_ERROR_DEVICE_FAILURE,
-                      "Vulkan: work submitted earlier is still running past the %llu ms timeout "
+                      "Vulkan: work submitted earlier is still running, after two waits of the %llu ms timeout "
                       "(device_timeout_ms, FFNRT_DEVICE_TIMEOUT_MS); what it uses is kept until it finishes: "
-                      "ffnrt_context_wait waits for it again, or destroy the context",
+                      "the next call waits for it again, or destroy the context",
                       (unsigned long long)(dev->timeout_ns / 1000000));
 }
 
@@ -916,6 +950,7 @@ static uint32_t *vk_cached_spirv(const ffnrt_kernel_cache *c, size_t *words)
 
 static ffnrt_status vk_kernel_from_spirv(ffnrt_bdevice *dev, const ffnrt_kernel_source *src, uint32_t *spirv,
                                          size_t words, ffnrt_bkernel **out, ffnrt_error *err);
+static ffnrt_status vk_warm_pipeline(ffnrt_bdevice *dev, ffnrt_bkernel *k, ffnrt_error *err);
 
 /* From the cached SPIR-V if there is one and the driver takes it; else (a
  * driver may still refuse valid SPIR-V) compiled from source, the cache
@@ -1004,8 +1039,83 @@ static ffnrt_status vk_kernel_from_spirv(ffnrt_bdevice *dev, const ffnrt_kernel_
         vk_free_kernel(dev, k);
         return vk_fail(err, rc, "creating the compute pipeline");
     }
+    ffnrt_status st = vk_warm_pipeline(dev, k, err);
+    if (st != FFNRT_OK) {
+        vk_kernel_destroy(dev, k);
+        return st;
+    }
     *out = k;
     return FFNRT_OK;
+}
+
+/* llvmpipe (lavapipe), and GPU drivers that specialise a pipeline at its
+ * first use, compile it to machine code at its first dispatch, on the
+ * queue: the fence wait of the first batch that runs it then times the
+ * compiler, not the device (5 s for a small layer on a cold cache here,
+ * minutes on a busy CPU), and the device timeout mistook that for a hang.
+ * One empty dispatch (no workgroups) at creation moves that compile into
+ * kernel building; its wait has no limit, as vkCreateComputePipelines has
+ * none. Earlier work is waited for first (with the timeout), so that this
+ * unlimited wait is never behind a batch that could hang. */
+static ffnrt_status vk_warm_pipeline(ffnrt_bdevice *dev, ffnrt_bkernel *k, ffnrt_error *err)
+{
+    const ffnrt_vk_device_api *a = &dev->api;
+    static const uint32_t zeros[64];
+    if (k->params_size > sizeof zeros)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "Vulkan: %u bytes of parameters, at most %zu",
+                          k->params_size, sizeof zeros);
+    ffnrt_status st = vk_finish_pending(dev, err);
+    if (st == FFNRT_OK && !dev->warm_buffer)
+        st = vk_buffer_create(dev, 256, &dev->warm_buffer, err);
+    if (st != FFNRT_OK)
+        return st;
+    a->vkResetDescriptorPool(dev->device, dev->warm_pool, 0);
+    VkDescriptorSetAllocateInfo ai = {
+        .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
+        .descriptorPool = dev->warm_pool,
+        .descriptorSetCount = 1,
+        .pSetLayouts = &k->set_layout,
+    };
+    VkDescriptorSet set;
+    VkResult rc = a->vkAllocateDescriptorSets(dev->device, &ai, &set);
+    if (rc != VK_SUCCESS)
+        return vk_fail(err, rc, "vkAllocateDescriptorSets");
+    VkDescriptorBufferInfo info = {dev->warm_buffer->buffer, 0, VK_WHOLE_SIZE};
+    VkWriteDescriptorSet writes[MAX_BINDINGS];
+    for (uint32_t i = 0; i < k->buffer_count; i++)
+        writes[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &info,
+        };
+    a->vkUpdateDescriptorSets(dev->device, k->buffer_count, writes, 0, NULL);
+    VkCommandBufferBeginInfo bi = {
+        .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
+        .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
+    };
+    a->vkResetCommandBuffer(dev->warm_cmd, 0);
+    if ((rc = a->vkBeginCommandBuffer(dev->warm_cmd, &bi)) != VK_SUCCESS)
+        return vk_fail(err, rc, "vkBeginCommandBuffer");
+    a->vkCmdBindPipeline(dev->warm_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
+    a->vkCmdBindDescriptorSets(dev->warm_cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
+    if (k->params_size)
+        a->vkCmdPushConstants(dev->warm_cmd, k->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, k->params_size, zeros);
+    a->vkCmdDispatch(dev->warm_cmd, 0, 0, 0);
+    if ((rc = a->vkEndCommandBuffer(dev->warm_cmd)) != VK_SUCCESS)
+        return vk_fail(err, rc, "vkEndCommandBuffer");
+    VkSubmitInfo si = {
+        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+        .commandBufferCount = 1,
+        .pCommandBuffers = &dev->warm_cmd,
+    };
+    if ((rc = a->vkQueueSubmit(dev->queue, 1, &si, dev->warm_fence)) != VK_SUCCESS)
+        return vk_fail(err, rc, "vkQueueSubmit (a pipeline's first dispatch)");
+    rc = a->vkWaitForFences(dev->device, 1, &dev->warm_fence, VK_TRUE, UINT64_MAX);
+    a->vkResetFences(dev->device, 1, &dev->warm_fence);
+    return rc == VK_SUCCESS ? FFNRT_OK : vk_fail(err, rc, "vkWaitForFences (a pipeline's first dispatch)");
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -1324,15 +1434,7 @@ static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err)
 
 static ffnrt_status vk_wait_all(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
 {
-    /* A stuck batch is waited for again, for one more timeout. */
-    if (dev->stuck && !vk_unstuck(dev)) {
-        ffnrt_status wst = vk_wait_fence(dev, err);
-        if (wst != FFNRT_OK)
-            return wst;
-        dev->stuck = 0; /* the fence signalled (and was reset): release what was kept */
-        vk_free_kept(dev);
-    }
-    ffnrt_status st = vk_finish_pending(dev, err);
+    ffnrt_status st = vk_finish_pending(dev, err); /* a stuck batch is waited for again there */
     *device_ns = dev->pending_ns;
     dev->pending_ns = 0;
     return st;
