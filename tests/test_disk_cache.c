@@ -988,6 +988,62 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, blobs)
     remove_dir(dir);
 }
 
+/* The first call's cost, as the plan states it: nothing measured in an
+ * empty cache; after a kernel built from source and the same kernel built
+ * again from the disk cache (a new context), each counted once, kept for
+ * the next context of the device. */
+static const char *first_call(ffnrt_context *ctx, ffnrt_plan **plan)
+{
+    cr_assert_eq(ffnrt_context_plan(ctx, plan), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    const char *choice = ffnrt_plan_choice(*plan, "first call");
+    cr_assert_not_null(choice, "the plan has no first-call item:\n%s", ffnrt_plan_text(*plan));
+    return choice;
+}
+
+static void one_silu(ffnrt_context *ctx)
+{
+    float x[N];
+    inputs(x);
+    ffnrt_tensor *t = test_tensor_1d(ctx, N, x);
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    cr_assert_eq(ffnrt_activation_forward(ctx, &d, t, t), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_tensor_destroy(t);
+}
+
+BACKEND_PARAMETERS(disk_cache, first_call_cost)
+ParameterizedTest(ffnrt_backend *b, disk_cache, first_call_cost)
+{
+    char *dir = temp_dir();
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.cache_dir = dir;
+    ffnrt_plan *plan;
+    ffnrt_context *ctx = test_context(*b, &o);
+    cr_assert_str_eq(first_call(ctx, &plan), "not measured yet");
+    ffnrt_plan_destroy(plan);
+    one_silu(ctx);
+    test_context_done(ctx);
+
+    ctx = test_context(*b, &o);
+    const char *c = first_call(ctx, &plan);
+    double source_ms = -1;
+    unsigned source_n = 0, cached_n = 9;
+    cr_assert_eq(sscanf(c, "%lf ms a kernel from source (n = %u), %*f ms from the disk cache (n = %u)", &source_ms,
+                        &source_n, &cached_n), 3, "%s", c);
+    cr_assert(source_ms > 0 && source_n == 1 && cached_n == 0, "%s", c);
+    ffnrt_plan_destroy(plan);
+    one_silu(ctx);
+    test_context_done(ctx);
+
+    ctx = test_context(*b, &o);
+    c = first_call(ctx, &plan);
+    cr_assert_eq(sscanf(c, "%*f ms a kernel from source (n = %u), %*f ms from the disk cache (n = %u)", &source_n,
+                        &cached_n), 2, "%s", c);
+    cr_assert(source_n == 1 && cached_n == 1, "%s", c);
+    ffnrt_plan_destroy(plan);
+    test_context_done(ctx);
+    remove_dir(dir);
+}
+
 /* Two processes build into one empty directory at the same moment: both
  * succeed, and what is left is valid and used by a third. */
 static int child_run(ffnrt_backend backend, const char *dir, int go_fd, const float *expect, float *out)

@@ -180,12 +180,15 @@ ffnrt_status ffnrt_context_cache_stats(const ffnrt_context *ctx, ffnrt_cache_sta
 typedef struct kernel_cache_user {
     ffnrt_context *ctx;
     const char *key;
+    int hits; /* blobs loaded and not refused: the build's code came from the cache */
 } kernel_cache_user;
 
 static void *kernel_cache_load(void *user, ffnrt_cache_kind kind, size_t *len)
 {
     kernel_cache_user *u = user;
-    return ffnrt_disk_cache_get(&u->ctx->disk, u->key, kind, len);
+    void *blob = ffnrt_disk_cache_get(&u->ctx->disk, u->key, kind, len);
+    u->hits += blob != NULL;
+    return blob;
 }
 
 static void kernel_cache_store(void *user, ffnrt_cache_kind kind, const void *data, size_t len)
@@ -197,6 +200,7 @@ static void kernel_cache_store(void *user, ffnrt_cache_kind kind, const void *da
 static void kernel_cache_unusable(void *user, ffnrt_cache_kind kind, const char *why)
 {
     kernel_cache_user *u = user;
+    u->hits--;
     char note[FFNRT_DISK_CACHE_NOTE];
     snprintf(note, sizeof note, "%s: %s", ffnrt_cache_kind_name(kind), why);
     ffnrt_disk_cache_note_unusable(&u->ctx->disk, note);
@@ -245,6 +249,48 @@ ffnrt_status ffnrt_context_new(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev,
 #define free_kernel_key(p) free(p)
 #endif
 
+/* ------------------------------------------------------ kernel-build times */
+
+static const char build_times_name[] = "build-times";
+
+void ffnrt_build_times_load(ffnrt_context *ctx)
+{
+    size_t len = 0;
+    char *blob = ffnrt_device_blob_get(&ctx->disk, &ctx->device_as_found, FFNRT_CACHE_CALIBRATION,
+                                       build_times_name, &len);
+    char text[128];
+    ffnrt_build_times t = {0, 0, 0, 0};
+    if (blob && len < sizeof text) {
+        memcpy(text, blob, len);
+        text[len] = '\0';
+        if (sscanf(text, "%lf %u %lf %u", &t.source_ms, &t.source_n, &t.cached_ms, &t.cached_n) == 4 &&
+            t.source_ms >= 0 && t.source_ms < 1e8 && t.cached_ms >= 0 && t.cached_ms < 1e8 && t.source_n <= 64 &&
+            t.cached_n <= 64)
+            ctx->build_times = t;
+    }
+    free(blob);
+}
+
+static void build_times_add(ffnrt_context *ctx, double ms, int cached)
+{
+    double *mean = cached ? &ctx->build_times.cached_ms : &ctx->build_times.source_ms;
+    uint32_t *n = cached ? &ctx->build_times.cached_n : &ctx->build_times.source_n;
+    *n = *n < 64 ? *n + 1 : 64;
+    *mean += (ms - *mean) / *n;
+    ctx->builds_here++;
+}
+
+static void build_times_save(ffnrt_context *ctx)
+{
+    if (!ctx->builds_here)
+        return;
+    char text[128];
+    const ffnrt_build_times *t = &ctx->build_times;
+    int len = snprintf(text, sizeof text, "%.6g %u %.6g %u\n", t->source_ms, t->source_n, t->cached_ms, t->cached_n);
+    ffnrt_device_blob_put(&ctx->disk, &ctx->device_as_found, FFNRT_CACHE_CALIBRATION, build_times_name, text,
+                          (size_t)len);
+}
+
 void ffnrt_context_destroy(ffnrt_context *ctx)
 {
     if (!ctx)
@@ -252,6 +298,7 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
     if (ctx->dev)
         ffnrt_context_settle(ctx); /* nothing may be freed under a pending batch */
     save_driver_cache(ctx);
+    build_times_save(ctx);
     free(ctx->cache_identity);
     while (ctx->tensors)
         ffnrt_tensor_destroy(ctx->tensors);
@@ -423,7 +470,7 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
      * source's digest (the source also holds the build key, but the digest
      * alone would let a collision pass unseen). */
     char *disk_key = NULL;
-    kernel_cache_user user = {ctx, NULL};
+    kernel_cache_user user = {ctx, NULL, 0};
     ffnrt_kernel_cache cache = {&user, kernel_cache_load, kernel_cache_store, kernel_cache_unusable};
     if (ctx->disk.enabled && ctx->cache_identity) {
         char digest[64];
@@ -436,7 +483,10 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
     }
     char *log = NULL;
     ffnrt_bkernel *kernel = NULL;
+    double t0 = ffnrt_now_ms();
     ffnrt_status st = ctx->ops->kernel_build(ctx->dev, &ks, &kernel, &log, &ctx->error);
+    if (st == FFNRT_OK)
+        build_times_add(ctx, ffnrt_now_ms() - t0, user.hits > 0);
     free(source);
     free(disk_key);
     if (st != FFNRT_OK) {

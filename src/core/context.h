@@ -20,6 +20,16 @@ typedef struct ffnrt_calibration {
     int valid;
 } ffnrt_calibration;
 
+/* What a kernel build costs on this device, in milliseconds: from source,
+ * and with its code from ffnrt's disk cache (the driver's own caches as
+ * they were); each a running mean over the last builds (n counts to 64).
+ * A new process pays one build per kernel an op uses, at its first call:
+ * the plan states it. Kept per device and driver in the disk cache. */
+typedef struct ffnrt_build_times {
+    double source_ms, cached_ms;
+    uint32_t source_n, cached_n;
+} ffnrt_build_times;
+
 /* One tuning result (dispatch/tuning.c): the winner for a shape class. */
 typedef struct ffnrt_tuning_entry {
     char key[160];
@@ -118,6 +128,8 @@ struct ffnrt_context {
     int autotune;
     ffnrt_tuning_table tuning;
     ffnrt_calibration calibration;     /* valid once measured or loaded */
+    ffnrt_build_times build_times;     /* loaded, then this process's builds added */
+    uint32_t builds_here;              /* kernels built by this context (saved at destroy) */
     ffnrt_plan *plan_sink;             /* non-NULL: launches describe themselves here and run nothing */
     /* Interop (src/core/interop_*.c). */
     int app_handles; /* made from the app's device/context: its buffers may be wrapped */
@@ -226,6 +238,9 @@ void *ffnrt_device_blob_get(ffnrt_disk_cache *disk, const ffnrt_device_info *inf
                             const char *name, size_t *len);
 int ffnrt_device_blob_put(ffnrt_disk_cache *disk, const ffnrt_device_info *info, ffnrt_cache_kind kind,
                           const char *name, const void *data, size_t len);
+
+/* The device's kernel-build times from the disk cache (at creation). */
+void ffnrt_build_times_load(ffnrt_context *ctx);
 
 /* The device list over every available backend, enumerated once per process. */
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,

@@ -43,6 +43,16 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx)
                                             "the disk cache for the device and driver)"
                                           : "ffnrt_context_calibrate (ffnrt plan --calibrate) measures it; until "
                                             "then the kernel choice uses the token threshold");
+    /* The first call's cost in a new process: kernels are built then. */
+    const ffnrt_build_times *bt = &ctx->build_times;
+    if (bt->source_n || bt->cached_n)
+        snprintf(choice, sizeof choice, "%.0f ms a kernel from source (n = %u), %.0f ms from the disk cache (n = %u)",
+                 bt->source_ms, bt->source_n, bt->cached_ms, bt->cached_n);
+    ffnrt_plan_add(plan, "first call", bt->source_n || bt->cached_n ? choice : "not measured yet", "%s",
+                   "each new process builds the kernels an op uses at its first call (one for each dispatch row "
+                   "of its plan; every later call reuses them), the driver's own compile included (llvmpipe's "
+                   "happens at a pipeline's first, empty dispatch, outside the device timeout); means of the last "
+                   "builds on this device, kept in the disk cache");
     ffnrt_plan_add(plan, "quirks", ctx->vetoes ? vetoes : "none", "%s",
                    ctx->quirk_notes[0] ? ctx->quirk_notes : "no entry of the quirk table matches this device");
     char settings[1024];
