@@ -46,7 +46,10 @@ typedef enum ffnrt_gguf_type {
     FFNRT_GGUF_FLOAT64 = 12
 } ffnrt_gguf_type;
 
-/* Maps the file read-only and checks it whole. */
+/* Maps the file read-only and checks it whole. A path that is not a
+ * regular file (a FIFO, a directory, a device) is refused at once, never
+ * waited on, with FFNRT_ERROR_INVALID_ARGUMENT and a message naming the
+ * path and what it is. */
 FFNRT_API ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out);
 /* The same over bytes in memory, which stay the caller's and must outlive
  * the handle. */

@@ -73,4 +73,12 @@ check "bench --min-runs abc" 2 "" "--min-runs abc" "$ffnrt" bench --min-runs abc
 check "bench --budget inf" 2 "" "--budget inf" "$ffnrt" bench --budget inf
 check "bench --budget -1" 2 "" "--budget -1" "$ffnrt" bench --budget -1
 
+# ffnrt check --quant --gguf: what is not a regular file is refused at
+# once (a FIFO used to wait for a writer for ever: timeout makes that a 124).
+mkfifo "$dir/f.gguf"
+check "check --quant --gguf FIFO" 1 "" "f.gguf is a FIFO (named pipe), not a regular file" \
+    timeout 60 "$ffnrt" check --quant --gguf "$dir/f.gguf" --layer 0
+check "check --quant --gguf DIRECTORY" 1 "" "is a directory, not a regular file" \
+    timeout 60 "$ffnrt" check --quant --gguf "$dir" --layer 0
+
 exit $fail

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const gw_model small = {3, 0, 2, 64, 96, FFNRT_WEIGHT_Q4_1, 0};
@@ -169,9 +170,38 @@ Test(gguf, a_file_is_mapped_and_read)
     unlink(path);
     cr_assert_eq(ffnrt_gguf_open(path, &g), FFNRT_ERROR_INVALID_ARGUMENT, "a missing file");
     cr_assert(strstr(ffnrt_last_error_message(), "No such file"), "%s", ffnrt_last_error_message());
-    cr_assert_eq(ffnrt_gguf_open(tmp && *tmp ? tmp : "/tmp", &g), FFNRT_ERROR_INVALID_ARGUMENT, "a directory");
     cr_assert_eq(ffnrt_gguf_open(NULL, &g), FFNRT_ERROR_INVALID_ARGUMENT);
     gw_free(&b);
+}
+
+/* What is not a regular file is refused at once, the message naming the
+ * path and what it is: a FIFO with no writer (an open without O_NONBLOCK
+ * waits for one for ever: the timeout fails the test then), a directory,
+ * a character device. */
+Test(gguf, not_a_regular_file_is_refused_without_blocking, .timeout = 20)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], fifo[600];
+    snprintf(dir, sizeof dir, "%s/ffnrt_gguf_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/f.gguf", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    const struct {
+        const char *path, *kind;
+    } cases[] = {{fifo, "is a FIFO (named pipe), not a regular file"},
+                 {dir, "is a directory, not a regular file"},
+                 {"/dev/null", "is a character device, not a regular file"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ffnrt_gguf *g = (ffnrt_gguf *)(uintptr_t)1;
+        cr_assert_eq(ffnrt_gguf_open(cases[i].path, &g), FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s", cases[i].path,
+                     ffnrt_last_error_message());
+        cr_assert_null(g);
+        const char *m = ffnrt_last_error_message();
+        cr_assert(strstr(m, cases[i].path) && strstr(m, cases[i].kind), "\"%s\" lacks %s and \"%s\"", m,
+                  cases[i].path, cases[i].kind);
+    }
+    unlink(fifo);
+    rmdir(dir);
 }
 
 Test(gguf, biases_and_layer_errors)

@@ -39,6 +39,17 @@ static ffnrt_status open_bytes(const uint8_t *data, size_t size, void *map, ffnr
     return FFNRT_OK;
 }
 
+/* What a path that is not a regular file is, for the message. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO (named pipe)"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "of an unknown kind";
+}
+
 ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out)
 {
     ffnrt_error err;
@@ -48,12 +59,16 @@ ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out)
         return finish(&err);
     }
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO without it waits for a writer, for ever;
+     * with it the open returns at once, and fstat says what the path is
+     * before anything is read. A regular file ignores the flag. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s: %s", path, strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s is not a regular file", path);
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s is %s, not a regular file", path,
+                   file_kind(st.st_mode));
     } else if ((uint64_t)st.st_size > SIZE_MAX) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s is too large to map", path);
     } else if (st.st_size == 0) {
