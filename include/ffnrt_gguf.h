@@ -132,7 +132,9 @@ typedef struct ffnrt_gguf_ffn {
  * (gate, up) and d_model (down), all or none; sizes agreeing with
  * {arch}.embedding_length and {arch}.feed_forward_length where the file
  * has them. A missing layer is FFNRT_ERROR_INVALID_ARGUMENT (the message
- * gives {arch}.block_count), a wrong shape FFNRT_ERROR_SHAPE_MISMATCH. */
+ * gives {arch}.block_count), a wrong shape FFNRT_ERROR_SHAPE_MISMATCH; a
+ * d_model or hidden an ffnrt layer cannot have (0, or past 2^32 - 1) is
+ * FFNRT_ERROR_INVALID_ARGUMENT, the message naming the tensor and size. */
 FFNRT_API ffnrt_status ffnrt_gguf_ffn_layer(const ffnrt_gguf *gguf, int64_t layer, ffnrt_gguf_ffn *out);
 
 /* The layer as an ffnrt FFN: fills *desc (kind, sizes, biases, each

@@ -318,6 +318,68 @@ Test(gguf, layer_shapes_types_and_biases_are_checked)
     layer_refused(t, 1, 96, FFNRT_ERROR_INVALID_ARGUMENT, "no blk.0.ffn_down.weight");
 }
 
+/* Sizes an ffnrt layer cannot have, refused by name before anything is
+ * sized from them: zero (a 0-byte F32 tensor passed every check, then a
+ * tool allocated by the other size, up to 2^40 elements), past 2^32 - 1,
+ * and an ffn_up that is not 2-D (its ne is 1 past n_dims: "d_model 1"). */
+Test(gguf, layer_sizes_an_ffnrt_layer_cannot_have)
+{
+    const int64_t big = (int64_t)1 << 40, past = (int64_t)1 << 32;
+    const struct {
+        spec up, down;
+        ffnrt_status want;
+        const char *expect;
+    } cases[] = {
+        {{"blk.0.ffn_up.weight", 2, 0, 0, big}, {"blk.0.ffn_down.weight", 2, 0, big, 0}, FFNRT_ERROR_INVALID_ARGUMENT,
+         "blk.0.ffn_up.weight has d_model (ne[0]) 0; an ffnrt layer's d_model and hidden are 1 to 4294967295"},
+        {{"blk.0.ffn_up.weight", 2, 0, big, 0}, {"blk.0.ffn_down.weight", 2, 0, 0, big}, FFNRT_ERROR_INVALID_ARGUMENT,
+         "blk.0.ffn_up.weight has d_model (ne[0]) 1099511627776;"},
+        {{"blk.0.ffn_up.weight", 2, 0, 64, 0}, {"blk.0.ffn_down.weight", 2, 0, 0, 64}, FFNRT_ERROR_INVALID_ARGUMENT,
+         "blk.0.ffn_up.weight has hidden (ne[1]) 0;"},
+        {{"blk.0.ffn_up.weight", 2, 0, past, 0}, {"blk.0.ffn_down.weight", 2, 0, 0, past},
+         FFNRT_ERROR_INVALID_ARGUMENT, "has d_model (ne[0]) 4294967296; an ffnrt layer's d_model and hidden are 1 to "
+                                       "4294967295 (2^32 - 1)"},
+        {{"blk.0.ffn_up.weight", 0, 0, 1, 1}, {"blk.0.ffn_down.weight", 2, 0, 1, 1}, FFNRT_ERROR_SHAPE_MISMATCH,
+         "blk.0.ffn_up.weight has 0 dimensions (ne = {1, 1, 1, 1}); 2 expected"},
+        {{"blk.0.ffn_up.weight", 1, 0, 64, 1}, {"blk.0.ffn_down.weight", 2, 0, 1, 64}, FFNRT_ERROR_SHAPE_MISMATCH,
+         "blk.0.ffn_up.weight has 1 dimension (ne = {64, 1, 1, 1}); 2 expected"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const spec t[2] = {cases[i].up, cases[i].down};
+        layer_refused(t, 2, 96, cases[i].want, cases[i].expect);
+        cr_assert_null(strstr(ffnrt_last_error_message(), "d_model 1,"), "%s", ffnrt_last_error_message());
+    }
+    /* at the limit: 2^32 - 1 columns of an empty F32 matrix pass the size check (and fail the next one) */
+    const spec edge[2] = {{"blk.0.ffn_up.weight", 2, 0, past - 1, 0}, {"blk.0.ffn_down.weight", 2, 0, 0, past - 1}};
+    layer_refused(edge, 2, 96, FFNRT_ERROR_INVALID_ARGUMENT, "has hidden (ne[1]) 0;");
+
+    /* ffnrt_gguf_ffn_desc on a layer filled by hand says the same */
+    gw_buf b = {0};
+    const spec good[2] = {{"blk.0.ffn_up.weight", 2, 8, 64, 96}, {"blk.0.ffn_down.weight", 2, 8, 96, 64}};
+    layer_arch = "gpt2";
+    write_layer(&b, good, 2, 96);
+    layer_arch = "llama";
+    ffnrt_gguf *g = open_ok(&b);
+    ffnrt_gguf_ffn ffn;
+    ffnrt_ffn_desc d;
+    ffnrt_ffn_weights w;
+    cr_assert_eq(ffnrt_gguf_ffn_layer(g, 0, &ffn), FFNRT_OK, "%s", ffnrt_last_error_message());
+    const int64_t wrong[3][2] = {{0, 96}, {64, 0}, {past, 96}};
+    for (int i = 0; i < 3; i++) {
+        ffnrt_gguf_ffn bad = ffn;
+        bad.d_model = wrong[i][0], bad.hidden = wrong[i][1];
+        cr_assert_eq(ffnrt_gguf_ffn_desc(g, &bad, &d, &w), FFNRT_ERROR_INVALID_ARGUMENT);
+        char expect[160];
+        snprintf(expect, sizeof expect, "the layer of blk.0.ffn_up.weight has %s %lld", i == 1 ? "hidden" : "d_model",
+                 (long long)(i == 1 ? 0 : wrong[i][0]));
+        cr_assert(strstr(ffnrt_last_error_message(), expect), "\"%s\" lacks \"%s\"", ffnrt_last_error_message(),
+                  expect);
+    }
+    cr_assert_eq(ffnrt_gguf_ffn_desc(g, &ffn, &d, &w), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_gguf_close(g);
+    gw_free(&b);
+}
+
 Test(gguf, values_of_the_wrong_type_or_absent)
 {
     gw_buf b = {0};

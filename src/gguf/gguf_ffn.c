@@ -45,6 +45,17 @@ ffnrt_status ffnrt_gguf_ffn_desc(const ffnrt_gguf *g, const ffnrt_gguf_ffn *laye
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: gguf, layer, desc or weights is NULL", fn);
         return finish(&err);
     }
+    /* A layer filled by hand may hold any sizes: the limits of
+     * ffnrt_gguf_ffn_layer, said here too. */
+    const int64_t sizes[2] = {layer->d_model, layer->hidden};
+    for (int i = 0; i < 2; i++)
+        if (sizes[i] < 1 || sizes[i] > (int64_t)GGUF_MAX_LAYER_SIZE) {
+            ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT,
+                       "%s: the layer%s%s has %s %lld; an ffnrt layer's d_model and hidden are 1 to %llu (2^32 - 1)",
+                       fn, layer->up.name ? " of " : "", layer->up.name ? layer->up.name : "",
+                       i ? "hidden" : "d_model", (long long)sizes[i], (unsigned long long)GGUF_MAX_LAYER_SIZE);
+            return finish(&err);
+        }
     const char *arch = NULL;
     size_t len = 0;
     char name[64] = "(none)";

@@ -15,6 +15,7 @@
 #define GGUF_MAX_KEY 65535u          /* the spec's limit */
 #define GGUF_MAX_TENSOR_NAME 64u     /* the spec's limit */
 #define GGUF_DEFAULT_ALIGNMENT 32u
+#define GGUF_MAX_LAYER_SIZE UINT32_MAX /* d_model and hidden: ffnrt_ffn_create's limit */
 
 typedef struct gguf_kv {
     const char *key;          /* into names */
