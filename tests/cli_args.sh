@@ -4,9 +4,10 @@
 # whole and in range or refused with exit 2 and a message naming them;
 # help asked for goes to stdout with exit 0; unknown commands and options
 # are refused.
-# Usage: cli_args.sh path/to/ffnrt
+# Usage: cli_args.sh path/to/ffnrt [path/to/example_gguf_ffn]
 set -u
-ffnrt=${1:?usage: cli_args.sh path/to/ffnrt}
+ffnrt=${1:?usage: cli_args.sh path/to/ffnrt [path/to/example_gguf_ffn]}
+example_gguf=${2:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail=0
@@ -80,5 +81,46 @@ check "check --quant --gguf FIFO" 1 "" "f.gguf is a FIFO (named pipe), not a reg
     timeout 60 "$ffnrt" check --quant --gguf "$dir/f.gguf" --layer 0
 check "check --quant --gguf DIRECTORY" 1 "" "is a directory, not a regular file" \
     timeout 60 "$ffnrt" check --quant --gguf "$dir" --layer 0
+
+# GGUF files written here, byte by byte (little-endian, as GGUF).
+le() { # value bytes: the value's low bytes, little-endian
+    local v=$1 n=$2 i
+    for ((i = 0; i < n; i++)); do printf "\\x$(printf %02x $(((v >> (8 * i)) & 255)))"; done
+}
+gguf_string() { le ${#1} 8; printf '%s' "$1"; }
+# A one-layer dense gpt2 file: blk.0.ffn_up.weight ne {D, H} and
+# ffn_down ne {H, D}, both F32 (empty when D or H is 0), no data.
+gguf_dense_layer() { # path D H
+    {
+        printf GGUF; le 3 4; le 2 8; le 1 8
+        gguf_string general.architecture; le 8 4; gguf_string gpt2
+        gguf_string blk.0.ffn_up.weight; le 2 4; le "$2" 8; le "$3" 8; le 0 4; le 0 8
+        gguf_string blk.0.ffn_down.weight; le 2 4; le "$3" 8; le "$2" 8; le 0 4; le 0 8
+    } >"$1"
+    local size
+    size=$(stat -c %s "$1")
+    head -c $(((32 - size % 32) % 32)) /dev/zero >>"$1" # the data section starts aligned
+}
+
+# Sizes no layer can have are refused with a message naming the tensor and
+# the size, never a silent exit 1 (a 4 TiB allocation used to fail unsaid).
+gguf_dense_layer "$dir/d0.gguf" 0 $((1 << 40))
+gguf_dense_layer "$dir/h0.gguf" $((1 << 40)) 0
+check "check --quant: d_model 0, hidden 2^40" 1 "" "blk.0.ffn_up.weight has d_model (ne\[0\]) 0; an ffnrt layer" \
+    "$ffnrt" check --quant --gguf "$dir/d0.gguf"
+check "check --quant: d_model 2^40, hidden 0" 1 "" "blk.0.ffn_up.weight has d_model (ne\[0\]) 1099511627776" \
+    "$ffnrt" check --quant --gguf "$dir/h0.gguf"
+if [ -n "$example_gguf" ]; then
+    check "example_gguf_ffn: d_model 0" 1 "" "has d_model (ne\[0\]) 0;" "$example_gguf" "$dir/d0.gguf"
+    check "example_gguf_ffn: d_model 2^40" 1 "" "has d_model (ne\[0\]) 1099511627776;" "$example_gguf" "$dir/h0.gguf"
+    check "example_gguf_ffn: LAYER abc" 2 "" "LAYER abc" "$example_gguf" "$dir/d0.gguf" abc
+fi
+# An allocation that fails says so (here the 16 GiB of a 65536 x 65536
+# layer's fp32 weights under a 2 GB address-space limit). Not under a
+# sanitizer, whose shadow memory needs more address space than that.
+if ! ldd "$ffnrt" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+    check "check --quant: out of memory is said" 1 "" "no memory for W_in or W_gate (4294967296 x 4 bytes)" \
+        sh -c 'ulimit -v 2000000 && exec "$0" check --quant --d 65536 --hidden 65536' "$ffnrt"
+fi
 
 exit $fail
