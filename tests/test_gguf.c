@@ -242,11 +242,15 @@ typedef struct spec {
 } spec;
 
 static const char *layer_arch = "llama"; /* what write_layer writes as general.architecture */
+static size_t layer_arch_len;             /* its length, if not strlen's (a NUL inside) */
 
 static void write_layer(gw_buf *b, const spec *t, int n, uint32_t feed_forward_length)
 {
     gw_header(b, 3, (uint64_t)n, 2);
-    gw_kv_string(b, "general.architecture", layer_arch);
+    gw_string(b, "general.architecture");
+    gw_u32(b, 8); /* string */
+    gw_u64(b, layer_arch_len ? layer_arch_len : strlen(layer_arch));
+    gw_raw(b, layer_arch, layer_arch_len ? layer_arch_len : strlen(layer_arch));
     gw_kv_u32(b, "llama.feed_forward_length", feed_forward_length);
     uint64_t offset = 0, sizes[8];
     for (int i = 0; i < n; i++) {
@@ -468,13 +472,43 @@ Test(gguf, headers)
     ffnrt_gguf *g = open_ok(&b);
     cr_assert_eq(ffnrt_gguf_kv_count(g), 0u);
     ffnrt_gguf_close(g);
+    /* past ffnrt's cap, the message says the cap; within it, the bytes */
     const uint64_t counts[][2] = {{UINT64_MAX, 0}, {0, UINT64_MAX}, {(uint64_t)1 << 62, 0}, {0, 1}, {1, 0}};
     for (size_t i = 0; i < 5; i++) {
         gw_free(&b);
         gw_header(&b, 3, counts[i][0], counts[i][1]);
-        refused(&b, "cannot hold that many", "huge counts");
+        refused(&b, i < 3 ? "ffnrt reads at most 1048576 (2^20) of each" : "cannot hold that many", "huge counts");
     }
     gw_free(&b);
+}
+
+/* 2^20 keys are read; 2^20 + 1, all there, are refused by the cap, and
+ * the message says so (it said the file's bytes "cannot hold that many"). */
+Test(gguf, the_entry_cap_is_what_the_message_says)
+{
+    const uint32_t cap = 1u << 20;
+    for (uint32_t n = cap; n <= cap + 1; n++) {
+        gw_buf b = {0};
+        gw_header(&b, 3, 0, n);
+        for (uint32_t i = 0; i < n; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "k%07u", i);
+            gw_string(&b, key);
+            gw_u32(&b, 0); /* uint8 */
+            gw_u8(&b, 1);
+        }
+        if (n == cap) {
+            ffnrt_gguf *g = open_ok(&b);
+            cr_assert_eq(ffnrt_gguf_kv_count(g), cap);
+            cr_assert_eq(ffnrt_gguf_find_key(g, "k1048575"), 1048575);
+            ffnrt_gguf_close(g);
+        } else {
+            refused(&b, "the header claims 0 tensors and 1048577 keys; ffnrt reads at most 1048576 (2^20) of each",
+                    "2^20 + 1 keys");
+            cr_assert_null(strstr(ffnrt_last_error_message(), "cannot hold"), "%s", ffnrt_last_error_message());
+        }
+        gw_free(&b);
+    }
 }
 
 /* A header of one key, then the key as the caller writes it. */
@@ -503,6 +537,11 @@ Test(gguf, keys_and_values)
     gw_u32(&b, 13);
     gw_u32(&b, 0);
     refused(&b, "value type 13", "unknown value type");
+    one_key(&b); /* bytes a terminal would act on, and quotes, escaped in the message */
+    gw_string(&b, "k\x01\x1b[2J\"\\\xff");
+    gw_u32(&b, 13);
+    gw_u32(&b, 0);
+    refused(&b, "key \"k\\x01\\x1b[2J\\\"\\\\\\xff\" has value type 13", "escaped key");
     one_key(&b);
     gw_string(&b, "k");
     gw_u32(&b, 8);
@@ -754,7 +793,7 @@ Test(gguf, layer_as_an_ffnrt_desc)
     } cases[] = {
         {"llama", 2, FFNRT_ERROR_UNSUPPORTED, "a llama layer has blk.N.ffn_gate.weight, but this one has none"},
         {"gpt2", 3, FFNRT_ERROR_UNSUPPORTED, "a gpt2 layer has no blk.N.ffn_gate.weight"},
-        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is mamba"},
+        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is \"mamba\""},
         {"gpt2", 2, FFNRT_OK, ""},
         {"gemma2", 3, FFNRT_OK, ""},
     };
@@ -781,4 +820,29 @@ Test(gguf, layer_as_an_ffnrt_desc)
         ffnrt_gguf_close(g);
         gw_free(&b);
     }
+}
+
+/* An architecture string is shown as the bytes it holds: "llama\0x" is not
+ * llama, and the message does not call it that (it printed "llama"). */
+Test(gguf, an_architecture_with_a_nul_is_shown_escaped)
+{
+    const spec t[3] = {{"blk.0.ffn_up.weight", 2, 8, 64, 96},
+                       {"blk.0.ffn_down.weight", 2, 8, 96, 64},
+                       {"blk.0.ffn_gate.weight", 2, 8, 64, 96}};
+    gw_buf b = {0};
+    layer_arch = "llama\0x";
+    layer_arch_len = 7;
+    write_layer(&b, t, 3, 96);
+    layer_arch = "llama";
+    layer_arch_len = 0;
+    ffnrt_gguf *g = open_ok(&b);
+    ffnrt_gguf_ffn ffn;
+    ffnrt_ffn_desc d;
+    ffnrt_ffn_weights w;
+    cr_assert_eq(ffnrt_gguf_ffn_layer(g, 0, &ffn), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_gguf_ffn_desc(g, &ffn, &d, &w), FFNRT_ERROR_UNSUPPORTED);
+    cr_assert(strstr(ffnrt_last_error_message(), "general.architecture is \"llama\\x00x\", whose FFN"), "%s",
+              ffnrt_last_error_message());
+    ffnrt_gguf_close(g);
+    gw_free(&b);
 }

@@ -58,9 +58,11 @@ ffnrt_status ffnrt_gguf_ffn_desc(const ffnrt_gguf *g, const ffnrt_gguf_ffn *laye
         }
     const char *arch = NULL;
     size_t len = 0;
-    char name[64] = "(none)";
-    if (ffnrt_gguf_get_string(g, "general.architecture", &arch, &len) == FFNRT_OK)
-        snprintf(name, sizeof name, "%.*s", (int)(len < 63 ? len : 63), arch);
+    char name[112] = "absent", text[100];
+    if (ffnrt_gguf_get_string(g, "general.architecture", &arch, &len) == FFNRT_OK) {
+        ffnrt_gguf_escape(text, sizeof text, arch, len); /* "llama\0x" is not llama */
+        snprintf(name, sizeof name, "\"%s\"", text);
+    }
     ffnrt_error_clear(&err); /* a missing key is answered below */
     const arch_ffn *a = NULL;
     for (size_t i = 0; i < sizeof arches / sizeof arches[0] && !a; i++)
@@ -75,7 +77,7 @@ ffnrt_status ffnrt_gguf_ffn_desc(const ffnrt_gguf *g, const ffnrt_gguf_ffn *laye
         return finish(&err);
     }
     if (a->gated != layer->gated) {
-        ffnrt_fail(&err, FFNRT_ERROR_UNSUPPORTED, "%s: a %s layer %s blk.N.ffn_gate.weight, but this one %s", fn, name,
+        ffnrt_fail(&err, FFNRT_ERROR_UNSUPPORTED, "%s: a %s layer %s blk.N.ffn_gate.weight, but this one %s", fn, a->arch,
                    a->gated ? "has" : "has no", layer->gated ? "has one" : "has none");
         return finish(&err);
     }
