@@ -141,12 +141,15 @@ FFNRT_API ffnrt_status ffnrt_gguf_ffn_layer(const ffnrt_gguf *gguf, int64_t laye
  * matrix's format: a block format as in the file, dense matrices setting
  * the dtype, else f32) and *weights (pointers to the file's bytes, handed
  * to ffnrt_ffn_create unchanged: they must outlive that call only). The
- * activation comes from general.architecture, as llama.cpp builds it:
- * llama, mistral, qwen2, qwen3, granite, olmo2, smollm3, internlm2 ->
- * SwiGLU (gate ffn_gate, value ffn_up); gemma, gemma2, gemma3 -> GEGLU
- * with tanh GELU; gpt2, starcoder, phi2 -> dense tanh GELU; bert,
- * nomic-bert -> dense GELU. Another architecture, a gate where it has
- * none (or none where it has one), dense matrices of two types or biases
+ * activation comes from general.architecture, as the original model
+ * defines it (each checked against llama.cpp's graph, which agrees except
+ * for bert): llama, mistral3, qwen2, qwen3, granite, olmo2, smollm3,
+ * internlm2, nomic-bert -> SwiGLU (gate ffn_gate, value ffn_up); gemma,
+ * gemma2, gemma3 -> GEGLU with tanh GELU; gpt2, starcoder, phi2 -> dense
+ * tanh GELU; bert -> dense erf GELU (BERT's own and Hugging Face's gelu;
+ * llama.cpp runs the tanh form, up to 4.7e-4 apart). Another
+ * architecture, a gate where it has none (or none where it has one: the
+ * message names the missing gate), dense matrices of two types or biases
  * not in the dtype are FFNRT_ERROR_UNSUPPORTED (the message says what). */
 FFNRT_API ffnrt_status ffnrt_gguf_ffn_desc(const ffnrt_gguf *gguf, const ffnrt_gguf_ffn *layer, ffnrt_ffn_desc *desc,
                                            ffnrt_ffn_weights *weights);

@@ -781,7 +781,7 @@ Test(gguf, layer_as_an_ffnrt_desc)
             gw_free(&b);
         }
     /* A dense layer of an architecture with gates; the gates of a dense one;
-     * an architecture ffnrt does not know; dense GPT-2 style. */
+     * an architecture ffnrt does not know; what each known one runs. */
     const spec up_down[3] = {{"blk.0.ffn_up.weight", 2, 8, 64, 96},
                              {"blk.0.ffn_down.weight", 2, 8, 96, 64},
                              {"blk.0.ffn_gate.weight", 2, 8, 64, 96}};
@@ -790,12 +790,31 @@ Test(gguf, layer_as_an_ffnrt_desc)
         int tensors;
         ffnrt_status want;
         const char *expect;
+        int glu_or_act; /* what an FFNRT_OK case runs: a GLU kind (3 tensors) or an activation (2) */
     } cases[] = {
-        {"llama", 2, FFNRT_ERROR_UNSUPPORTED, "a llama layer has blk.N.ffn_gate.weight, but this one has none"},
-        {"gpt2", 3, FFNRT_ERROR_UNSUPPORTED, "a gpt2 layer has no blk.N.ffn_gate.weight"},
-        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is \"mamba\""},
-        {"gpt2", 2, FFNRT_OK, ""},
-        {"gemma2", 3, FFNRT_OK, ""},
+        {"llama", 2, FFNRT_ERROR_UNSUPPORTED,
+         "a llama layer is gated SwiGLU, but its gate, blk.0.ffn_gate.weight, is missing", 0},
+        {"gpt2", 3, FFNRT_ERROR_UNSUPPORTED,
+         "a gpt2 layer is dense, tanh GELU, with no gate, but this one has blk.0.ffn_gate.weight", 0},
+        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is \"mamba\"", 0},
+        /* the message lists what ffnrt knows, from its table */
+        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "smollm3, internlm2, nomic-bert (gated SwiGLU); gemma", 0},
+        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "; bert (dense, erf GELU)): fill the desc by hand", 0},
+        /* llama.cpp names no architecture "mistral": Mistral 7B's files say llama, Mistral 3's mistral3 */
+        {"mistral", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is \"mistral\"", 0},
+        {"gpt2", 2, FFNRT_OK, "", FFNRT_ACT_GELU_TANH},
+        {"starcoder", 2, FFNRT_OK, "", FFNRT_ACT_GELU_TANH},
+        {"phi2", 2, FFNRT_OK, "", FFNRT_ACT_GELU_TANH},
+        {"gemma2", 3, FFNRT_OK, "", FFNRT_GEGLU_TANH},
+        {"mistral3", 3, FFNRT_OK, "", FFNRT_SWIGLU},
+        {"qwen3", 3, FFNRT_OK, "", FFNRT_SWIGLU},
+        /* BERT's GELU is the erf form (Google's reference, Hugging Face's gelu); llama.cpp runs tanh */
+        {"bert", 2, FFNRT_OK, "", FFNRT_ACT_GELU},
+        {"bert", 3, FFNRT_ERROR_UNSUPPORTED, "a bert layer is dense, erf GELU, with no gate, but this one has", 0},
+        /* nomic-bert is gated SwiGLU, as the original and llama.cpp (whose loader requires ffn_gate) agree */
+        {"nomic-bert", 3, FFNRT_OK, "", FFNRT_SWIGLU},
+        {"nomic-bert", 2, FFNRT_ERROR_UNSUPPORTED,
+         "a nomic-bert layer is gated SwiGLU, but its gate, blk.0.ffn_gate.weight, is missing", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         layer_arch = cases[i].arch;
@@ -812,10 +831,13 @@ Test(gguf, layer_as_an_ffnrt_desc)
         cr_assert(strstr(ffnrt_last_error_message(), cases[i].expect), "\"%s\" lacks \"%s\"",
                   ffnrt_last_error_message(), cases[i].expect);
         if (cases[i].want == FFNRT_OK && cases[i].tensors == 2)
-            cr_assert(d.kind == FFNRT_FFN_DENSE && d.activation.kind == FFNRT_ACT_GELU_TANH && w.w_in == ffn.up.data &&
-                      d.format_in == FFNRT_WEIGHT_Q8_0 && d.format_out == FFNRT_WEIGHT_Q8_0);
+            cr_assert(d.kind == FFNRT_FFN_DENSE && (int)d.activation.kind == cases[i].glu_or_act &&
+                          w.w_in == ffn.up.data && d.format_in == FFNRT_WEIGHT_Q8_0 && d.format_out == FFNRT_WEIGHT_Q8_0,
+                      "%s: activation %s", cases[i].arch, ffnrt_activation_name(d.activation.kind));
         if (cases[i].want == FFNRT_OK && cases[i].tensors == 3)
-            cr_assert(d.kind == FFNRT_FFN_GATED && d.glu.kind == FFNRT_GEGLU_TANH);
+            cr_assert(d.kind == FFNRT_FFN_GATED && (int)d.glu.kind == cases[i].glu_or_act && d.glu.beta == 1.0f &&
+                          w.w_gate == ffn.gate.data && w.w_value == ffn.up.data && w.w_out == ffn.down.data,
+                      "%s: GLU %s", cases[i].arch, ffnrt_glu_name(d.glu.kind));
         cr_assert_eq(ffnrt_gguf_ffn_desc(g, NULL, &d, &w), FFNRT_ERROR_INVALID_ARGUMENT);
         ffnrt_gguf_close(g);
         gw_free(&b);
