@@ -15,6 +15,7 @@
  *     of fp32 layers, 4 (sqrt(d) + sqrt(h) + 2) 2^-24 (f16 storage: 4 2^-11).
  * Exit status 1 when a device error passes its bound. */
 #include "check_quant.h"
+#include "args.h"
 #include "numbers.h"
 
 #include "ffnrt.h"
@@ -330,17 +331,32 @@ int ffnrt_check_quant_main(int argc, char **argv)
     const char *gguf = NULL, *device = NULL, *files = NULL, *formats = "f32,f16,bf16,q8_0,q6_k,q4_1,q4_k,q4_0";
     int64_t index = 0, d = 0, hidden = 0, tokens = 8;
     int heavy = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        if (kind == CLI_OPERAND) {
+            fprintf(stderr, "%s: unexpected argument %s\n", me, a);
+            usage(stderr);
+            return 2;
+        }
         int64_t *num = strcmp(a, "--layer") == 0 ? &index : strcmp(a, "--d") == 0 ? &d
                      : strcmp(a, "--hidden") == 0 ? &hidden : strcmp(a, "--tokens") == 0 ? &tokens : NULL;
-        if (strcmp(a, "--help") == 0) {
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
         } else if (strcmp(a, "--heavy") == 0) {
             heavy = 1;
             continue;
-        } else if (!v) {
+        } else if (!num && strcmp(a, "--gguf") != 0 && strcmp(a, "--f32") != 0 && strcmp(a, "--formats") != 0 &&
+                   strcmp(a, "--device") != 0) {
+            fprintf(stderr, "%s: unknown option %s\n", me, a);
+            usage(stderr);
+            return 2;
+        }
+        const char *v = cli_args_value(&args);
+        if (!v) {
             fprintf(stderr, "%s: %s needs a value\n", me, a);
             return 2;
         } else if (num) {
@@ -354,14 +370,9 @@ int ffnrt_check_quant_main(int argc, char **argv)
             files = v;
         } else if (strcmp(a, "--formats") == 0) {
             formats = v;
-        } else if (strcmp(a, "--device") == 0) {
-            device = v;
         } else {
-            fprintf(stderr, "%s: unknown option %s\n", me, a);
-            usage(stderr);
-            return 2;
+            device = v;
         }
-        i++;
     }
     layer_f32 l;
     memset(&l, 0, sizeof l);
