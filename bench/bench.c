@@ -10,6 +10,7 @@
  * goes to one list (bench_row.h) that the table, CSV, JSON and plots
  * (bench_output.c) are written from; --compare (bench_compare.c) reads two
  * JSON files back. */
+#include "args.h"
 #include "bench.h"
 #include "bench_parts.h"
 #include "bench_report.h"
@@ -543,15 +544,25 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
         return bench_compare_main(argc - 1, argv + 1);
     if (argc >= 1 && strcmp(argv[0], "--plot") == 0) {
         /* Table and plots again from a saved run, no device needed. */
-        if (argc < 2 || argc > 3) {
-            fprintf(stderr, "usage: ffnrt bench --plot RUN.json [DIR]\n");
+        const char *files[2] = {NULL, NULL}, *a;
+        int nfiles = 0, bad = 0;
+        cli_args args;
+        cli_args_init(&args, argc - 1, argv + 1);
+        cli_arg_kind kind;
+        while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+            bad |= kind == CLI_OPTION || nfiles == 2;
+            if (!bad)
+                files[nfiles++] = a;
+        }
+        if (bad || nfiles < 1) {
+            fprintf(stderr, "usage: ffnrt bench --plot [--] RUN.json [DIR]\n");
             return 2;
         }
-        const char *dir = argc == 3 ? argv[2] : "bench-results";
+        const char *dir = nfiles == 2 ? files[1] : "bench-results";
         bench_rows rows = {0};
         bench_meta meta;
         char err[512];
-        if (bench_read_json(argv[1], &rows, &meta, err, sizeof err) != 0) {
+        if (bench_read_json(files[0], &rows, &meta, err, sizeof err) != 0) {
             fprintf(stderr, "ffnrt bench --plot: %s\n", err);
             return 2;
         }
@@ -565,7 +576,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
                 fprintf(stderr, "ffnrt bench --plot: %s\n", err);
                 rc = 1;
             } else {
-                printf("wrote the plots of %s into %s/\n", argv[1], dir);
+                printf("wrote the plots of %s into %s/\n", files[0], dir);
             }
         }
         bench_rows_free(&rows);
@@ -586,9 +597,16 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     const char *precisions[8];
     int nprec = -1, ndir = -1;
     const char *dirs[4];
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
         char *v = NULL;
+        if (kind == CLI_OPERAND) {
+            fprintf(stderr, "ffnrt bench: unexpected argument %s (ffnrt bench --help)\n", a);
+            return 2;
+        }
         int takes = strcmp(a, "--op") == 0 || strcmp(a, "--device") == 0 || strcmp(a, "--precision") == 0 ||
                     strcmp(a, "--size") == 0 || strcmp(a, "--dir") == 0 || strcmp(a, "--shape") == 0 ||
                     strcmp(a, "--tokens") == 0 || strcmp(a, "--path") == 0 || strcmp(a, "--only") == 0 ||
@@ -596,13 +614,16 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
                     strcmp(a, "--out") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0 ||
                     strcmp(a, "--stats-bins") == 0 || strcmp(a, "--weights") == 0;
         if (takes) {
-            if (i + 1 >= argc || *nlists >= 16) {
-                fprintf(stderr, "ffnrt bench: %s\n", i + 1 >= argc ? "an option needs a value" : "too many options");
+            const char *value = cli_args_value(&args);
+            if (!value || *nlists >= 16) {
+                fprintf(stderr, "ffnrt bench: %s%s\n", a, !value ? " needs a value" : ": too many options");
                 return 2;
             }
-            v = lists[(*nlists)++] = strdup(argv[++i]);
-            if (!v)
+            v = lists[(*nlists)++] = strdup(value);
+            if (!v) {
+                fprintf(stderr, "ffnrt bench: out of memory\n");
                 return 1;
+            }
         }
         if (strcmp(a, "--quick") == 0) {
             cfg.preset = "quick", cfg.quick = 1, explicit_preset = 1;

@@ -10,6 +10,7 @@
  * mirrored, marks improvements.
  * Needs no device: it only reads the two files. */
 #include "bench_report.h"
+#include "args.h"
 #include "numbers.h"
 
 #include <math.h>
@@ -177,7 +178,7 @@ int bench_compare_rows(const char *const names[2], const bench_rows rows[2], con
 
 static void compare_usage(void)
 {
-    fprintf(stderr, "usage: ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all] [--by time|ratio]\n"
+    fprintf(stderr, "usage: ffnrt bench --compare [--threshold F] [--all] [--by time|ratio] [--] OLD.json NEW.json\n"
                     "  --by ratio compares each row's ratio to its same-run limit instead of its time: a machine\n"
                     "  that is busier in one run slows the limits too, so ratios keep only what the change did\n"
                     "  exit status 0: no regression, 1: regressions (flagged REGRESSION), 2: bad input\n");
@@ -188,20 +189,24 @@ int bench_compare_main(int argc, char **argv)
     const char *files[2] = {NULL, NULL};
     double threshold = 0.05;
     int all = 0, nfiles = 0, by_ratio = 0;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--threshold") == 0 && i + 1 < argc) {
-            if (cli_parse_double(argv[++i], 0, 1e6, &threshold) != 0) {
-                fprintf(stderr, "ffnrt bench --compare: --threshold %s: a finite number >= 0\n", argv[i]);
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a, *v;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        if (kind == CLI_OPTION && strcmp(a, "--threshold") == 0 && (v = cli_args_value(&args))) {
+            if (cli_parse_double(v, 0, 1e6, &threshold) != 0) {
+                fprintf(stderr, "ffnrt bench --compare: --threshold %s: a finite number >= 0\n", v);
                 compare_usage();
                 return 2;
             }
-        } else if (strcmp(argv[i], "--by") == 0 && i + 1 < argc &&
-                   (strcmp(argv[i + 1], "time") == 0 || strcmp(argv[i + 1], "ratio") == 0)) {
-            by_ratio = strcmp(argv[++i], "ratio") == 0;
-        } else if (strcmp(argv[i], "--all") == 0) {
+        } else if (kind == CLI_OPTION && strcmp(a, "--by") == 0 && (v = cli_args_value(&args)) &&
+                   (strcmp(v, "time") == 0 || strcmp(v, "ratio") == 0)) {
+            by_ratio = strcmp(v, "ratio") == 0;
+        } else if (kind == CLI_OPTION && strcmp(a, "--all") == 0) {
             all = 1;
-        } else if (argv[i][0] != '-' && nfiles < 2) {
-            files[nfiles++] = argv[i];
+        } else if (kind == CLI_OPERAND && nfiles < 2) {
+            files[nfiles++] = a;
         } else {
             compare_usage();
             return 2;

@@ -1,7 +1,9 @@
 /* The report of `ffnrt compare` (compare_report.h): rows, table, plots,
  * reading back and comparing two reports, all through the bench's row
  * model and outputs. */
+#include "args.h"
 #include "compare_report.h"
+#include "numbers.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -449,7 +451,7 @@ int compare_read_report(const char *path, bench_rows *rs, bench_meta *m, char *e
 
 static void compare_usage(void)
 {
-    fprintf(stderr, "usage: ffnrt compare --compare OLD.json NEW.json [--threshold F] [--all]\n"
+    fprintf(stderr, "usage: ffnrt compare --compare [--threshold F] [--all] [--] OLD.json NEW.json\n"
                     "  exit status 0: no regression and no verdict lost, 1: regressions or a candidate that passed\n"
                     "  and now fails, 2: bad input (not a report, or criteria changed after its run)\n");
 }
@@ -459,18 +461,20 @@ int compare_compare_main(int argc, char **argv)
     const char *files[2] = {NULL, NULL};
     double threshold = 0.05;
     int all = 0, nfiles = 0;
-    for (int i = 0; i < argc; i++) {
-        char *end;
-        if (strcmp(argv[i], "--threshold") == 0 && i + 1 < argc) {
-            threshold = strtod(argv[++i], &end);
-            if (*end || !(threshold >= 0 && threshold <= 1e6)) {
-                fprintf(stderr, "ffnrt compare --compare: --threshold %s: a finite number >= 0\n", argv[i]);
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a, *v;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        if (kind == CLI_OPTION && strcmp(a, "--threshold") == 0 && (v = cli_args_value(&args))) {
+            if (cli_parse_double(v, 0, 1e6, &threshold) != 0) {
+                fprintf(stderr, "ffnrt compare --compare: --threshold %s: a finite number >= 0\n", v);
                 return 2;
             }
-        } else if (strcmp(argv[i], "--all") == 0) {
+        } else if (kind == CLI_OPTION && strcmp(a, "--all") == 0) {
             all = 1;
-        } else if (argv[i][0] != '-' && nfiles < 2) {
-            files[nfiles++] = argv[i];
+        } else if (kind == CLI_OPERAND && nfiles < 2) {
+            files[nfiles++] = a;
         } else {
             compare_usage();
             return 2;

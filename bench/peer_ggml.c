@@ -312,7 +312,14 @@ int main(int argc, char **argv)
     int cpu = 0, warmup = 3, min_runs = 3, max_runs = 10;
     double budget = 1.0;
     int a = 1;
+    /* As every ffnrt command reads them (src/cli/args.h, which this
+     * helper, linked only against ggml, does not link): "--" ends the
+     * options. */
     for (; a < argc && argv[a][0] == '-'; a++) {
+        if (strcmp(argv[a], "--") == 0) {
+            a++;
+            break;
+        }
         if (strcmp(argv[a], "--device-name") == 0 && a + 1 < argc)
             name = argv[++a];
         else if (strcmp(argv[a], "--runs") == 0 && a + 2 < argc)

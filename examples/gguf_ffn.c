@@ -12,6 +12,7 @@
 #include <ffnrt_gguf.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,15 +49,26 @@ static ffnrt_weight_format stored(const ffnrt_ffn_desc *d, ffnrt_weight_format f
     return f ? f : (ffnrt_weight_format)d->dtype;
 }
 
-/* y = W_out phi(W_in x + b) (gated: phi(W_gate x + b) * (W_value x + b)) + b, in double. */
+/* n elements of size bytes, or NULL with a message naming what: every way
+ * out with a non-zero status says why. */
+static void *alloc_n(int64_t n, size_t size, const char *what)
+{
+    void *p = n >= 1 && (uint64_t)n <= SIZE_MAX / size ? malloc((size_t)n * size) : NULL;
+    if (!p)
+        fprintf(stderr, "no memory for %s (%lld x %zu bytes)\n", what, (long long)n, size);
+    return p;
+}
+
+/* y = W_out phi(W_in x + b) (gated: phi(W_gate x + b) * (W_value x + b)) + b, in double; -1 (said) on failure. */
 static int reference(const ffnrt_ffn_desc *d, const ffnrt_ffn_weights *w, const float *x, int64_t tokens, double *y)
 {
     int64_t dm = d->d_model, h = d->hidden;
     int gated = d->kind == FFNRT_FFN_GATED;
-    double *row = malloc(sizeof(double) * (size_t)(dm > h ? dm : h)), *a = malloc(sizeof(double) * (size_t)(h * tokens));
-    float *tmp = malloc(sizeof(float) * (size_t)(dm > h ? dm : h));
+    double *row = alloc_n(dm > h ? dm : h, sizeof(double), "a row of the reference");
+    double *a = row ? alloc_n(h * tokens, sizeof(double), "the reference's hidden activations") : NULL;
+    float *tmp = a ? alloc_n(dm > h ? dm : h, sizeof(float), "a dequantized row") : NULL;
     double bias[3] = {0, 0, 0};
-    int rc = row && a && tmp ? 0 : -1;
+    int rc = tmp ? 0 : -1;
     const void *w_in = gated ? w->w_gate : w->w_in;
     for (int64_t r = 0; rc == 0 && r < h; r++) {
         double g[256], v[256]; /* tokens <= 256 */
@@ -84,6 +96,8 @@ static int reference(const ffnrt_ffn_desc *d, const ffnrt_ffn_weights *w, const 
             y[t * dm + o] = s;
         }
     }
+    if (row && a && tmp && rc != 0)
+        fprintf(stderr, "reference: %s\n", ffnrt_last_error_message());
     free(row);
     free(a);
     free(tmp);
@@ -96,9 +110,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s MODEL.gguf [LAYER [TOKENS]]   (FFNRT_DEVICE picks the device)\n", argv[0]);
         return 2;
     }
-    int64_t layer_index = argc > 2 ? atoll(argv[2]) : 0, tokens = argc > 3 ? atoll(argv[3]) : 1;
-    if (tokens < 1 || tokens > 256) {
-        fprintf(stderr, "TOKENS: 1 to 256\n");
+    int64_t layer_index = 0, tokens = 1;
+    char *end = NULL;
+    if (argc > 2 && ((layer_index = strtoll(argv[2], &end, 10)) < 0 || end == argv[2] || *end)) {
+        fprintf(stderr, "LAYER %s: a whole number >= 0\n", argv[2]);
+        return 2;
+    }
+    if (argc > 3 && ((tokens = strtoll(argv[3], &end, 10)) < 1 || tokens > 256 || end == argv[3] || *end)) {
+        fprintf(stderr, "TOKENS %s: 1 to 256\n", argv[3]);
         return 2;
     }
     ffnrt_gguf *g = NULL;
@@ -120,10 +139,10 @@ int main(int argc, char **argv)
         goto done;
     }
     int64_t dm = desc.d_model, n = tokens * dm;
-    x = malloc(sizeof *x * (size_t)n);
-    y = malloc(sizeof *y * (size_t)n);
-    y_ref = malloc(sizeof *y_ref * (size_t)n);
-    if (!x || !y || !y_ref)
+    x = alloc_n(n, sizeof *x, "the input");
+    y = x ? alloc_n(n, sizeof *y, "the output") : NULL;
+    y_ref = y ? alloc_n(n, sizeof *y_ref, "the reference output") : NULL;
+    if (!y_ref)
         goto done;
     unsigned seed = 12345;
     for (int64_t i = 0; i < n; i++) { /* activations of a normalized residual stream: about N(0, 1) */
@@ -143,10 +162,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "ffnrt: %s\n", ffnrt_last_error_message());
         goto done;
     }
-    if (reference(&desc, &weights, x, tokens, y_ref) != 0) {
-        fprintf(stderr, "reference: %s\n", ffnrt_last_error_message());
+    if (reference(&desc, &weights, x, tokens, y_ref) != 0)
         goto done;
-    }
     double num = 0, den = 0;
     for (int64_t i = 0; i < n; i++) {
         num += (y[i] - y_ref[i]) * (y[i] - y_ref[i]);

@@ -46,7 +46,10 @@ typedef enum ffnrt_gguf_type {
     FFNRT_GGUF_FLOAT64 = 12
 } ffnrt_gguf_type;
 
-/* Maps the file read-only and checks it whole. */
+/* Maps the file read-only and checks it whole. A path that is not a
+ * regular file (a FIFO, a directory, a device) is refused at once, never
+ * waited on, with FFNRT_ERROR_INVALID_ARGUMENT and a message naming the
+ * path and what it is. */
 FFNRT_API ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out);
 /* The same over bytes in memory, which stay the caller's and must outlive
  * the handle. */
@@ -129,19 +132,24 @@ typedef struct ffnrt_gguf_ffn {
  * (gate, up) and d_model (down), all or none; sizes agreeing with
  * {arch}.embedding_length and {arch}.feed_forward_length where the file
  * has them. A missing layer is FFNRT_ERROR_INVALID_ARGUMENT (the message
- * gives {arch}.block_count), a wrong shape FFNRT_ERROR_SHAPE_MISMATCH. */
+ * gives {arch}.block_count), a wrong shape FFNRT_ERROR_SHAPE_MISMATCH; a
+ * d_model or hidden an ffnrt layer cannot have (0, or past 2^32 - 1) is
+ * FFNRT_ERROR_INVALID_ARGUMENT, the message naming the tensor and size. */
 FFNRT_API ffnrt_status ffnrt_gguf_ffn_layer(const ffnrt_gguf *gguf, int64_t layer, ffnrt_gguf_ffn *out);
 
 /* The layer as an ffnrt FFN: fills *desc (kind, sizes, biases, each
  * matrix's format: a block format as in the file, dense matrices setting
  * the dtype, else f32) and *weights (pointers to the file's bytes, handed
  * to ffnrt_ffn_create unchanged: they must outlive that call only). The
- * activation comes from general.architecture, as llama.cpp builds it:
- * llama, mistral, qwen2, qwen3, granite, olmo2, smollm3, internlm2 ->
- * SwiGLU (gate ffn_gate, value ffn_up); gemma, gemma2, gemma3 -> GEGLU
- * with tanh GELU; gpt2, starcoder, phi2 -> dense tanh GELU; bert,
- * nomic-bert -> dense GELU. Another architecture, a gate where it has
- * none (or none where it has one), dense matrices of two types or biases
+ * activation comes from general.architecture, as the original model
+ * defines it (each checked against llama.cpp's graph, which agrees except
+ * for bert): llama, mistral3, qwen2, qwen3, granite, olmo2, smollm3,
+ * internlm2, nomic-bert -> SwiGLU (gate ffn_gate, value ffn_up); gemma,
+ * gemma2, gemma3 -> GEGLU with tanh GELU; gpt2, starcoder, phi2 -> dense
+ * tanh GELU; bert -> dense erf GELU (BERT's own and Hugging Face's gelu;
+ * llama.cpp runs the tanh form, up to 4.7e-4 apart). Another
+ * architecture, a gate where it has none (or none where it has one: the
+ * message names the missing gate), dense matrices of two types or biases
  * not in the dtype are FFNRT_ERROR_UNSUPPORTED (the message says what). */
 FFNRT_API ffnrt_status ffnrt_gguf_ffn_desc(const ffnrt_gguf *gguf, const ffnrt_gguf_ffn *layer, ffnrt_ffn_desc *desc,
                                            ffnrt_ffn_weights *weights);

@@ -56,6 +56,10 @@ check "a faster row is not a regression" 0 "$ffnrt" bench --compare "$dir/old.js
 grep -q faster "$dir/out" || { echo "FAIL: the faster row is not reported"; fail=1; }
 check "--by ratio: the rows' ratios to their limits did not move" 0 "$ffnrt" bench --compare "$dir/old.json" "$dir/slow.json" --by ratio
 check "--threshold above the slowdown hides it" 0 "$ffnrt" bench --compare "$dir/old.json" "$dir/slow.json" --threshold 1.5
+# "--" ends the options: a file whose name starts with '-' follows it.
+cp "$dir/old.json" "$dir/-old.json"
+check "-- then -old.json: read as a file" 0 sh -c 'cd "$1" && exec "$2" bench --compare --threshold 1.5 -- -old.json slow.json' \
+    sh "$dir" "$(realpath "$ffnrt")"
 
 # Rows noisier than the slowdown are not flagged: jitter (median - min) / median of 60%.
 doc "$(row gelu 4000000 1600000)" >"$dir/noisy_old.json"

@@ -3,10 +3,11 @@
 # devices (every case is refused before a context is made): numbers are
 # whole and in range or refused with exit 2 and a message naming them;
 # help asked for goes to stdout with exit 0; unknown commands and options
-# are refused.
-# Usage: cli_args.sh path/to/ffnrt
+# are refused; "--" ends the options in every command.
+# Usage: cli_args.sh path/to/ffnrt [path/to/example_gguf_ffn]
 set -u
-ffnrt=${1:?usage: cli_args.sh path/to/ffnrt}
+ffnrt=${1:?usage: cli_args.sh path/to/ffnrt [path/to/example_gguf_ffn]}
+example_gguf=${2:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 fail=0
@@ -72,5 +73,95 @@ check "bench --repeats 0" 2 "" "--repeats 0" "$ffnrt" bench --repeats 0
 check "bench --min-runs abc" 2 "" "--min-runs abc" "$ffnrt" bench --min-runs abc
 check "bench --budget inf" 2 "" "--budget inf" "$ffnrt" bench --budget inf
 check "bench --budget -1" 2 "" "--budget -1" "$ffnrt" bench --budget -1
+
+# "--" ends the options in every command (POSIX; src/cli/args.h): the first
+# "--" that is not an option's value is dropped wherever it stands, and all
+# after it are operands, so negative numbers and names starting with '-'
+# can follow. FFNRT_DEVICE=nosuch stops a run that parsed at the device
+# choice (exit 1, "no device matches"), so no kernel is built here.
+parsed() { # description, command... (parsed whole: it reached the device choice)
+    local what=$1
+    shift
+    check "$what" 1 "" "no device matches" env FFNRT_DEVICE=nosuch "$@"
+}
+parsed "run --stats relu -- -2 -1 0 (was: \"--\" is not a number)" "$ffnrt" run --stats relu -- -2 -1 0
+parsed "run -- relu -2" "$ffnrt" run -- relu -2
+parsed "run relu -2 (a number after OP, no -- needed)" "$ffnrt" run relu -2
+check "run relu -- -2 abc: -- dropped, the numbers read" 2 "" '"abc" is not a number' "$ffnrt" run relu -- -2 abc
+check "run -- -2 1: after --, -2 is the OP" 2 "" '"-2" is not an activation' "$ffnrt" run -- -2 1
+check "run relu -2 -- -- 1: only the first -- is dropped" 2 "" '"--" is not a number' "$ffnrt" run relu -2 -- -- 1
+check "run --bins --: an option's value is taken whole" 2 "" "bad option --bins --" "$ffnrt" run --bins -- relu 1
+check "run -h" 0 "usage: ffnrt run" "" "$ffnrt" run -h
+parsed "check --dtype f16 -- gelu" "$ffnrt" check --dtype f16 -- gelu
+parsed "check gelu -- (options may come after OP)" "$ffnrt" check gelu --dtype f16 --
+parsed "check --fp32-control geglu -- -1:2" "$ffnrt" check --fp32-control geglu -- -1:2
+check "check -- gelu --dtype: after --, an operand" 2 "" "usage: ffnrt check" "$ffnrt" check -- gelu --dtype
+check "check --quant -- x" 2 "" "unexpected argument x" "$ffnrt" check --quant -- x
+check "check --quant --gguf -x.gguf: a value starting with -" 1 "" "-x.gguf: No such file" \
+    "$ffnrt" check --quant --gguf -x.gguf
+parsed "plan --op gelu --" "$ffnrt" plan --op gelu --
+check "plan -- --op gelu" 2 "" "unexpected argument --op" "$ffnrt" plan -- --op gelu
+check "devices --profiles --" 0 "vulkan-minimum" "" "$ffnrt" devices --profiles --
+check "devices -- --profiles" 2 "" "unexpected argument --profiles" "$ffnrt" devices -- --profiles
+check "bench -- x" 2 "" "unexpected argument x" "$ffnrt" bench -- x
+check "bench --compare -- -a.json b.json: -a.json is a file" 2 "" "-a.json: cannot open" \
+    "$ffnrt" bench --compare -- -a.json b.json
+check "bench --plot -- -r.json" 2 "" "-r.json: cannot open" "$ffnrt" bench --plot -- -r.json
+check "compare --d 6 --m 12 -- x" 2 "" "unexpected argument x" "$ffnrt" compare --d 6 --m 12 -- x
+check "compare --compare -- -a.json b.json" 2 "" "-a.json: cannot open" "$ffnrt" compare --compare -- -a.json b.json
+check "compare --compare --threshold --: the value" 2 "" "--threshold --: a finite number" \
+    "$ffnrt" compare --compare --threshold -- a b
+check "compare --plot -- -r.json" 2 "" "-r.json: cannot open" "$ffnrt" compare --plot -- -r.json
+check "compare --plot -- --min-tokens-per-s: a file, not criteria" 2 "" "--min-tokens-per-s: cannot open" \
+    "$ffnrt" compare --plot -- --min-tokens-per-s
+
+# ffnrt check --quant --gguf: what is not a regular file is refused at
+# once (a FIFO used to wait for a writer for ever: timeout makes that a 124).
+mkfifo "$dir/f.gguf"
+check "check --quant --gguf FIFO" 1 "" "f.gguf is a FIFO (named pipe), not a regular file" \
+    timeout 60 "$ffnrt" check --quant --gguf "$dir/f.gguf" --layer 0
+check "check --quant --gguf DIRECTORY" 1 "" "is a directory, not a regular file" \
+    timeout 60 "$ffnrt" check --quant --gguf "$dir" --layer 0
+
+# GGUF files written here, byte by byte (little-endian, as GGUF).
+le() { # value bytes: the value's low bytes, little-endian
+    local v=$1 n=$2 i
+    for ((i = 0; i < n; i++)); do printf "\\x$(printf %02x $(((v >> (8 * i)) & 255)))"; done
+}
+gguf_string() { le ${#1} 8; printf '%s' "$1"; }
+# A one-layer dense gpt2 file: blk.0.ffn_up.weight ne {D, H} and
+# ffn_down ne {H, D}, both F32 (empty when D or H is 0), no data.
+gguf_dense_layer() { # path D H
+    {
+        printf GGUF; le 3 4; le 2 8; le 1 8
+        gguf_string general.architecture; le 8 4; gguf_string gpt2
+        gguf_string blk.0.ffn_up.weight; le 2 4; le "$2" 8; le "$3" 8; le 0 4; le 0 8
+        gguf_string blk.0.ffn_down.weight; le 2 4; le "$3" 8; le "$2" 8; le 0 4; le 0 8
+    } >"$1"
+    local size
+    size=$(stat -c %s "$1")
+    head -c $(((32 - size % 32) % 32)) /dev/zero >>"$1" # the data section starts aligned
+}
+
+# Sizes no layer can have are refused with a message naming the tensor and
+# the size, never a silent exit 1 (a 4 TiB allocation used to fail unsaid).
+gguf_dense_layer "$dir/d0.gguf" 0 $((1 << 40))
+gguf_dense_layer "$dir/h0.gguf" $((1 << 40)) 0
+check "check --quant: d_model 0, hidden 2^40" 1 "" "blk.0.ffn_up.weight has d_model (ne\[0\]) 0; an ffnrt layer" \
+    "$ffnrt" check --quant --gguf "$dir/d0.gguf"
+check "check --quant: d_model 2^40, hidden 0" 1 "" "blk.0.ffn_up.weight has d_model (ne\[0\]) 1099511627776" \
+    "$ffnrt" check --quant --gguf "$dir/h0.gguf"
+if [ -n "$example_gguf" ]; then
+    check "example_gguf_ffn: d_model 0" 1 "" "has d_model (ne\[0\]) 0;" "$example_gguf" "$dir/d0.gguf"
+    check "example_gguf_ffn: d_model 2^40" 1 "" "has d_model (ne\[0\]) 1099511627776;" "$example_gguf" "$dir/h0.gguf"
+    check "example_gguf_ffn: LAYER abc" 2 "" "LAYER abc" "$example_gguf" "$dir/d0.gguf" abc
+fi
+# An allocation that fails says so (here the 16 GiB of a 65536 x 65536
+# layer's fp32 weights under a 2 GB address-space limit). Not under a
+# sanitizer, whose shadow memory needs more address space than that.
+if ! ldd "$ffnrt" 2>/dev/null | grep -q 'libasan\|libtsan'; then
+    check "check --quant: out of memory is said" 1 "" "no memory for W_in or W_gate (4294967296 x 4 bytes)" \
+        sh -c 'ulimit -v 2000000 && exec "$0" check --quant --d 65536 --hidden 65536' "$ffnrt"
+fi
 
 exit $fail

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const gw_model small = {3, 0, 2, 64, 96, FFNRT_WEIGHT_Q4_1, 0};
@@ -169,9 +170,38 @@ Test(gguf, a_file_is_mapped_and_read)
     unlink(path);
     cr_assert_eq(ffnrt_gguf_open(path, &g), FFNRT_ERROR_INVALID_ARGUMENT, "a missing file");
     cr_assert(strstr(ffnrt_last_error_message(), "No such file"), "%s", ffnrt_last_error_message());
-    cr_assert_eq(ffnrt_gguf_open(tmp && *tmp ? tmp : "/tmp", &g), FFNRT_ERROR_INVALID_ARGUMENT, "a directory");
     cr_assert_eq(ffnrt_gguf_open(NULL, &g), FFNRT_ERROR_INVALID_ARGUMENT);
     gw_free(&b);
+}
+
+/* What is not a regular file is refused at once, the message naming the
+ * path and what it is: a FIFO with no writer (an open without O_NONBLOCK
+ * waits for one for ever: the timeout fails the test then), a directory,
+ * a character device. */
+Test(gguf, not_a_regular_file_is_refused_without_blocking, .timeout = 20)
+{
+    const char *tmp = getenv("TMPDIR");
+    char dir[512], fifo[600];
+    snprintf(dir, sizeof dir, "%s/ffnrt_gguf_XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/f.gguf", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    const struct {
+        const char *path, *kind;
+    } cases[] = {{fifo, "is a FIFO (named pipe), not a regular file"},
+                 {dir, "is a directory, not a regular file"},
+                 {"/dev/null", "is a character device, not a regular file"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ffnrt_gguf *g = (ffnrt_gguf *)(uintptr_t)1;
+        cr_assert_eq(ffnrt_gguf_open(cases[i].path, &g), FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s", cases[i].path,
+                     ffnrt_last_error_message());
+        cr_assert_null(g);
+        const char *m = ffnrt_last_error_message();
+        cr_assert(strstr(m, cases[i].path) && strstr(m, cases[i].kind), "\"%s\" lacks %s and \"%s\"", m,
+                  cases[i].path, cases[i].kind);
+    }
+    unlink(fifo);
+    rmdir(dir);
 }
 
 Test(gguf, biases_and_layer_errors)
@@ -212,11 +242,15 @@ typedef struct spec {
 } spec;
 
 static const char *layer_arch = "llama"; /* what write_layer writes as general.architecture */
+static size_t layer_arch_len;             /* its length, if not strlen's (a NUL inside) */
 
 static void write_layer(gw_buf *b, const spec *t, int n, uint32_t feed_forward_length)
 {
     gw_header(b, 3, (uint64_t)n, 2);
-    gw_kv_string(b, "general.architecture", layer_arch);
+    gw_string(b, "general.architecture");
+    gw_u32(b, 8); /* string */
+    gw_u64(b, layer_arch_len ? layer_arch_len : strlen(layer_arch));
+    gw_raw(b, layer_arch, layer_arch_len ? layer_arch_len : strlen(layer_arch));
     gw_kv_u32(b, "llama.feed_forward_length", feed_forward_length);
     uint64_t offset = 0, sizes[8];
     for (int i = 0; i < n; i++) {
@@ -286,6 +320,68 @@ Test(gguf, layer_shapes_types_and_biases_are_checked)
     memcpy(t, good, sizeof good);
     layer_refused(t + 1, 2, 96, FFNRT_ERROR_INVALID_ARGUMENT, "no blk.0.ffn_up.weight");
     layer_refused(t, 1, 96, FFNRT_ERROR_INVALID_ARGUMENT, "no blk.0.ffn_down.weight");
+}
+
+/* Sizes an ffnrt layer cannot have, refused by name before anything is
+ * sized from them: zero (a 0-byte F32 tensor passed every check, then a
+ * tool allocated by the other size, up to 2^40 elements), past 2^32 - 1,
+ * and an ffn_up that is not 2-D (its ne is 1 past n_dims: "d_model 1"). */
+Test(gguf, layer_sizes_an_ffnrt_layer_cannot_have)
+{
+    const int64_t big = (int64_t)1 << 40, past = (int64_t)1 << 32;
+    const struct {
+        spec up, down;
+        ffnrt_status want;
+        const char *expect;
+    } cases[] = {
+        {{"blk.0.ffn_up.weight", 2, 0, 0, big}, {"blk.0.ffn_down.weight", 2, 0, big, 0}, FFNRT_ERROR_INVALID_ARGUMENT,
+         "blk.0.ffn_up.weight has d_model (ne[0]) 0; an ffnrt layer's d_model and hidden are 1 to 4294967295"},
+        {{"blk.0.ffn_up.weight", 2, 0, big, 0}, {"blk.0.ffn_down.weight", 2, 0, 0, big}, FFNRT_ERROR_INVALID_ARGUMENT,
+         "blk.0.ffn_up.weight has d_model (ne[0]) 1099511627776;"},
+        {{"blk.0.ffn_up.weight", 2, 0, 64, 0}, {"blk.0.ffn_down.weight", 2, 0, 0, 64}, FFNRT_ERROR_INVALID_ARGUMENT,
+         "blk.0.ffn_up.weight has hidden (ne[1]) 0;"},
+        {{"blk.0.ffn_up.weight", 2, 0, past, 0}, {"blk.0.ffn_down.weight", 2, 0, 0, past},
+         FFNRT_ERROR_INVALID_ARGUMENT, "has d_model (ne[0]) 4294967296; an ffnrt layer's d_model and hidden are 1 to "
+                                       "4294967295 (2^32 - 1)"},
+        {{"blk.0.ffn_up.weight", 0, 0, 1, 1}, {"blk.0.ffn_down.weight", 2, 0, 1, 1}, FFNRT_ERROR_SHAPE_MISMATCH,
+         "blk.0.ffn_up.weight has 0 dimensions (ne = {1, 1, 1, 1}); 2 expected"},
+        {{"blk.0.ffn_up.weight", 1, 0, 64, 1}, {"blk.0.ffn_down.weight", 2, 0, 1, 64}, FFNRT_ERROR_SHAPE_MISMATCH,
+         "blk.0.ffn_up.weight has 1 dimension (ne = {64, 1, 1, 1}); 2 expected"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const spec t[2] = {cases[i].up, cases[i].down};
+        layer_refused(t, 2, 96, cases[i].want, cases[i].expect);
+        cr_assert_null(strstr(ffnrt_last_error_message(), "d_model 1,"), "%s", ffnrt_last_error_message());
+    }
+    /* at the limit: 2^32 - 1 columns of an empty F32 matrix pass the size check (and fail the next one) */
+    const spec edge[2] = {{"blk.0.ffn_up.weight", 2, 0, past - 1, 0}, {"blk.0.ffn_down.weight", 2, 0, 0, past - 1}};
+    layer_refused(edge, 2, 96, FFNRT_ERROR_INVALID_ARGUMENT, "has hidden (ne[1]) 0;");
+
+    /* ffnrt_gguf_ffn_desc on a layer filled by hand says the same */
+    gw_buf b = {0};
+    const spec good[2] = {{"blk.0.ffn_up.weight", 2, 8, 64, 96}, {"blk.0.ffn_down.weight", 2, 8, 96, 64}};
+    layer_arch = "gpt2";
+    write_layer(&b, good, 2, 96);
+    layer_arch = "llama";
+    ffnrt_gguf *g = open_ok(&b);
+    ffnrt_gguf_ffn ffn;
+    ffnrt_ffn_desc d;
+    ffnrt_ffn_weights w;
+    cr_assert_eq(ffnrt_gguf_ffn_layer(g, 0, &ffn), FFNRT_OK, "%s", ffnrt_last_error_message());
+    const int64_t wrong[3][2] = {{0, 96}, {64, 0}, {past, 96}};
+    for (int i = 0; i < 3; i++) {
+        ffnrt_gguf_ffn bad = ffn;
+        bad.d_model = wrong[i][0], bad.hidden = wrong[i][1];
+        cr_assert_eq(ffnrt_gguf_ffn_desc(g, &bad, &d, &w), FFNRT_ERROR_INVALID_ARGUMENT);
+        char expect[160];
+        snprintf(expect, sizeof expect, "the layer of blk.0.ffn_up.weight has %s %lld", i == 1 ? "hidden" : "d_model",
+                 (long long)(i == 1 ? 0 : wrong[i][0]));
+        cr_assert(strstr(ffnrt_last_error_message(), expect), "\"%s\" lacks \"%s\"", ffnrt_last_error_message(),
+                  expect);
+    }
+    cr_assert_eq(ffnrt_gguf_ffn_desc(g, &ffn, &d, &w), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_gguf_close(g);
+    gw_free(&b);
 }
 
 Test(gguf, values_of_the_wrong_type_or_absent)
@@ -376,13 +472,43 @@ Test(gguf, headers)
     ffnrt_gguf *g = open_ok(&b);
     cr_assert_eq(ffnrt_gguf_kv_count(g), 0u);
     ffnrt_gguf_close(g);
+    /* past ffnrt's cap, the message says the cap; within it, the bytes */
     const uint64_t counts[][2] = {{UINT64_MAX, 0}, {0, UINT64_MAX}, {(uint64_t)1 << 62, 0}, {0, 1}, {1, 0}};
     for (size_t i = 0; i < 5; i++) {
         gw_free(&b);
         gw_header(&b, 3, counts[i][0], counts[i][1]);
-        refused(&b, "cannot hold that many", "huge counts");
+        refused(&b, i < 3 ? "ffnrt reads at most 1048576 (2^20) of each" : "cannot hold that many", "huge counts");
     }
     gw_free(&b);
+}
+
+/* 2^20 keys are read; 2^20 + 1, all there, are refused by the cap, and
+ * the message says so (it said the file's bytes "cannot hold that many"). */
+Test(gguf, the_entry_cap_is_what_the_message_says)
+{
+    const uint32_t cap = 1u << 20;
+    for (uint32_t n = cap; n <= cap + 1; n++) {
+        gw_buf b = {0};
+        gw_header(&b, 3, 0, n);
+        for (uint32_t i = 0; i < n; i++) {
+            char key[16];
+            snprintf(key, sizeof key, "k%07u", i);
+            gw_string(&b, key);
+            gw_u32(&b, 0); /* uint8 */
+            gw_u8(&b, 1);
+        }
+        if (n == cap) {
+            ffnrt_gguf *g = open_ok(&b);
+            cr_assert_eq(ffnrt_gguf_kv_count(g), cap);
+            cr_assert_eq(ffnrt_gguf_find_key(g, "k1048575"), 1048575);
+            ffnrt_gguf_close(g);
+        } else {
+            refused(&b, "the header claims 0 tensors and 1048577 keys; ffnrt reads at most 1048576 (2^20) of each",
+                    "2^20 + 1 keys");
+            cr_assert_null(strstr(ffnrt_last_error_message(), "cannot hold"), "%s", ffnrt_last_error_message());
+        }
+        gw_free(&b);
+    }
 }
 
 /* A header of one key, then the key as the caller writes it. */
@@ -411,6 +537,11 @@ Test(gguf, keys_and_values)
     gw_u32(&b, 13);
     gw_u32(&b, 0);
     refused(&b, "value type 13", "unknown value type");
+    one_key(&b); /* bytes a terminal would act on, and quotes, escaped in the message */
+    gw_string(&b, "k\x01\x1b[2J\"\\\xff");
+    gw_u32(&b, 13);
+    gw_u32(&b, 0);
+    refused(&b, "key \"k\\x01\\x1b[2J\\\"\\\\\\xff\" has value type 13", "escaped key");
     one_key(&b);
     gw_string(&b, "k");
     gw_u32(&b, 8);
@@ -650,7 +781,7 @@ Test(gguf, layer_as_an_ffnrt_desc)
             gw_free(&b);
         }
     /* A dense layer of an architecture with gates; the gates of a dense one;
-     * an architecture ffnrt does not know; dense GPT-2 style. */
+     * an architecture ffnrt does not know; what each known one runs. */
     const spec up_down[3] = {{"blk.0.ffn_up.weight", 2, 8, 64, 96},
                              {"blk.0.ffn_down.weight", 2, 8, 96, 64},
                              {"blk.0.ffn_gate.weight", 2, 8, 64, 96}};
@@ -659,12 +790,31 @@ Test(gguf, layer_as_an_ffnrt_desc)
         int tensors;
         ffnrt_status want;
         const char *expect;
+        int glu_or_act; /* what an FFNRT_OK case runs: a GLU kind (3 tensors) or an activation (2) */
     } cases[] = {
-        {"llama", 2, FFNRT_ERROR_UNSUPPORTED, "a llama layer has blk.N.ffn_gate.weight, but this one has none"},
-        {"gpt2", 3, FFNRT_ERROR_UNSUPPORTED, "a gpt2 layer has no blk.N.ffn_gate.weight"},
-        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is mamba"},
-        {"gpt2", 2, FFNRT_OK, ""},
-        {"gemma2", 3, FFNRT_OK, ""},
+        {"llama", 2, FFNRT_ERROR_UNSUPPORTED,
+         "a llama layer is gated SwiGLU, but its gate, blk.0.ffn_gate.weight, is missing", 0},
+        {"gpt2", 3, FFNRT_ERROR_UNSUPPORTED,
+         "a gpt2 layer is dense, tanh GELU, with no gate, but this one has blk.0.ffn_gate.weight", 0},
+        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is \"mamba\"", 0},
+        /* the message lists what ffnrt knows, from its table */
+        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "smollm3, internlm2, nomic-bert (gated SwiGLU); gemma", 0},
+        {"mamba", 3, FFNRT_ERROR_UNSUPPORTED, "; bert (dense, erf GELU)): fill the desc by hand", 0},
+        /* llama.cpp names no architecture "mistral": Mistral 7B's files say llama, Mistral 3's mistral3 */
+        {"mistral", 3, FFNRT_ERROR_UNSUPPORTED, "general.architecture is \"mistral\"", 0},
+        {"gpt2", 2, FFNRT_OK, "", FFNRT_ACT_GELU_TANH},
+        {"starcoder", 2, FFNRT_OK, "", FFNRT_ACT_GELU_TANH},
+        {"phi2", 2, FFNRT_OK, "", FFNRT_ACT_GELU_TANH},
+        {"gemma2", 3, FFNRT_OK, "", FFNRT_GEGLU_TANH},
+        {"mistral3", 3, FFNRT_OK, "", FFNRT_SWIGLU},
+        {"qwen3", 3, FFNRT_OK, "", FFNRT_SWIGLU},
+        /* BERT's GELU is the erf form (Google's reference, Hugging Face's gelu); llama.cpp runs tanh */
+        {"bert", 2, FFNRT_OK, "", FFNRT_ACT_GELU},
+        {"bert", 3, FFNRT_ERROR_UNSUPPORTED, "a bert layer is dense, erf GELU, with no gate, but this one has", 0},
+        /* nomic-bert is gated SwiGLU, as the original and llama.cpp (whose loader requires ffn_gate) agree */
+        {"nomic-bert", 3, FFNRT_OK, "", FFNRT_SWIGLU},
+        {"nomic-bert", 2, FFNRT_ERROR_UNSUPPORTED,
+         "a nomic-bert layer is gated SwiGLU, but its gate, blk.0.ffn_gate.weight, is missing", 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         layer_arch = cases[i].arch;
@@ -681,12 +831,40 @@ Test(gguf, layer_as_an_ffnrt_desc)
         cr_assert(strstr(ffnrt_last_error_message(), cases[i].expect), "\"%s\" lacks \"%s\"",
                   ffnrt_last_error_message(), cases[i].expect);
         if (cases[i].want == FFNRT_OK && cases[i].tensors == 2)
-            cr_assert(d.kind == FFNRT_FFN_DENSE && d.activation.kind == FFNRT_ACT_GELU_TANH && w.w_in == ffn.up.data &&
-                      d.format_in == FFNRT_WEIGHT_Q8_0 && d.format_out == FFNRT_WEIGHT_Q8_0);
+            cr_assert(d.kind == FFNRT_FFN_DENSE && (int)d.activation.kind == cases[i].glu_or_act &&
+                          w.w_in == ffn.up.data && d.format_in == FFNRT_WEIGHT_Q8_0 && d.format_out == FFNRT_WEIGHT_Q8_0,
+                      "%s: activation %s", cases[i].arch, ffnrt_activation_name(d.activation.kind));
         if (cases[i].want == FFNRT_OK && cases[i].tensors == 3)
-            cr_assert(d.kind == FFNRT_FFN_GATED && d.glu.kind == FFNRT_GEGLU_TANH);
+            cr_assert(d.kind == FFNRT_FFN_GATED && (int)d.glu.kind == cases[i].glu_or_act && d.glu.beta == 1.0f &&
+                          w.w_gate == ffn.gate.data && w.w_value == ffn.up.data && w.w_out == ffn.down.data,
+                      "%s: GLU %s", cases[i].arch, ffnrt_glu_name(d.glu.kind));
         cr_assert_eq(ffnrt_gguf_ffn_desc(g, NULL, &d, &w), FFNRT_ERROR_INVALID_ARGUMENT);
         ffnrt_gguf_close(g);
         gw_free(&b);
     }
+}
+
+/* An architecture string is shown as the bytes it holds: "llama\0x" is not
+ * llama, and the message does not call it that (it printed "llama"). */
+Test(gguf, an_architecture_with_a_nul_is_shown_escaped)
+{
+    const spec t[3] = {{"blk.0.ffn_up.weight", 2, 8, 64, 96},
+                       {"blk.0.ffn_down.weight", 2, 8, 96, 64},
+                       {"blk.0.ffn_gate.weight", 2, 8, 64, 96}};
+    gw_buf b = {0};
+    layer_arch = "llama\0x";
+    layer_arch_len = 7;
+    write_layer(&b, t, 3, 96);
+    layer_arch = "llama";
+    layer_arch_len = 0;
+    ffnrt_gguf *g = open_ok(&b);
+    ffnrt_gguf_ffn ffn;
+    ffnrt_ffn_desc d;
+    ffnrt_ffn_weights w;
+    cr_assert_eq(ffnrt_gguf_ffn_layer(g, 0, &ffn), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_gguf_ffn_desc(g, &ffn, &d, &w), FFNRT_ERROR_UNSUPPORTED);
+    cr_assert(strstr(ffnrt_last_error_message(), "general.architecture is \"llama\\x00x\", whose FFN"), "%s",
+              ffnrt_last_error_message());
+    ffnrt_gguf_close(g);
+    gw_free(&b);
 }

@@ -7,6 +7,7 @@
  * max(|f'(x)|, the sum of its terms' magnitudes), as the tests do.
  * The README's accuracy table is `ffnrt check --table`. */
 #include "check.h"
+#include "args.h"
 #include "run.h"
 #include "check_quant.h"
 #include "ffnrt.h"
@@ -346,34 +347,45 @@ static int parse_dtype(const char *s, ffnrt_dtype *t)
     return 0;
 }
 
+/* The options of ffnrt check and ffnrt run that take a value, for the
+ * scan for --fp32-control (which hands the arguments to ffnrt run). */
+static int takes_value(const char *option)
+{
+    return strcmp(option, "--dtype") == 0 || strcmp(option, "--device") == 0 || strcmp(option, "--compare") == 0 ||
+           strcmp(option, "--bins") == 0 || strcmp(option, "--range") == 0;
+}
+
 int ffnrt_check_main(int argc, char **argv)
 {
     /* The fp32 control checks a given call, not a sweep: `ffnrt run`'s. */
-    for (int i = 0; i < argc; i++)
-        if (strcmp(argv[i], "--fp32-control") == 0)
-            return ffnrt_run_main(argc, argv);
+    if (cli_args_has_option(argc, argv, "--fp32-control", takes_value))
+        return ffnrt_run_main(argc, argv);
     if (argc >= 1 && strcmp(argv[0], "--quant") == 0)
         return ffnrt_check_quant_main(argc - 1, argv + 1);
-    const char *op = NULL, *device = NULL, *compare = NULL;
+    const char *op = NULL, *device = NULL, *compare = NULL, *arg;
     int exhaustive = 0, table = 0, bad = 0;
     check_case c = {FFNRT_ACT_RELU, 0, FFNRT_DTYPE_F32, FFNRT_COMPUTE_F32};
-    for (int i = 0; i < argc && !bad; i++) {
-        if (strcmp(argv[i], "--exhaustive") == 0)
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    cli_arg_kind kind;
+    while (!bad && (kind = cli_args_next(&args, &arg)) != CLI_END) {
+        const char *v = kind == CLI_OPTION && takes_value(arg) ? cli_args_value(&args) : NULL;
+        if (kind == CLI_OPERAND)
+            bad = op != NULL, op = op ? op : arg;
+        else if (strcmp(arg, "--exhaustive") == 0)
             exhaustive = 1;
-        else if (strcmp(argv[i], "--table") == 0)
+        else if (strcmp(arg, "--table") == 0)
             table = 1;
-        else if (strcmp(argv[i], "--backward") == 0)
+        else if (strcmp(arg, "--backward") == 0)
             c.backward = 1;
-        else if (strcmp(argv[i], "--f16-arithmetic") == 0)
+        else if (strcmp(arg, "--f16-arithmetic") == 0)
             c.compute = FFNRT_COMPUTE_F16;
-        else if (strcmp(argv[i], "--dtype") == 0 && i + 1 < argc)
-            bad = parse_dtype(argv[++i], &c.dtype) != 0;
-        else if (strcmp(argv[i], "--device") == 0 && i + 1 < argc)
-            device = argv[++i];
-        else if (strcmp(argv[i], "--compare") == 0 && i + 1 < argc)
-            compare = argv[++i];
-        else if (argv[i][0] != '-' && !op)
-            op = argv[i];
+        else if (strcmp(arg, "--dtype") == 0 && v)
+            bad = parse_dtype(v, &c.dtype) != 0;
+        else if (strcmp(arg, "--device") == 0 && v)
+            device = v;
+        else if (strcmp(arg, "--compare") == 0 && v)
+            compare = v;
         else
             bad = 1;
     }
@@ -381,8 +393,8 @@ int ffnrt_check_main(int argc, char **argv)
     if (table && !bad)
         return check_table(stride) == 0 ? 0 : 1;
     if (bad || !op || ffnrt_activation_from_name(op, &c.act) != FFNRT_OK) {
-        fprintf(stderr, "usage: ffnrt check OP [--device SPEC] [--dtype f32|f16|bf16] [--f16-arithmetic]\n"
-                        "                      [--backward] [--exhaustive] [--compare SPEC]\n"
+        fprintf(stderr, "usage: ffnrt check [--device SPEC] [--dtype f32|f16|bf16] [--f16-arithmetic]\n"
+                        "                   [--backward] [--exhaustive] [--compare SPEC] [--] OP\n"
                         "       ffnrt check --table [--exhaustive]\n"
                         "       ffnrt check --fp32-control [--dtype f16|bf16] [--f16-arithmetic] OP X [X...]\n"
                         "           the call on these numbers in that precision and again in fp32 (ffnrt run --help)\n"

@@ -15,6 +15,7 @@
  *     of fp32 layers, 4 (sqrt(d) + sqrt(h) + 2) 2^-24 (f16 storage: 4 2^-11).
  * Exit status 1 when a device error passes its bound. */
 #include "check_quant.h"
+#include "args.h"
 #include "numbers.h"
 
 #include "ffnrt.h"
@@ -24,6 +25,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Every way out with status 1 says why on stderr: a failed allocation
+ * (a layer's sizes come from a file, and its fp32 copy can be far larger
+ * than the file) included. */
+static const char me[] = "ffnrt check --quant";
+
+/* n elements of size bytes, or NULL with the message naming what. */
+static void *alloc_n(int64_t n, size_t size, const char *what)
+{
+    void *p = n >= 1 && (uint64_t)n <= SIZE_MAX / size ? malloc((size_t)n * size) : NULL;
+    if (!p)
+        fprintf(stderr, "%s: no memory for %s (%lld x %zu bytes)\n", me, what, (long long)n, size);
+    return p;
+}
 
 /* A layer's fp32 weights and what it computes. */
 typedef struct layer_f32 {
@@ -58,12 +73,13 @@ static double phi(const ffnrt_ffn_desc *d, double v)
     }
 }
 
-/* y [t, d] of the layer with weights w (doubles of any precision) in double. */
-static void reference(const ffnrt_ffn_desc *d, float *const w[3], float *const b[3], const float *x, int64_t t, double *y)
+/* y [t, d] of the layer with weights w (doubles of any precision) in
+ * double; -1 (said) when out of memory. */
+static int reference(const ffnrt_ffn_desc *d, float *const w[3], float *const b[3], const float *x, int64_t t, double *y)
 {
     int64_t dm = d->d_model, h = d->hidden;
     int gated = d->kind == FFNRT_FFN_GATED;
-    double *a = malloc(sizeof *a * (size_t)h);
+    double *a = alloc_n(h, sizeof *a, "the reference's hidden activations");
     for (int64_t i = 0; a && i < t; i++) {
         const float *xi = x + i * dm;
         for (int64_t r = 0; r < h; r++) {
@@ -83,6 +99,7 @@ static void reference(const ffnrt_ffn_desc *d, float *const w[3], float *const b
         }
     }
     free(a);
+    return a ? 0 : -1;
 }
 
 static double rel_error(const float *y, const double *ref, size_t n)
@@ -97,12 +114,16 @@ static double rel_error(const float *y, const double *ref, size_t n)
 
 /* ------------------------------------------------------------ the layer */
 
-static float *dequantized(ffnrt_weight_format f, const void *data, int64_t rows, int64_t k)
+/* rows x k of format f as floats, or NULL (said). */
+static float *dequantized(ffnrt_weight_format f, const void *data, int64_t rows, int64_t k, const char *what)
 {
     size_t bytes;
-    float *out = malloc(sizeof *out * (size_t)(rows * k));
+    char text[200];
+    snprintf(text, sizeof text, "%s dequantized", what);
+    float *out = alloc_n(rows * k, sizeof *out, text);
     if (out && (ffnrt_weight_bytes(f, rows, k, &bytes) != FFNRT_OK ||
                 ffnrt_dequantize(f, data, bytes, rows, k, out) != FFNRT_OK)) {
+        fprintf(stderr, "%s: %s: %s\n", me, what, ffnrt_last_error_message());
         free(out);
         return NULL;
     }
@@ -115,8 +136,10 @@ static int from_gguf(const char *path, int64_t index, layer_f32 *l)
     ffnrt_gguf_ffn gl;
     ffnrt_ffn_weights w;
     int rc = -1;
-    if (ffnrt_gguf_open(path, &g) == FFNRT_OK && ffnrt_gguf_ffn_layer(g, index, &gl) == FFNRT_OK &&
-        ffnrt_gguf_ffn_desc(g, &gl, &l->desc, &w) == FFNRT_OK) {
+    if (ffnrt_gguf_open(path, &g) != FFNRT_OK || ffnrt_gguf_ffn_layer(g, index, &gl) != FFNRT_OK ||
+        ffnrt_gguf_ffn_desc(g, &gl, &l->desc, &w) != FFNRT_OK) {
+        fprintf(stderr, "%s: %s: %s\n", me, path, ffnrt_last_error_message());
+    } else {
         int gated = gl.gated;
         const ffnrt_gguf_tensor_info *m[3] = {gated ? &gl.gate : &gl.up, &gl.up, &gl.down};
         const ffnrt_gguf_tensor_info *b[3] = {gated ? &gl.gate_bias : &gl.up_bias, &gl.up_bias, &gl.down_bias};
@@ -124,9 +147,9 @@ static int from_gguf(const char *path, int64_t index, layer_f32 *l)
         for (int i = 0; i < 3 && rc == 0; i++) {
             if (i == 1 && !gated)
                 continue;
-            l->w[i] = dequantized(m[i]->format, m[i]->data, m[i]->ne[1], m[i]->ne[0]);
-            if (gl.bias)
-                l->b[i] = dequantized(b[i]->format, b[i]->data, 1, b[i]->ne[0]);
+            l->w[i] = dequantized(m[i]->format, m[i]->data, m[i]->ne[1], m[i]->ne[0], m[i]->name);
+            if (l->w[i] && gl.bias)
+                l->b[i] = dequantized(b[i]->format, b[i]->data, 1, b[i]->ne[0], b[i]->name);
             rc = l->w[i] && (!gl.bias || l->b[i]) ? 0 : -1;
         }
         snprintf(l->what, sizeof l->what, "%s layer %lld (stored %s, %s, %s)", path, (long long)index,
@@ -134,22 +157,22 @@ static int from_gguf(const char *path, int64_t index, layer_f32 *l)
         l->desc.dtype = FFNRT_DTYPE_F32;
         l->desc.format_in = l->desc.format_value = l->desc.format_out = FFNRT_WEIGHT_F32;
     }
-    if (rc != 0)
-        fprintf(stderr, "ffnrt check --quant: %s: %s\n", path, ffnrt_last_error_message());
     ffnrt_gguf_close(g);
     return rc;
 }
 
-static float *read_f32(const char *path, size_t n)
+static float *read_f32(const char *path, int64_t n)
 {
+    float *v = alloc_n(n, sizeof *v, path);
+    if (!v)
+        return NULL;
     FILE *f = fopen(path, "rb");
-    float *v = malloc(sizeof *v * n);
-    size_t got = f && v ? fread(v, sizeof *v, n, f) : 0;
+    size_t got = f ? fread(v, sizeof *v, (size_t)n, f) : 0;
     int extra = f ? fgetc(f) != EOF : 1;
     if (f)
         fclose(f);
-    if (got != n || extra) {
-        fprintf(stderr, "ffnrt check --quant: %s: not %zu little-endian floats\n", path, n);
+    if (got != (size_t)n || extra) {
+        fprintf(stderr, "%s: %s: not %lld little-endian floats\n", me, path, (long long)n);
         free(v);
         return NULL;
     }
@@ -158,11 +181,11 @@ static float *read_f32(const char *path, size_t n)
 
 /* Random weights: uniform of the variance of N(0, 1/fan-in), or, heavy,
  * Student-t with 3 degrees of freedom (outlier-heavy blocks). */
-static float *random_f32(size_t n, int64_t fan_in, uint32_t seed, int heavy)
+static float *random_f32(int64_t n, int64_t fan_in, uint32_t seed, int heavy, const char *what)
 {
-    float *v = malloc(sizeof *v * n);
+    float *v = alloc_n(n, sizeof *v, what);
     double s = 1.0 / sqrt((double)fan_in);
-    for (size_t i = 0; v && i < n; i++) {
+    for (int64_t i = 0; v && i < n; i++) {
         double u[4];
         for (int j = 0; j < 4; j++) {
             seed = seed * 1664525u + 1013904223u;
@@ -205,32 +228,41 @@ static int run_format(ffnrt_context *ctx, const layer_f32 *l, ffnrt_weight_forma
     void *q[3] = {NULL, NULL, NULL}, *qb[3] = {NULL, NULL, NULL};
     float *deq[3] = {NULL, NULL, NULL}, *bq[3] = {NULL, NULL, NULL};
     size_t n = (size_t)(t * dm);
-    float *y = malloc(sizeof *y * n);
-    double *y_deq = malloc(sizeof *y_deq * n);
-    void *xs = malloc(4 * n), *ys = malloc(4 * n);
-    int rc = y && y_deq && xs && ys ? 0 : -1;
+    const char *fname = ffnrt_weight_format_name(f);
+    static const char *const names[3] = {"W_in or W_gate", "W_value", "W_out"};
+    char what[160];
+    float *y = alloc_n(t * dm, sizeof *y, "the layer's output");
+    double *y_deq = y ? alloc_n(t * dm, sizeof *y_deq, "the reference output") : NULL;
+    void *xs = y_deq ? alloc_n(t * dm, 4, "the input") : NULL, *ys = xs ? alloc_n(t * dm, 4, "the output") : NULL;
+    float *xr = ys ? alloc_n(t * dm, sizeof *xr, "the input as the device sees it") : NULL;
+    int rc = xr ? 0 : -1;
     /* Quantize (or round) each matrix and bias; the device's exact weights back. */
     for (int i = 0; i < 3 && rc == 0; i++) {
         if (i == 1 && !gated)
             continue;
         size_t bytes;
-        ffnrt_weight_bytes(f, rows[i], cols[i], &bytes);
-        q[i] = malloc(bytes);
-        rc = q[i] && ffnrt_quantize(f, l->w[i], rows[i], cols[i], q[i], bytes) == FFNRT_OK ? 0 : -1;
-        if (rc == 0)
-            rc = (deq[i] = dequantized(f, q[i], rows[i], cols[i])) ? 0 : -1;
+        snprintf(what, sizeof what, "%s in %s", names[i], fname);
+        rc = -1;
+        if (ffnrt_weight_bytes(f, rows[i], cols[i], &bytes) != FFNRT_OK ||
+            ((q[i] = alloc_n((int64_t)bytes, 1, what)) &&
+             ffnrt_quantize(f, l->w[i], rows[i], cols[i], q[i], bytes) != FFNRT_OK))
+            fprintf(stderr, "%s: %s: %s\n", me, what, ffnrt_last_error_message());
+        else if (q[i] && (deq[i] = dequantized(f, q[i], rows[i], cols[i], what)))
+            rc = 0;
         if (rc == 0 && l->b[i]) { /* biases in the layer's dtype */
             ffnrt_weight_format bf = (ffnrt_weight_format)d.dtype;
-            ffnrt_weight_bytes(bf, 1, rows[i], &bytes);
-            qb[i] = malloc(bytes);
-            rc = qb[i] && ffnrt_quantize(bf, l->b[i], 1, rows[i], qb[i], bytes) == FFNRT_OK ? 0 : -1;
-            if (rc == 0)
-                rc = (bq[i] = dequantized(bf, qb[i], 1, rows[i])) ? 0 : -1;
+            snprintf(what, sizeof what, "the bias of %s in %s", names[i], ffnrt_weight_format_name(bf));
+            rc = -1;
+            if (ffnrt_weight_bytes(bf, 1, rows[i], &bytes) != FFNRT_OK ||
+                ((qb[i] = alloc_n((int64_t)bytes, 1, what)) &&
+                 ffnrt_quantize(bf, l->b[i], 1, rows[i], qb[i], bytes) != FFNRT_OK))
+                fprintf(stderr, "%s: %s: %s\n", me, what, ffnrt_last_error_message());
+            else if (qb[i] && (bq[i] = dequantized(bf, qb[i], 1, rows[i], what)))
+                rc = 0;
         }
     }
     /* x in the layer's dtype; the references from the x the device sees. */
-    float *xr = malloc(sizeof *xr * n);
-    if (rc == 0 && xr) {
+    if (rc == 0) {
         if (dense16) {
             ffnrt_quantize(f, x, t, dm, xs, 2 * n);
             ffnrt_dequantize(f, xs, 2 * n, t, dm, xr);
@@ -238,9 +270,7 @@ static int run_format(ffnrt_context *ctx, const layer_f32 *l, ffnrt_weight_forma
             memcpy(xs, x, 4 * n);
             memcpy(xr, x, 4 * n);
         }
-        reference(&d, deq, bq, xr, t, y_deq);
-    } else {
-        rc = -1;
+        rc = reference(&d, deq, bq, xr, t, y_deq);
     }
     ffnrt_ffn_weights w;
     memset(&w, 0, sizeof w);
@@ -258,7 +288,7 @@ static int run_format(ffnrt_context *ctx, const layer_f32 *l, ffnrt_weight_forma
                     ffnrt_tensor_create(ctx, d.dtype, 2, shape, &ty) != FFNRT_OK ||
                     ffnrt_tensor_write(tx, xs, es * n) != FFNRT_OK || ffnrt_ffn_forward(layer, tx, ty) != FFNRT_OK ||
                     ffnrt_tensor_read(ty, ys, es * n) != FFNRT_OK)) {
-        fprintf(stderr, "ffnrt check --quant: %s: %s\n", ffnrt_weight_format_name(f), ffnrt_last_error_message());
+        fprintf(stderr, "%s: %s: %s\n", me, fname, ffnrt_last_error_message());
         rc = -1;
     }
     if (rc == 0) {
@@ -301,22 +331,37 @@ int ffnrt_check_quant_main(int argc, char **argv)
     const char *gguf = NULL, *device = NULL, *files = NULL, *formats = "f32,f16,bf16,q8_0,q6_k,q4_1,q4_k,q4_0";
     int64_t index = 0, d = 0, hidden = 0, tokens = 8;
     int heavy = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        if (kind == CLI_OPERAND) {
+            fprintf(stderr, "%s: unexpected argument %s\n", me, a);
+            usage(stderr);
+            return 2;
+        }
         int64_t *num = strcmp(a, "--layer") == 0 ? &index : strcmp(a, "--d") == 0 ? &d
                      : strcmp(a, "--hidden") == 0 ? &hidden : strcmp(a, "--tokens") == 0 ? &tokens : NULL;
-        if (strcmp(a, "--help") == 0) {
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
         } else if (strcmp(a, "--heavy") == 0) {
             heavy = 1;
             continue;
-        } else if (!v) {
-            fprintf(stderr, "ffnrt check --quant: %s needs a value\n", a);
+        } else if (!num && strcmp(a, "--gguf") != 0 && strcmp(a, "--f32") != 0 && strcmp(a, "--formats") != 0 &&
+                   strcmp(a, "--device") != 0) {
+            fprintf(stderr, "%s: unknown option %s\n", me, a);
+            usage(stderr);
+            return 2;
+        }
+        const char *v = cli_args_value(&args);
+        if (!v) {
+            fprintf(stderr, "%s: %s needs a value\n", me, a);
             return 2;
         } else if (num) {
             if (cli_parse_int(v, strcmp(a, "--layer") == 0 ? 0 : 1, strcmp(a, "--tokens") == 0 ? 4096 : 65536, num) != 0) {
-                fprintf(stderr, "ffnrt check --quant: %s %s: not an integer in range\n", a, v);
+                fprintf(stderr, "%s: %s %s: not an integer in range\n", me, a, v);
                 return 2;
             }
         } else if (strcmp(a, "--gguf") == 0) {
@@ -325,23 +370,20 @@ int ffnrt_check_quant_main(int argc, char **argv)
             files = v;
         } else if (strcmp(a, "--formats") == 0) {
             formats = v;
-        } else if (strcmp(a, "--device") == 0) {
-            device = v;
         } else {
-            fprintf(stderr, "ffnrt check --quant: unknown option %s\n", a);
-            usage(stderr);
-            return 2;
+            device = v;
         }
-        i++;
     }
     layer_f32 l;
     memset(&l, 0, sizeof l);
     if (gguf) {
-        if (from_gguf(gguf, index, &l) != 0)
+        if (from_gguf(gguf, index, &l) != 0) {
+            free_layer(&l);
             return 1;
+        }
     } else {
         if (!d || !hidden) {
-            fprintf(stderr, "ffnrt check --quant: give --gguf, or --d and --hidden\n");
+            fprintf(stderr, "%s: give --gguf, or --d and --hidden\n", me);
             usage(stderr);
             return 2;
         }
@@ -354,18 +396,19 @@ int ffnrt_check_quant_main(int argc, char **argv)
             for (char *p = strtok_r(buf, ",", &save); p && nfiles < 3; p = strtok_r(NULL, ",", &save))
                 snprintf(paths[nfiles++], sizeof paths[0], "%s", p);
             if (nfiles < 2) {
-                fprintf(stderr, "ffnrt check --quant: --f32 takes 2 (dense) or 3 (gated) files\n");
+                fprintf(stderr, "%s: --f32 takes 2 (dense) or 3 (gated) files\n", me);
                 return 2;
             }
         }
         int gated = !files || nfiles == 3;
         l.desc = (ffnrt_ffn_desc)FFNRT_FFN_DESC_INIT(gated ? FFNRT_FFN_GATED : FFNRT_FFN_DENSE, d, hidden);
-        size_t in = (size_t)(d * hidden);
+        static const char *const names[3] = {"W_in or W_gate", "W_value", "W_out"};
         for (int i = 0; i < 3; i++) {
             if (i == 1 && !gated)
                 continue;
             int fi = gated ? i : i ? 1 : 0;
-            l.w[i] = files ? read_f32(paths[fi], in) : random_f32(in, i == 2 ? hidden : d, 7u + (uint32_t)i, heavy);
+            l.w[i] = files ? read_f32(paths[fi], d * hidden)
+                           : random_f32(d * hidden, i == 2 ? hidden : d, 7u + (uint32_t)i, heavy, names[i]);
             if (!l.w[i]) {
                 free_layer(&l);
                 return 1;
@@ -376,21 +419,19 @@ int ffnrt_check_quant_main(int argc, char **argv)
     }
     /* Inputs: a normalized residual stream, about N(0, 1). */
     int64_t dm = l.desc.d_model;
-    size_t n = (size_t)(tokens * dm);
-    float *x = random_f32(n, 1, 99u, 0);
-    double *y_f32 = malloc(sizeof *y_f32 * n);
-    if (!x || !y_f32) {
+    float *x = random_f32(tokens * dm, 1, 99u, 0, "the input");
+    double *y_f32 = x ? alloc_n(tokens * dm, sizeof *y_f32, "the fp32 layer's output") : NULL;
+    if (!y_f32 || reference(&l.desc, l.w, l.b, x, tokens, y_f32) != 0) {
         free_layer(&l);
         free(x);
         free(y_f32);
         return 1;
     }
-    reference(&l.desc, l.w, l.b, x, tokens, y_f32);
     if (device)
         setenv("FFNRT_DEVICE", device, 1);
     ffnrt_context *ctx = NULL;
     if (ffnrt_context_create(NULL, &ctx) != FFNRT_OK) {
-        fprintf(stderr, "ffnrt check --quant: %s\n", ffnrt_last_error_message());
+        fprintf(stderr, "%s: %s\n", me, ffnrt_last_error_message());
         free_layer(&l);
         free(x);
         free(y_f32);
@@ -412,7 +453,7 @@ int ffnrt_check_quant_main(int argc, char **argv)
     for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
         ffnrt_weight_format f;
         if (ffnrt_weight_format_from_name(name, &f) != FFNRT_OK) {
-            fprintf(stderr, "ffnrt check --quant: --formats %s: not a weight format\n", name);
+            fprintf(stderr, "%s: --formats %s: not a weight format\n", me, name);
             rc = 2;
             break;
         }

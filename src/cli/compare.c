@@ -2,6 +2,7 @@
  * device found (or those --device names), judged against criteria fixed
  * before anything runs. The library (ffnrt_compare.h) measures and
  * judges; the report is the bench's rows and outputs (compare_report.h). */
+#include "args.h"
 #include "compare_cli.h"
 #include "compare_report.h"
 #include "numbers.h"
@@ -135,14 +136,23 @@ static int split_list(char *s, char **out, int max)
  * with --plot or --compare. 1 (and the refusal on stderr) when one does. */
 static int criteria_after_run(const char *mode, int argc, char **argv)
 {
-    for (int i = 0; i < argc; i++)
-        if (criteria_flag(argv[i]) >= 0 || strcmp(argv[i], "--criteria") == 0) {
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        if (kind != CLI_OPTION)
+            continue;
+        if (criteria_flag(a) >= 0 || strcmp(a, "--criteria") == 0) {
             fprintf(stderr,
                     "ffnrt compare %s: %s: criteria cannot be given after the run; a report is judged by the "
                     "criteria fixed before it ran (its table shows them with their SHA-256): run again with new ones\n",
-                    mode, argv[i]);
+                    mode, a);
             return 1;
         }
+        if (strcmp(a, "--threshold") == 0) /* --compare's one valued option */
+            cli_args_value(&args);
+    }
     return 0;
 }
 
@@ -151,26 +161,36 @@ static int plot_main(int argc, char **argv)
 {
     if (criteria_after_run("--plot", argc, argv))
         return 2;
-    if (argc < 1 || argc > 2 || argv[0][0] == '-') {
-        fprintf(stderr, "usage: ffnrt compare --plot REPORT.json [DIR]\n");
+    const char *files[2] = {NULL, NULL}, *a;
+    int nfiles = 0, bad = 0;
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        bad |= kind == CLI_OPTION || nfiles == 2;
+        if (!bad)
+            files[nfiles++] = a;
+    }
+    if (bad || nfiles < 1) {
+        fprintf(stderr, "usage: ffnrt compare --plot [--] REPORT.json [DIR]\n");
         return 2;
     }
     bench_rows rows = {0};
     bench_meta *meta = calloc(1, sizeof *meta);
     char err[600];
     int rc = 0;
-    if (!meta || compare_read_report(argv[0], &rows, meta, err, sizeof err) != 0) {
+    if (!meta || compare_read_report(files[0], &rows, meta, err, sizeof err) != 0) {
         fprintf(stderr, "ffnrt compare --plot: %s\n", meta ? err : "out of memory");
         rc = 2;
     } else {
         compare_print_table(stdout, &rows, meta);
-        const char *dir = argc == 2 ? argv[1] : "compare-results";
+        const char *dir = nfiles == 2 ? files[1] : "compare-results";
         char why[200];
         if (bench_mkdir_p(dir) != 0 || compare_write_plots(dir, &rows, meta, why, sizeof why) != 0) {
             fprintf(stderr, "ffnrt compare --plot: %s\n", bench_mkdir_p(dir) != 0 ? "cannot create the directory" : why);
             rc = 1;
         } else {
-            printf("wrote the plots of %s into %s/\n", argv[0], dir);
+            printf("wrote the plots of %s into %s/\n", files[0], dir);
         }
     }
     bench_rows_free(&rows);
@@ -192,17 +212,21 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
 {
     size_t used = 0, lists_used = 0;
     int have_d = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        if (kind == CLI_OPERAND) {
+            fprintf(stderr, "ffnrt compare: unexpected argument %s (ffnrt compare --help)\n", a);
+            return 2;
+        }
         int cf = criteria_flag(a);
         if (cf >= 0) {
             const char *v = "yes";
-            if (criteria_flags[cf].takes_value) {
-                if (i + 1 >= argc) {
-                    fprintf(stderr, "ffnrt compare: %s needs a value\n", a);
-                    return 2;
-                }
-                v = argv[++i];
+            if (criteria_flags[cf].takes_value && !(v = cli_args_value(&args))) {
+                fprintf(stderr, "ffnrt compare: %s needs a value\n", a);
+                return 2;
             }
             char line[256];
             snprintf(line, sizeof line, "%s = %s\n", criteria_flags[cf].key, v);
@@ -226,12 +250,9 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             takes |= strcmp(a, valued[k]) == 0;
         const char *v = NULL;
-        if (takes) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "ffnrt compare: %s needs a value\n", a);
-                return 2;
-            }
-            v = argv[++i];
+        if (takes && !(v = cli_args_value(&args))) {
+            fprintf(stderr, "ffnrt compare: %s needs a value\n", a);
+            return 2;
         }
         int64_t n;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {

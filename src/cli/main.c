@@ -1,4 +1,5 @@
 /* The ffnrt command: devices, plan, run, check, bench, compare. */
+#include "args.h"
 #include "bench.h"
 #include "check.h"
 #include "compare_cli.h"
@@ -38,16 +39,24 @@ static int cmd_profiles(void)
 
 static int cmd_devices(int argc, char **argv)
 {
-    if (argc == 1 && strcmp(argv[0], "--profiles") == 0)
+    int profiles = 0;
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        if (kind == CLI_OPTION && strcmp(a, "--profiles") == 0) {
+            profiles = 1;
+        } else if (kind == CLI_OPTION && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
+            printf("usage: ffnrt devices [--profiles]\n");
+            return 0;
+        } else {
+            fprintf(stderr, "ffnrt devices: unexpected argument %s\nusage: ffnrt devices [--profiles]\n", a);
+            return 2;
+        }
+    }
+    if (profiles)
         return cmd_profiles();
-    if (argc == 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-        printf("usage: ffnrt devices [--profiles]\n");
-        return 0;
-    }
-    if (argc > 0) {
-        fprintf(stderr, "ffnrt devices: unexpected argument %s\nusage: ffnrt devices [--profiles]\n", argv[0]);
-        return 2;
-    }
     for (int b = 1; b < FFNRT_BACKEND_COUNT; b++)
         if (ffnrt_backend_available((ffnrt_backend)b) != FFNRT_OK)
             printf("%s: unavailable (%s)\n", ffnrt_backend_name((ffnrt_backend)b), ffnrt_last_error_message());
@@ -109,6 +118,7 @@ static void usage(FILE *f)
                     "  bench --compare OLD.json NEW.json   per-row ratios of two runs, regressions flagged\n"
                     "  compare [options]    dense and gated FFNs at equal parameters, judged against criteria fixed\n"
                     "                       before the run (ffnrt compare --help)\n"
+                    "in every command, \"--\" ends the options: what follows it is an operand, even \"-2\"\n"
                     "environment: FFNRT_DEVICE (\"opencl\", \"vulkan:0\", \"pocl\", ...), FFNRT_VALIDATION=1,\n"
                     "             FFNRT_LIMITS (\"max_buffer_range=65536,max_workgroup_count=64\")\n");
 }

@@ -1,5 +1,6 @@
 /* ffnrt plan: what the dispatcher chooses for an op on a device, and why. */
 #include "plan_cli.h"
+#include "args.h"
 #include "numbers.h"
 
 #include "ffnrt.h"
@@ -78,56 +79,74 @@ int ffnrt_plan_main(int argc, char **argv)
     ffnrt_matmul_kernel matmul = FFNRT_MATMUL_AUTO;
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     ffnrt_weight_format formats[3] = {FFNRT_WEIGHT_F32, FFNRT_WEIGHT_F32, FFNRT_WEIGHT_F32};
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int takes = 1, number = -1;
+    static const char *const valued[] = {"--op",     "--device", "--profile", "--dtype",
+                                         "--precision", "--path", "--matmul",  "--weights"};
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *a;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
+        if (kind == CLI_OPERAND) {
+            fprintf(stderr, "ffnrt plan: unexpected argument %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+        int takes = 0, number = -1;
         for (int k = 0; k < (int)(sizeof number_options / sizeof number_options[0]); k++)
             if (strcmp(a, number_options[k].name) == 0)
-                number = k;
+                number = k, takes = 1;
+        for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
+            takes |= strcmp(a, valued[k]) == 0;
+        const char *v = takes ? cli_args_value(&args) : NULL;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             usage(stdout);
             return 0;
         }
-        if (number >= 0 && v) {
+        if (takes && !v) {
+            fprintf(stderr, "ffnrt plan: %s needs a value\n", a);
+            usage(stderr);
+            return 2;
+        }
+        if (number >= 0) {
             if (cli_parse_int(v, number_options[number].min, number_options[number].max, &numbers[number]) != 0) {
                 fprintf(stderr, "ffnrt plan: %s %s: not an integer in [%lld, %lld]\n", a, v,
                         (long long)number_options[number].min, (long long)number_options[number].max);
                 return 2;
             }
-        } else if (strcmp(a, "--op") == 0 && v)
+        } else if (strcmp(a, "--op") == 0)
             op = v;
-        else if (strcmp(a, "--device") == 0 && v)
+        else if (strcmp(a, "--device") == 0)
             device = v;
-        else if (strcmp(a, "--profile") == 0 && v)
+        else if (strcmp(a, "--profile") == 0)
             o.profile = v;
-        else if (strcmp(a, "--dtype") == 0 && v && parse_dtype(v, &dtype))
+        else if (strcmp(a, "--dtype") == 0 && parse_dtype(v, &dtype))
             ;
-        else if (strcmp(a, "--precision") == 0 && v && strcmp(v, "exact") == 0)
+        else if (strcmp(a, "--precision") == 0 && strcmp(v, "exact") == 0)
             o.precision = FFNRT_PRECISION_EXACT;
-        else if (strcmp(a, "--precision") == 0 && v && strcmp(v, "balanced") == 0)
+        else if (strcmp(a, "--precision") == 0 && strcmp(v, "balanced") == 0)
             o.precision = FFNRT_PRECISION_BALANCED;
-        else if (strcmp(a, "--precision") == 0 && v && strcmp(v, "fast") == 0)
+        else if (strcmp(a, "--precision") == 0 && strcmp(v, "fast") == 0)
             o.precision = FFNRT_PRECISION_FAST;
-        else if (strcmp(a, "--path") == 0 && v && (strcmp(v, "fused") == 0 || strcmp(v, "unfused") == 0))
+        else if (strcmp(a, "--path") == 0 && (strcmp(v, "fused") == 0 || strcmp(v, "unfused") == 0))
             path = strcmp(v, "fused") == 0 ? FFNRT_FFN_PATH_FUSED : FFNRT_FFN_PATH_UNFUSED;
-        else if (strcmp(a, "--matmul") == 0 && v && (strcmp(v, "matvec") == 0 || strcmp(v, "tiled") == 0))
+        else if (strcmp(a, "--matmul") == 0 && (strcmp(v, "matvec") == 0 || strcmp(v, "tiled") == 0))
             matmul = strcmp(v, "matvec") == 0 ? FFNRT_MATMUL_MATVEC : FFNRT_MATMUL_TILED;
-        else if (strcmp(a, "--weights") == 0 && v && parse_formats(v, formats))
+        else if (strcmp(a, "--weights") == 0 && parse_formats(v, formats))
             ;
-        else if ((takes = 0), strcmp(a, "--bias") == 0)
+        else if (strcmp(a, "--bias") == 0)
             bias = 1;
         else if (strcmp(a, "--glu-only") == 0)
             glu_only = 1;
         else if (strcmp(a, "--calibrate") == 0)
             calibrate = 1;
         else {
-            fprintf(stderr, "ffnrt plan: %s%s\n", a,
-                    number >= 0 || strcmp(a, "--op") == 0 || strcmp(a, "--device") == 0 ? " needs a value"
-                                                                                        : ": unknown option or value");
+            if (takes)
+                fprintf(stderr, "ffnrt plan: %s %s: unknown value\n", a, v);
+            else
+                fprintf(stderr, "ffnrt plan: %s: unknown option\n", a);
             usage(stderr);
             return 2;
         }
-        i += takes;
     }
     if (device)
         setenv("FFNRT_DEVICE", device, 1);

@@ -4,6 +4,7 @@
  * the same call in the given precision and again in fp32, with the finite
  * check on, to tell a precision problem from a data or kernel one). */
 #include "run.h"
+#include "args.h"
 #include "numbers.h"
 #include "ffnrt.h"
 
@@ -24,12 +25,12 @@ typedef struct run_args {
     float lo, hi;
     int64_t n;
     float *x, *value;      /* n each (value: GLU only) */
-    char **text;           /* the numbers as given, for the output */
+    const char **text;     /* the numbers as given, for the output */
 } run_args;
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: ffnrt run [options] OP X [X...]\n"
+    fprintf(f, "usage: ffnrt run [options] [--] OP X [X...]\n"
                "  OP: an activation (relu, gelu, gelu_tanh, silu, ...; X a number) or a GLU kind\n"
                "      (glu, reglu, geglu, swiglu; X a GATE:VALUE pair)\n"
                "  --dtype f32|f16|bf16   storage type (default f32)\n"
@@ -67,16 +68,36 @@ static int parse_range(const char *s, float *lo, float *hi)
     return cli_parse_float(buf, lo) != 0 || cli_parse_float(comma + 1, hi) != 0 ? -1 : 0;
 }
 
-/* Options, then OP and its numbers. 0, or 2 for a usage error (said). */
+/* Options, then OP and its numbers (the first operand ends the options,
+ * so "-2" after OP is a number; "--" may stand anywhere: args.h). 0, 1
+ * for help (printed), or 2 for a usage error (said). */
 static int parse(int argc, char **argv, run_args *a)
 {
     memset(a, 0, sizeof *a);
     a->dtype = FFNRT_DTYPE_F32;
     a->compute = FFNRT_COMPUTE_AUTO;
     a->lo = -8, a->hi = 8;
-    int i = 0;
-    for (; i < argc && argv[i][0] == '-' && argv[i][1] == '-'; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    a->text = malloc((size_t)(argc > 0 ? argc : 1) * sizeof *a->text);
+    if (!a->text) {
+        fprintf(stderr, "ffnrt run: out of memory\n");
+        return 2;
+    }
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    const char *o;
+    cli_arg_kind kind;
+    while ((kind = cli_args_next(&args, &o)) != CLI_END) {
+        if (kind == CLI_OPERAND) {
+            if (!a->op) {
+                a->op = o;
+                cli_args_end_options(&args);
+            } else {
+                a->text[a->n++] = o;
+            }
+            continue;
+        }
+        int takes = strcmp(o, "--dtype") == 0 || strcmp(o, "--bins") == 0 || strcmp(o, "--range") == 0;
+        const char *v = takes ? cli_args_value(&args) : NULL;
         int64_t bins;
         if (strcmp(o, "--stats") == 0)
             a->stats = 1;
@@ -87,25 +108,25 @@ static int parse(int argc, char **argv, run_args *a)
         else if (strcmp(o, "--f16-arithmetic") == 0)
             a->compute = FFNRT_COMPUTE_F16, a->dtype = FFNRT_DTYPE_F16;
         else if (strcmp(o, "--dtype") == 0 && v && parse_dtype(v, &a->dtype) == 0)
-            i++;
+            ;
         else if (strcmp(o, "--bins") == 0 && v && cli_parse_int(v, 0, FFNRT_STATS_MAX_BINS, &bins) == 0)
-            a->bins = (uint32_t)bins, a->stats = 1, i++;
+            a->bins = (uint32_t)bins, a->stats = 1;
         else if (strcmp(o, "--range") == 0 && v && parse_range(v, &a->lo, &a->hi) == 0)
-            i++;
-        else if (strcmp(o, "--help") == 0) {
+            ;
+        else if (strcmp(o, "--help") == 0 || strcmp(o, "-h") == 0) {
             usage(stdout);
             return 1;
         } else {
-            fprintf(stderr, "ffnrt run: bad option %s%s%s\n", o, v ? " " : "", v ? v : "");
+            fprintf(stderr, "ffnrt run: bad option %s%s%s\n", o, takes ? " " : "",
+                    takes ? (v ? v : "(its value is missing)") : "");
             usage(stderr);
             return 2;
         }
     }
-    if (argc - i < 2) {
+    if (!a->op || a->n == 0) {
         usage(stderr);
         return 2;
     }
-    a->op = argv[i++];
     if (ffnrt_glu_from_name(a->op, &a->glu_kind) == FFNRT_OK) {
         a->glu = 1;
     } else if (ffnrt_activation_from_name(a->op, &a->act) != FFNRT_OK) {
@@ -115,8 +136,6 @@ static int parse(int argc, char **argv, run_args *a)
         fprintf(stderr, "ffnrt run: prelu needs a slope tensor; use leaky_relu\n");
         return 2;
     }
-    a->n = argc - i;
-    a->text = argv + i;
     a->x = malloc((size_t)a->n * sizeof *a->x);
     a->value = malloc((size_t)a->n * sizeof *a->value);
     if (!a->x || !a->value)
@@ -286,6 +305,7 @@ int ffnrt_run_main(int argc, char **argv)
     if (rc) {
         free(a.x);
         free(a.value);
+        free(a.text);
         return rc == 1 ? 0 : 2;
     }
     ffnrt_context *ctx = NULL;
@@ -336,5 +356,6 @@ int ffnrt_run_main(int argc, char **argv)
     free(y32);
     free(a.x);
     free(a.value);
+    free(a.text);
     return rc;
 }

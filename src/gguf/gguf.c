@@ -39,6 +39,17 @@ static ffnrt_status open_bytes(const uint8_t *data, size_t size, void *map, ffnr
     return FFNRT_OK;
 }
 
+/* What a path that is not a regular file is, for the message. */
+static const char *file_kind(mode_t mode)
+{
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO (named pipe)"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+           : S_ISSOCK(mode) ? "a socket"
+                            : "of an unknown kind";
+}
+
 ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out)
 {
     ffnrt_error err;
@@ -48,12 +59,16 @@ ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out)
         return finish(&err);
     }
     *out = NULL;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: opening a FIFO without it waits for a writer, for ever;
+     * with it the open returns at once, and fstat says what the path is
+     * before anything is read. A regular file ignores the flag. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s: %s", path, strerror(errno));
     } else if (!S_ISREG(st.st_mode)) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s is not a regular file", path);
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s is %s, not a regular file", path,
+                   file_kind(st.st_mode));
     } else if ((uint64_t)st.st_size > SIZE_MAX) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s is too large to map", path);
     } else if (st.st_size == 0) {
@@ -370,6 +385,22 @@ static ffnrt_status find_layer(const ffnrt_gguf *g, int64_t layer, ffnrt_gguf_ff
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_ffn_layer: the file has no blk.%lld.%s.weight%s",
                           (long long)layer, up ? "ffn_down" : "ffn_up", have);
     f->gated = layer_tensor(g, layer, "ffn_gate", "weight", &f->gate);
+    /* ffn_up says the layer's sizes, so it is checked first: 2-D (a scalar
+     * or a vector has ne 1 past n_dims, which would read as a size), and
+     * each size one an ffnrt layer can have. */
+    if (f->up.n_dims != 2)
+        return ffnrt_fail(err, FFNRT_ERROR_SHAPE_MISMATCH,
+                          "GGUF: %s has %u dimension%s (ne = {%lld, %lld, %lld, %lld}); 2 expected, {d_model, "
+                          "hidden}",
+                          f->up.name, f->up.n_dims, f->up.n_dims == 1 ? "" : "s", (long long)f->up.ne[0], (long long)f->up.ne[1],
+                          (long long)f->up.ne[2], (long long)f->up.ne[3]);
+    for (int d = 0; d < 2; d++)
+        if (f->up.ne[d] < 1 || f->up.ne[d] > (int64_t)GGUF_MAX_LAYER_SIZE)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                              "GGUF: %s has %s (ne[%d]) %lld; an ffnrt layer's d_model and hidden are 1 to %llu "
+                              "(2^32 - 1)",
+                              f->up.name, d ? "hidden" : "d_model", d, (long long)f->up.ne[d],
+                              (unsigned long long)GGUF_MAX_LAYER_SIZE);
     f->d_model = f->up.ne[0];
     f->hidden = f->up.ne[1];
     uint64_t v;

@@ -15,6 +15,7 @@
 #define GGUF_MAX_KEY 65535u          /* the spec's limit */
 #define GGUF_MAX_TENSOR_NAME 64u     /* the spec's limit */
 #define GGUF_DEFAULT_ALIGNMENT 32u
+#define GGUF_MAX_LAYER_SIZE UINT32_MAX /* d_model and hidden: ffnrt_ffn_create's limit */
 
 typedef struct gguf_kv {
     const char *key;          /* into names */
@@ -67,6 +68,11 @@ const gguf_type_info *ffnrt_gguf_type_info(uint32_t type);
 ffnrt_status ffnrt_gguf_parse(const uint8_t *data, size_t size, ffnrt_gguf *g, ffnrt_error *err);
 /* Frees what ffnrt_gguf_parse allocated (not the mapping). */
 void ffnrt_gguf_release(ffnrt_gguf *g);
+/* n bytes from a file as message text, NUL-terminated in cap bytes:
+ * printable ASCII as it is, '"' and '\\' escaped with a backslash, every
+ * other byte as \xHH (a NUL included, so "llama\0x" never reads as
+ * "llama"), "..." where it is cut. */
+void ffnrt_gguf_escape(char *out, size_t cap, const void *bytes, size_t n);
 /* Index by binary search over a sorted index, -1 if absent. */
 int64_t ffnrt_gguf_lookup(const ffnrt_gguf *g, const char *name, int tensors);
 

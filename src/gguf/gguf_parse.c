@@ -127,17 +127,39 @@ static int read_name(cursor *c, uint32_t max, const uint8_t **at, uint32_t *len,
     return 1;
 }
 
-/* A name from the file as message text: printable ASCII kept, other
- * bytes shown as '?', long names cut. */
+void ffnrt_gguf_escape(char *out, size_t cap, const void *bytes, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    const uint8_t *s = bytes;
+    size_t k = 0, i = 0;
+    if (cap < 4) { /* no room for "..." */
+        if (cap)
+            out[0] = '\0';
+        return;
+    }
+    for (; i < n; i++) {
+        char e[4];
+        size_t len = 1;
+        e[0] = (char)s[i];
+        if (s[i] == '"' || s[i] == '\\')
+            e[0] = '\\', e[1] = (char)s[i], len = 2;
+        else if (s[i] < 0x20 || s[i] >= 0x7f)
+            e[0] = '\\', e[1] = 'x', e[2] = hex[s[i] >> 4], e[3] = hex[s[i] & 15], len = 4;
+        if (k + len + 4 > cap) /* room for "..." and the NUL */
+            break;
+        memcpy(out + k, e, len);
+        k += len;
+    }
+    if (i < n)
+        memcpy(out + k, "...", 3), k += 3;
+    out[k] = '\0';
+}
+
+/* A name from the file as message text: quoted, escaped, long names cut. */
 static void describe(char *out, size_t cap, const char *what, const uint8_t *s, uint32_t n)
 {
-    char text[72];
-    size_t k = 0;
-    for (uint32_t i = 0; i < n && k + 4 < sizeof text; i++)
-        text[k++] = s[i] >= 0x20 && s[i] < 0x7f ? (char)s[i] : '?';
-    if (k < n)
-        text[k++] = '.', text[k++] = '.', text[k++] = '.';
-    text[k] = '\0';
+    char text[80];
+    ffnrt_gguf_escape(text, sizeof text, s, n);
     snprintf(out, cap, "%s \"%s\"", what, text);
 }
 
@@ -395,14 +417,20 @@ static int read_header(cursor *c, ffnrt_gguf *g, uint64_t *n_tensors, uint64_t *
     }
     if (!read_u64(c, n_tensors, "the tensor count") || !read_u64(c, n_kv, "the key count"))
         return 0;
-    /* Cheap bounds first: a key takes at least 14 bytes (length, one
-     * byte, type, a uint8), a tensor info at least 25. */
-    if (*n_kv > GGUF_MAX_ENTRIES || *n_tensors > GGUF_MAX_ENTRIES || *n_kv > left(c) / 14 ||
-        *n_tensors > left(c) / 25) {
+    /* Cheap bounds first: ffnrt's cap on entries, then the bytes there
+     * are (a key takes at least 14 bytes: length, one byte, type, a
+     * uint8; a tensor info at least 25). Each message says which. */
+    if (*n_kv > GGUF_MAX_ENTRIES || *n_tensors > GGUF_MAX_ENTRIES) {
         ffnrt_fail(c->err, FFNRT_ERROR_INVALID_FILE,
-                   "GGUF: the header claims %llu tensors and %llu keys; %zu bytes cannot hold that many "
-                   "(and at most %u of each are read)",
-                   (unsigned long long)*n_tensors, (unsigned long long)*n_kv, left(c), GGUF_MAX_ENTRIES);
+                   "GGUF: the header claims %llu tensors and %llu keys; ffnrt reads at most %u (2^20) of each",
+                   (unsigned long long)*n_tensors, (unsigned long long)*n_kv, GGUF_MAX_ENTRIES);
+        return 0;
+    }
+    if (*n_kv > left(c) / 14 || *n_tensors > left(c) / 25) {
+        ffnrt_fail(c->err, FFNRT_ERROR_INVALID_FILE,
+                   "GGUF: the header claims %llu tensors and %llu keys; the %zu bytes after it cannot hold that many "
+                   "(a key takes at least 14 bytes, a tensor info 25)",
+                   (unsigned long long)*n_tensors, (unsigned long long)*n_kv, left(c));
         return 0;
     }
     return 1;
