@@ -166,8 +166,10 @@ static void wait_until_finished(ffnrt_context *ctx)
  * op run; no ffnrt_context_wait) each wait for the unfinished work again,
  * for one more timeout, and fail only while it still runs, naming the
  * timeout: the context recovers by itself once the work has finished (it
- * used to refuse every call until ffnrt_context_wait). Fails the test
- * after two minutes. */
+ * used to refuse every call until ffnrt_context_wait). Under a 1 ms
+ * timeout a small op may itself run past it on a busy machine, so a
+ * failure naming the timeout is retried. Fails the test after two
+ * minutes. */
 static void recovers_by_itself(ffnrt_context *ctx)
 {
     float v[4] = {-2, -0.5f, 0.5f, 2}, out[4], w[4 * 8] = {0};
@@ -193,7 +195,6 @@ static void recovers_by_itself(ffnrt_context *ctx)
         if (st == FFNRT_OK) {
             for (int j = 0; j < 4; j++)
                 cr_assert_float_eq(out[j], v[j] / (1.0 + exp(-v[j])), 1e-6, "silu(%g) = %g", v[j], out[j]);
-            still_usable(ctx); /* and stays so */
             return;
         }
         cr_assert_eq(st, FFNRT_ERROR_DEVICE_FAILURE, "%s", ffnrt_status_string(st));
@@ -275,7 +276,7 @@ ParameterizedTest(ffnrt_backend *b, resources, device_timeout, .timeout = 300)
     ffnrt_tensor_destroy(x);
     ffnrt_tensor_destroy(y);
     wait_until_finished(ctx);
-    still_usable(ctx);
+    recovers_by_itself(ctx);
     uint64_t messages = ffnrt_context_validation_messages(ctx);
     cr_assert_eq(messages, 0, "the validation layer reported %llu messages", (unsigned long long)messages);
 
