@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Runs a test program as a busy machine would: every cache cold (ffnrt's,
-# PoCL's, Mesa's: a fresh directory each), more spinning processes than
+# Runs a test program as a busy machine would: the drivers' caches cold
+# (PoCL's and Mesa's, a fresh directory), more spinning processes than
 # cores for as long as it runs, and a strict device timeout (5 s, against
 # the default 120 s), so that any compile still timed as device work (on
 # lavapipe, a pipeline's machine code is compiled at its first dispatch:
-# seconds cold, and several times that on a busy CPU) fails the run rather
-# than passing only on a quiet one. The program's own exit status is the
-# result.
+# seconds cold, and several times that on a busy CPU; ffnrt's own cache,
+# as the environment names it, holds only SPIR-V and program binaries)
+# fails the run rather than passing only on a quiet one. The program's own
+# exit status is the result.
 # Usage: busy.sh PROGRAM [ARGS...]
 set -u
 [ $# -ge 1 ] || { echo "usage: busy.sh PROGRAM [ARGS...]" >&2; exit 2; }
@@ -22,5 +23,5 @@ for _ in $(seq 0 "$(nproc)"); do
   (while :; do :; done) &
   spinners+=($!)
 done
-echo "busy: $(( ${#spinners[@]} )) spinning processes on $(nproc) cores, caches cold in $cold, device timeout 5000 ms"
-XDG_CACHE_HOME=$cold FFNRT_CACHE_DIR=$cold/ffnrt FFNRT_DEVICE_TIMEOUT_MS=5000 "$@"
+echo "busy: ${#spinners[@]} spinning processes on $(nproc) cores, the drivers' caches cold in $cold, device timeout 5000 ms"
+XDG_CACHE_HOME=$cold FFNRT_DEVICE_TIMEOUT_MS=5000 "$@"
