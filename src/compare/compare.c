@@ -507,12 +507,20 @@ static ffnrt_status plan_tokens(const ffnrt_compare_spec *spec, const ffnrt_comp
         if (t[i] < 1 || t[i] > (1 << 24))
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: token count %lld is not in [1, 2^24]", fn,
                               (long long)t[i]);
-    int added = 0;
+    /* What the latency and the criteria add to the counts chosen above. */
+    static const char *const for_what[3] = {"the latency", "the criteria's memory count",
+                                            "the criteria's throughput count"};
+    char added[200] = "";
+    size_t at = 0;
     for (size_t i = given; i < n; i++) {
         int seen = 0;
-        for (size_t j = 0; j < given && !seen; j++)
+        for (size_t j = 0; j < i && !seen; j++)
             seen = t[j] == t[i];
-        added |= !seen;
+        const char *what = for_what[i == given ? 0 : t[i] == c->memory_tokens && i == given + 1 ? 1 : 2];
+        if (!seen && at < sizeof added) {
+            int w = snprintf(added + at, sizeof added - at, "; %lld for %s", (long long)t[i], what);
+            at += w > 0 ? (size_t)w : 0;
+        }
     }
     qsort(t, n, sizeof t[0], cmp_i64);
     size_t u = 0;
@@ -529,8 +537,7 @@ static ffnrt_status plan_tokens(const ffnrt_compare_spec *spec, const ffnrt_comp
     if (why && why_len) {
         char all[80];
         list_counts(all, sizeof all, t, u);
-        snprintf(why, why_len, "%s: %s%s", all, reason,
-                 added ? " (with 1 for the latency and the criteria's memory and throughput counts)" : "");
+        snprintf(why, why_len, "%s: %s%s", all, reason, added);
     }
     return FFNRT_OK;
 }
