@@ -90,7 +90,8 @@ const char *bench_time_split(const bench_meta *m)
     int n;
     if (m->measure_s > 0)
         n = snprintf(text, sizeof text, "time: %.1f s in warm-up calls (compiling: kernel builds or disk-cache loads, "
-                     "drivers' first calls), %.1f s in measured calls, %.1f s other", m->warmup_s, m->measure_s,
+                     "drivers' first calls), %.1f s in measured calls, %.1f s other (start rows, peers, inputs)",
+                     m->warmup_s, m->measure_s,
                      m->wall_s - m->warmup_s - m->measure_s);
     else
         n = snprintf(text, sizeof text, "time: %.1f s in warm-up calls (kernel builds or disk-cache loads, drivers' "
