@@ -584,6 +584,13 @@ static int fix_plan(const options *o, const ffnrt_compare_criteria *c, bench_met
     return 0;
 }
 
+/* Seconds as people read them: 0.004 s, 1.7 s, 25 s. */
+static const char *secs(char *buf, size_t len, double s)
+{
+    snprintf(buf, len, s >= 10 ? "%.0f s" : s >= 0.1 ? "%.1f s" : "%.3f s", s);
+    return buf;
+}
+
 /* One device's comparison into the report: 0, or 1 with the reason on stderr. */
 static int run_device(const options *o, const ffnrt_compare_criteria *criteria, ffnrt_context *ctx,
                       ffnrt_device_info *info, double open_s, progress_state *prog, bench_meta *meta, bench_rows *rows,
@@ -616,13 +623,14 @@ static int run_device(const options *o, const ffnrt_compare_criteria *criteria, 
      * the measured calls, so neither is taken for the other. */
     ffnrt_compare_progress pr;
     if (ffnrt_compare_get_progress(cmp, &pr) == FFNRT_OK) {
-        char text[1200], line[400];
+        char text[1200], line[400], a[16], b[16], c[16], d[16], e[16];
         const char *before = bench_meta_field(meta, "time");
-        snprintf(line, sizeof line, "%s %.1f s: %.1f s choosing and opening the device, %.1f s compiling (the "
-                 "first call of each of %u layers: %llu kernels built, %llu of them from ffnrt's disk cache), %.1f s "
-                 "in measured calls, %.1f s other (weights, inputs)", ffnrt_backend_name(info->backend),
-                 open_s + pr.elapsed_s, open_s, pr.compile_s, pr.steps_done, (unsigned long long)pr.kernels_built,
-                 (unsigned long long)pr.kernels_cached, pr.measure_s, pr.elapsed_s - pr.compile_s - pr.measure_s);
+        snprintf(line, sizeof line, "%s %s: %s choosing and opening the device, %s compiling (the first call of "
+                 "each of %u layers: %llu kernels built, %llu of them from ffnrt's disk cache), %s in measured "
+                 "calls, %s other (weights, inputs)", ffnrt_backend_name(info->backend),
+                 secs(a, sizeof a, open_s + pr.elapsed_s), secs(b, sizeof b, open_s), secs(c, sizeof c, pr.compile_s),
+                 pr.steps_done, (unsigned long long)pr.kernels_built, (unsigned long long)pr.kernels_cached,
+                 secs(d, sizeof d, pr.measure_s), secs(e, sizeof e, pr.elapsed_s - pr.compile_s - pr.measure_s));
         snprintf(text, sizeof text, "%s%s%s", before ? before : "", before ? "; " : "", line);
         bench_meta_set_field(meta, "time", text);
         meta->warmup_s += pr.compile_s;
