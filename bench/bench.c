@@ -42,10 +42,16 @@
 #define MAX_RUNS 200
 
 static double warmup_total_s; /* the run's warm-up calls, reported apart from measuring */
+static double measure_total_s; /* the run's measured calls */
 
 void bench_warmup_add(double seconds)
 {
     warmup_total_s += seconds;
+}
+
+void bench_measure_add(double seconds)
+{
+    measure_total_s += seconds;
 }
 
 int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_config *cfg, bench_row *r)
@@ -70,6 +76,7 @@ int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_co
             return -1;
         }
         host[n] = bench_now_s() - t0;
+        bench_measure_add(host[n]);
         uint64_t ns = 0;
         if (ctx)
             ffnrt_context_last_op_time(ctx, &ns);
@@ -126,6 +133,7 @@ int bench_stats_row(ffnrt_context *ctx, bench_call call, void *arg, const bench_
     while (!failed && n < max_runs && (n < cfg->min_runs || bench_now_s() - start < 2 * cfg->budget_s)) {
         failed = timed_call(ctx, call, arg, NULL, &off_host[n], &off_dev[n]) != 0 ||
                  timed_call(ctx, call, arg, &o, &on_host[n], &on_dev[n]) != 0;
+        bench_measure_add(off_host[n] + on_host[n]);
         have_dev &= off_dev[n] > 0 && on_dev[n] > 0;
         n++;
     }
@@ -173,15 +181,41 @@ static struct {
     double start;
     int rows;
     int dirty;
+    /* Kernels: the context of the device running now, what it held when
+     * its current part began, what the devices before it built, and the
+     * estimates of the current part and of everything after it. */
+    ffnrt_context *ctx;
+    uint64_t part_start, done_before, loaded_before;
+    double part_estimate, later_estimate;
 } progress;
 
+static void kernels_of(ffnrt_context *ctx, uint64_t *built, uint64_t *loaded)
+{
+    ffnrt_kernel_stats k;
+    *built = *loaded = 0;
+    if (ctx && ffnrt_context_kernel_stats(ctx, &k) == FFNRT_OK)
+        *built = k.built, *loaded = k.loaded;
+}
+
+/* "[1:02, 40 rows] 61 kernels built, ~95 to go; warm-up 48 s | opencl ffn:
+ * swiglu 512x1376 fwd f32 fused t64": the kernels built so far on every
+ * device, an estimate of those still to build (bench_kernel_estimate), and
+ * the time in warm-up calls (compiling) so far. */
 void bench_progress(const bench_row *r)
 {
     if (!progress.on)
         return;
     int s = (int)(bench_now_s() - progress.start);
-    fprintf(stderr, "\r\033[K[%d:%02d, %d rows] %s %s: %s %s %s %s %s", s / 60, s % 60, progress.rows, r->backend,
-            r->group, r->op, r->dir, r->dtype, r->path, r->shape);
+    uint64_t built, loaded;
+    kernels_of(progress.ctx, &built, &loaded);
+    double in_part = (double)(built - progress.part_start);
+    double to_go = (progress.part_estimate > in_part ? progress.part_estimate - in_part : 0) + progress.later_estimate;
+    char cached[40] = "";
+    if (loaded + progress.loaded_before)
+        snprintf(cached, sizeof cached, " (%llu from cache)", (unsigned long long)(loaded + progress.loaded_before));
+    fprintf(stderr, "\r\033[K[%d:%02d, %d rows] %llu kernels built%s, ~%.0f to go; warm-up %.0f s | %s %s: %s %s %s %s %s",
+            s / 60, s % 60, progress.rows, (unsigned long long)(progress.done_before + built), cached, to_go,
+            warmup_total_s, r->backend, r->group, r->op, r->dir, r->dtype, r->path, r->shape);
     fflush(stderr);
     progress.dirty = 1;
 }
@@ -291,6 +325,22 @@ static void size_label(char *out, size_t len, size_t n)
     snprintf(out, len, "%zu", n);
 }
 
+/* Which element-wise rows run, shared by the rows and the kernel estimate:
+ * a (size, storage type) pair of the part, and within it one op in one
+ * direction and arithmetic (compute c: 0 the storage's, 1 fp16). */
+static int ew_pair_runs(const bench_device *dev, const bench_config *cfg, size_t n, ffnrt_dtype dtype)
+{
+    int wanted = 0;
+    for (int j = 0; j < cfg->ndtypes; j++)
+        wanted |= cfg->dtypes[j] == dtype;
+    if (dtype != FFNRT_DTYPE_F32 && cfg->f32_only_above && n > (size_t)cfg->f32_only_above)
+        return 0;
+    /* f16 storage also runs for the f16a rows' copy limit. */
+    return wanted || (dtype == FFNRT_DTYPE_F16 && cfg->f16_arithmetic && dev->info.fp16_arithmetic);
+}
+
+static int ew_row_runs(const bench_config *cfg, ffnrt_dtype dtype, size_t n, const ew_work *w);
+
 /* The rows of one size and storage type: the copy kernel first (the
  * limit), then every selected activation and GLU kind forward and
  * backward, and for fp16 the same in fp16 arithmetic where the device has
@@ -326,9 +376,7 @@ static int ew_size_dtype(const bench_device *dev, const bench_config *cfg, ffnrt
             for (int id = 0; id < ids && !failed; id++)
                 for (int backward = 0; backward < (kind == WORK_COPY ? 1 : 2) && !failed; backward++) {
                     ew_work w = {(work_kind)kind, id, backward, compute, ctx, &t};
-                    if (kind != WORK_COPY && (!bench_wants_op(cfg, work_name(&w)) || !(cfg->directions & (1 << backward))))
-                        continue;
-                    if (backward && cfg->bwd_only_f32_at && (n != cfg->bwd_only_f32_at || dtype != FFNRT_DTYPE_F32))
+                    if (!ew_row_runs(cfg, dtype, n, &w))
                         continue;
                     bench_row *r = bench_rows_push(rows);
                     if (!r) {
@@ -365,6 +413,54 @@ static int ew_size_dtype(const bench_device *dev, const bench_config *cfg, ffnrt
     return failed ? -1 : 0;
 }
 
+static int ew_row_runs(const bench_config *cfg, ffnrt_dtype dtype, size_t n, const ew_work *w)
+{
+    if (w->kind != WORK_COPY && (!bench_wants_op(cfg, work_name(w)) || !(cfg->directions & (1 << w->backward))))
+        return 0;
+    return !(w->backward && cfg->bwd_only_f32_at && (n != cfg->bwd_only_f32_at || dtype != FFNRT_DTYPE_F32));
+}
+
+/* The element-wise kernels a run builds on a device: one per storage type,
+ * arithmetic, op and direction, whatever the size (a size is the same
+ * kernel over more groups), with a statistics variant of each op's under
+ * --stats. */
+double bench_part_elementwise_kernels(const bench_device *dev, const bench_config *cfg)
+{
+    static const ffnrt_dtype order[3] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
+    double kernels = 0;
+    for (int k = 0; k < 3; k++) {
+        /* The first size of the type that runs carries its kernels; the
+         * backward rows may run at one size only. */
+        unsigned char seen[2][WORK_GLU + 1][64][2];
+        memset(seen, 0, sizeof seen);
+        for (int si = 0; si < cfg->nsizes; si++) {
+            size_t n = cfg->sizes[si];
+            if (!ew_pair_runs(dev, cfg, n, order[k]))
+                continue;
+            int plain = 0;
+            for (int j = 0; j < cfg->ndtypes; j++)
+                plain |= cfg->dtypes[j] == order[k];
+            int computes = order[k] == FFNRT_DTYPE_F16 && cfg->f16_arithmetic && dev->info.fp16_arithmetic ? 2 : 1;
+            for (int c = 0; c < computes; c++)
+                for (int kind = c ? WORK_ACTIVATION : WORK_COPY; kind <= WORK_GLU; kind++) {
+                    if (kind != WORK_COPY && c == 0 && !plain)
+                        break;
+                    int ids = kind == WORK_COPY ? 1 : kind == WORK_ACTIVATION ? FFNRT_ACT_COUNT : FFNRT_GLU_COUNT;
+                    for (int id = 0; id < ids && id < 64; id++)
+                        for (int backward = 0; backward < (kind == WORK_COPY ? 1 : 2); backward++) {
+                            ew_work w = {(work_kind)kind, id, backward, c ? FFNRT_COMPUTE_F16 : FFNRT_COMPUTE_F32,
+                                         NULL, NULL};
+                            if (!ew_row_runs(cfg, order[k], n, &w) || seen[c][kind][id][backward])
+                                continue;
+                            seen[c][kind][id][backward] = 1;
+                            kernels += kind != WORK_COPY && cfg->stats ? 2 : 1;
+                        }
+                }
+        }
+    }
+    return kernels;
+}
+
 int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, bench_rows *rows)
 {
     int want_f16 = 0;
@@ -378,17 +474,9 @@ int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, ben
     static const ffnrt_dtype order[3] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
     int failed = 0;
     for (int s = 0; s < cfg->nsizes; s++)
-        for (int k = 0; k < 3; k++) {
-            int wanted = 0;
-            for (int j = 0; j < cfg->ndtypes; j++)
-                wanted |= cfg->dtypes[j] == order[k];
-            if (order[k] != FFNRT_DTYPE_F32 && cfg->f32_only_above && cfg->sizes[s] > (size_t)cfg->f32_only_above)
-                continue;
-            /* f16 storage also runs for the f16a rows' copy limit. */
-            if (!wanted && !(order[k] == FFNRT_DTYPE_F16 && cfg->f16_arithmetic && dev->info.fp16_arithmetic))
-                continue;
-            failed |= ew_size_dtype(dev, cfg, order[k], cfg->sizes[s], rows) != 0;
-        }
+        for (int k = 0; k < 3; k++)
+            if (ew_pair_runs(dev, cfg, cfg->sizes[s], order[k]))
+                failed |= ew_size_dtype(dev, cfg, order[k], cfg->sizes[s], rows) != 0;
     (void)want_f16;
     return failed ? -1 : 0;
 }
@@ -398,16 +486,33 @@ int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, ben
 typedef struct bench_part {
     const char *group;
     int (*run)(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
+    /* An estimate of the kernels it builds in the device's context, for the
+     * progress line (NULL: none there; the start rows build theirs in
+     * contexts of their own). */
+    double (*kernels)(const bench_device *dev, const bench_config *cfg);
 } bench_part;
 
 /* Every device part, in the order they run on each device. Others add
  * theirs here (cold/warm start, dispatcher regret). */
 static const bench_part parts[] = {
-    {"elementwise", bench_part_elementwise},
-    {"ffn", bench_part_ffn},
-    {"start", bench_part_start},
+    {"elementwise", bench_part_elementwise, bench_part_elementwise_kernels},
+    {"ffn", bench_part_ffn, bench_part_ffn_kernels},
+    {"start", bench_part_start, NULL},
 };
 #define NPARTS (sizeof parts / sizeof parts[0])
+
+/* The kernels part p builds on selected device d, as known when device
+ * `now` runs: what the devices before `now` built for it (their mean:
+ * every device runs the same work), else the estimate from the selection. */
+static double kernel_estimate(double est[][NPARTS], uint64_t built[][NPARTS], int d, size_t p, int now)
+{
+    double sum = 0;
+    int n = 0;
+    for (int j = 0; j < now && j < BENCH_MAX_DEVICES; j++)
+        sum += (double)built[j][p], n++;
+    (void)d;
+    return n ? sum / n : est[d][p];
+}
 
 static void usage(FILE *f)
 {
@@ -415,7 +520,8 @@ static void usage(FILE *f)
             "usage: ffnrt bench [--quick | --full] [selection] [method] [output]\n"
             "       ffnrt bench --compare OLD.json NEW.json [--threshold F] [--all] [--by time|ratio]\n"
             "       ffnrt bench --plot RUN.json [DIR]   (the table and plots again from a saved run)\n"
-            "presets: --quick (scripts/bench's default; about a minute here): element-wise ops forward and backward in f32 at 1M\n"
+            "presets: --quick (scripts/bench's default; about a minute here with its ~155 kernels in the disk cache, minutes\n"
+            "         more the first time, compiling them): element-wise ops forward and backward in f32 at 1M\n"
             "         and 4M elements and f16 at 1M; FFN 768x3072 and 512x1376 at 1 and 64 tokens, f32 and f16;\n"
             "         the host C loop at 1M. --full: 1M, 4M, 16M and 64M in f32, f16, bf16 and fp16 arithmetic,\n"
             "         every FFN shape at 1, 8, 64 and 512 tokens, f32 and f16, the host C loop at every size (the default)\n"
@@ -439,7 +545,8 @@ static void usage(FILE *f)
             "                     to the same row off in this run; --stats-bins N: with N-bin histograms (default 0)\n"
             "method: --repeats N (most runs per row), --min-runs N, --budget SECONDS (per row)\n"
             "output: --out DIR (default bench-results: bench.json, bench.csv, table.txt, plots), --no-plots,\n"
-            "        --json FILE, --csv FILE (extra copies), --progress / --no-progress (default: on a terminal),\n"
+            "        --json FILE, --csv FILE (extra copies), --progress / --no-progress (default: on a terminal: what runs,\n"
+            "        kernels built and an estimate of those to go, time in warm-up calls so far),\n"
             "        --quiet (no rows while running, only the final table)\n");
 }
 
@@ -839,10 +946,29 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
            meta.version, meta.commit, meta.preset);
     bench_rows rows = {0};
     int rc = 0, ran = 0;
+    /* The kernels each part builds on each device: estimated before the run
+     * from the selection (a part that already ran on a device of this run
+     * counts what it built there instead), for the progress line's "to go";
+     * the counts built are reported beside the estimates. */
+    static double estimate[BENCH_MAX_DEVICES][NPARTS];
+    static uint64_t built_by[BENCH_MAX_DEVICES][NPARTS];
+    int nsel = 0;
+    for (size_t i = 0; i < count && nsel < BENCH_MAX_DEVICES; i++) {
+        bench_device d = {NULL, {0}, &meta};
+        if (ffnrt_device_get_info(i, &d.info) != FFNRT_OK || !bench_device_selected(&d.info, devices, ndevices))
+            continue;
+        for (size_t p = 0; p < NPARTS; p++)
+            estimate[nsel][p] = (do_parts & (1 << p)) && parts[p].kernels ? parts[p].kernels(&d, &cfg) : 0;
+        nsel++;
+    }
+    char kernel_text[1200] = "";
+    int di = -1;
     for (size_t i = 0; i < count; i++) {
         bench_device dev = {NULL, {0}, &meta};
         if (ffnrt_device_get_info(i, &dev.info) != FFNRT_OK || !bench_device_selected(&dev.info, devices, ndevices))
             continue;
+        if (++di >= BENCH_MAX_DEVICES)
+            di = BENCH_MAX_DEVICES - 1;
         ffnrt_context_options co = FFNRT_CONTEXT_OPTIONS_INIT;
         co.backend = dev.info.backend;
         co.device_index = (int)dev.info.index;
@@ -862,17 +988,42 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
                 bench_print_header(stdout);
             }
         }
-        for (size_t p = 0; p < NPARTS; p++)
-            if (do_parts & (1 << p))
-                if (parts[p].run(&dev, &cfg, &rows) != 0)
-                    rc = 1;
-        ffnrt_cache_stats cs;
-        if (ffnrt_context_cache_stats(dev.ctx, &cs) == FFNRT_OK) {
-            meta.kernels_built += cs.misses + cs.rejected;
-            meta.kernels_cached += cs.hits;
+        char line[400];
+        int at = snprintf(line, sizeof line, "%s%s", kernel_text[0] ? "; " : "", dev.info.name), listed = 0;
+        for (size_t p = 0; p < NPARTS; p++) {
+            if (!(do_parts & (1 << p)))
+                continue;
+            uint64_t b0, l0, b1, l1;
+            kernels_of(dev.ctx, &b0, &l0);
+            progress.ctx = dev.ctx;
+            progress.part_start = b0;
+            progress.part_estimate = kernel_estimate(estimate, built_by, di, p, di);
+            progress.later_estimate = 0;
+            for (int d = di; d < nsel; d++)
+                for (size_t q = d == di ? p + 1 : 0; q < NPARTS; q++)
+                    progress.later_estimate += (do_parts & (1 << q)) ? kernel_estimate(estimate, built_by, d, q, di) : 0;
+            if (parts[p].run(&dev, &cfg, &rows) != 0)
+                rc = 1;
+            kernels_of(dev.ctx, &b1, &l1);
+            built_by[di][p] = b1 - b0;
+            if (parts[p].kernels && at > 0 && (size_t)at < sizeof line)
+                at += snprintf(line + at, sizeof line - (size_t)at, "%s %s %llu (estimated %.0f)",
+                               listed++ ? "," : ":", parts[p].group, (unsigned long long)(b1 - b0), estimate[di][p]);
         }
+        if (strlen(kernel_text) + strlen(line) < sizeof kernel_text)
+            strcat(kernel_text, line);
+        ffnrt_kernel_stats ks;
+        if (ffnrt_context_kernel_stats(dev.ctx, &ks) == FFNRT_OK) {
+            meta.kernels_built += ks.compiled;
+            meta.kernels_cached += ks.loaded;
+            progress.done_before += ks.built;
+            progress.loaded_before += ks.loaded;
+        }
+        progress.ctx = NULL;
         ffnrt_context_destroy(dev.ctx);
     }
+    if (kernel_text[0])
+        bench_meta_set_field(&meta, "kernels", kernel_text);
     if (ndevices && !ran)
         fprintf(stderr, "ffnrt bench: no device matches --device\n");
     if (do_parts & (1 << NPARTS)) {
@@ -887,6 +1038,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     progress_clear();
     meta.wall_s = bench_now_s() - progress.start;
     meta.warmup_s = warmup_total_s;
+    meta.measure_s = measure_total_s;
 
     /* Outputs: the table (stdout and table.txt), JSON, CSV, plots. */
     if (!cfg.verbose_rows)
@@ -898,6 +1050,8 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
         for (int p = 0; p < meta.nnotes; p++)
             printf("note %s\n", meta.notes[p]);
         printf("%s\n", bench_time_split(&meta));
+        if (bench_meta_field(&meta, "kernels"))
+            printf("kernels: %s\n", bench_meta_field(&meta, "kernels"));
     }
     if (out_dir && *out_dir) {
         char path[1200];

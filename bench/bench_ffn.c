@@ -370,7 +370,7 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
                 rc = -1;
             }
             if (r >= 0)
-                cand[i].t[r] = bench_now_s() - t0;
+                bench_measure_add(cand[i].t[r] = bench_now_s() - t0);
             else
                 bench_warmup_add(bench_now_s() - t0);
         }
@@ -444,6 +444,25 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
     return rc;
 }
 
+/* The token counts of a workload's rows: the selection's, or the preset's. */
+static size_t token_list(const bench_config *cfg, ffnrt_weight_format wf, const int64_t **tokens)
+{
+    *tokens = cfg->ntokens ? cfg->tokens : cfg->quick ? quick_tokens : wf ? quant_tokens : full_tokens;
+    return cfg->ntokens ? (size_t)cfg->ntokens : cfg->quick ? 2 : wf ? 3 : 4;
+}
+
+static int token_runs(const bench_config *cfg, const ffn_workload *w, ffnrt_weight_format wf, int64_t tokens)
+{
+    char tok[24];
+    snprintf(tok, sizeof tok, "%lld", (long long)tokens);
+    if (!cfg->ntokens && !env_keeps("FFNRT_BENCH_FFN_TOKENS", tok))
+        return 0;
+    /* The full preset's quantized prefill: up to the workload's largest
+     * count; K-quants at decode only. */
+    return !(wf && !cfg->ntokens && !cfg->quick &&
+             (tokens > w->quant_prefill_max || (tokens > 1 && wf >= FFNRT_WEIGHT_Q4_K)));
+}
+
 /* Runs every token count of one workload, in dtype or (wf a block format)
  * with quantized weights and f32 activations. */
 static int bench_workload(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
@@ -491,17 +510,10 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             goto done;
         }
     }
-    const int64_t *tokens = cfg->ntokens ? cfg->tokens : cfg->quick ? quick_tokens : wf ? quant_tokens : full_tokens;
-    size_t count = cfg->ntokens ? (size_t)cfg->ntokens : cfg->quick ? 2 : wf ? 3 : 4;
+    const int64_t *tokens;
+    size_t count = token_list(cfg, wf, &tokens);
     for (size_t i = 0; i < count && rc == 0; i++) {
-        char tok[24];
-        snprintf(tok, sizeof tok, "%lld", (long long)tokens[i]);
-        if (!cfg->ntokens && !env_keeps("FFNRT_BENCH_FFN_TOKENS", tok))
-            continue;
-        /* The full preset's quantized prefill: up to the workload's
-         * largest count; K-quants at decode only. */
-        if (wf && !cfg->ntokens && !cfg->quick &&
-            (tokens[i] > w->quant_prefill_max || (tokens[i] > 1 && wf >= FFNRT_WEIGHT_Q4_K)))
+        if (!token_runs(cfg, w, wf, tokens[i]))
             continue;
         ffnrt_ffn_desc desc = workload_desc(w, dtype, wf);
         ffnrt_ffn_cost cost;
@@ -693,6 +705,65 @@ static void clblast_rows(const bench_device *dev, const bench_config *cfg, size_
     }
 }
 
+/* Which workloads, storage types and block formats the part runs, shared
+ * by the rows and the kernel estimate. */
+static int workload_runs(const bench_config *cfg, const ffn_workload *w)
+{
+    char shape[48];
+    snprintf(shape, sizeof shape, "%lldx%lld", (long long)w->d_model, (long long)w->hidden);
+    return !(cfg->quick && !w->quick && w->quant != 1 && cfg->nshapes == 0) && keeps_shape(cfg, shape) &&
+           bench_wants_op(cfg, w->name);
+}
+
+static const ffnrt_dtype ffn_dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
+
+static int dtype_runs(const bench_config *cfg, ffnrt_dtype dtype)
+{
+    int wanted = 0;
+    for (int k = 0; k < cfg->ndtypes; k++)
+        wanted |= cfg->dtypes[k] == dtype;
+    /* bf16 FFN rows only when --precision names it (the presets run f32 and f16). */
+    return wanted && !(dtype == FFNRT_DTYPE_BF16 && !cfg->precision_given) &&
+           env_keeps("FFNRT_BENCH_FFN_DTYPES", ffnrt_dtype_name(dtype));
+}
+
+/* Quantized weights: the preset's shapes, or every one --shape names. */
+static int quant_runs(const bench_config *cfg, const ffn_workload *w)
+{
+    return cfg->nshapes ? w->kind == FFNRT_FFN_GATED : w->quant == 1 || (w->quant == 2 && !cfg->quick);
+}
+
+/* The kernels the part builds on a device, estimated: the GEMM-rate probe's
+ * two, then about 3 a workload, storage type (or block format) and token
+ * count: the fused path's two products, and what the unfused path and the
+ * dispatcher's other candidates add (measured: 30 kernels for the quick
+ * preset's 10 such rows on PoCL, 31 on lavapipe; the bench then counts
+ * what the first device built for the devices after it). */
+double bench_part_ffn_kernels(const bench_device *dev, const bench_config *cfg)
+{
+    (void)dev;
+    double steps = 0;
+    for (size_t wi = 0; wi < sizeof workloads / sizeof workloads[0]; wi++) {
+        const ffn_workload *w = &workloads[wi];
+        if (!workload_runs(cfg, w))
+            continue;
+        const int64_t *tokens;
+        for (size_t di = 0; di < 3; di++) {
+            if (!dtype_runs(cfg, ffn_dtypes[di]))
+                continue;
+            size_t n = token_list(cfg, FFNRT_WEIGHT_F32, &tokens);
+            for (size_t i = 0; i < n; i++)
+                steps += token_runs(cfg, w, FFNRT_WEIGHT_F32, tokens[i]);
+        }
+        for (int fi = 0; quant_runs(cfg, w) && fi < cfg->nformats; fi++) {
+            size_t n = token_list(cfg, cfg->formats[fi], &tokens);
+            for (size_t i = 0; i < n; i++)
+                steps += token_runs(cfg, w, cfg->formats[fi], tokens[i]);
+        }
+    }
+    return steps ? 2 + 2.8 * steps * (cfg->stats ? 1.5 : 1) : 0;
+}
+
 int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_rows *rows)
 {
     int any = 0;
@@ -707,28 +778,15 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
     size_t first = rows->n;
     double gemm = gemm_limit(dev, cfg, rows);
     int rc = 0;
-    static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
     for (size_t wi = 0; wi < sizeof workloads / sizeof workloads[0]; wi++) {
         const ffn_workload *w = &workloads[wi];
-        char shape[48];
-        snprintf(shape, sizeof shape, "%lldx%lld", (long long)w->d_model, (long long)w->hidden);
-        if ((cfg->quick && !w->quick && w->quant != 1 && cfg->nshapes == 0) || !keeps_shape(cfg, shape) ||
-            !bench_wants_op(cfg, w->name))
+        if (!workload_runs(cfg, w))
             continue;
-        for (size_t di = 0; di < 3; di++) {
-            int wanted = 0;
-            for (int k = 0; k < cfg->ndtypes; k++)
-                wanted |= cfg->dtypes[k] == dtypes[di];
-            /* bf16 FFN rows only when --precision names it (the presets run f32 and f16). */
-            if (!wanted || (dtypes[di] == FFNRT_DTYPE_BF16 && !cfg->precision_given) ||
-                !env_keeps("FFNRT_BENCH_FFN_DTYPES", ffnrt_dtype_name(dtypes[di])))
-                continue;
-            if (bench_workload(dev, cfg, w, dtypes[di], FFNRT_WEIGHT_F32, gemm, rows) != 0)
+        for (size_t di = 0; di < 3; di++)
+            if (dtype_runs(cfg, ffn_dtypes[di]) &&
+                bench_workload(dev, cfg, w, ffn_dtypes[di], FFNRT_WEIGHT_F32, gemm, rows) != 0)
                 rc = -1;
-        }
-        /* Quantized weights: the preset's shapes, or every one --shape names. */
-        int quant = cfg->nshapes ? w->kind == FFNRT_FFN_GATED : w->quant == 1 || (w->quant == 2 && !cfg->quick);
-        for (int fi = 0; quant && fi < cfg->nformats; fi++)
+        for (int fi = 0; quant_runs(cfg, w) && fi < cfg->nformats; fi++)
             if (bench_workload(dev, cfg, w, FFNRT_DTYPE_F32, cfg->formats[fi], gemm, rows) != 0)
                 rc = -1;
     }

@@ -333,6 +333,9 @@ int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, 
         get_meta_s(&root, "host", m->host, sizeof m->host);
         m->wall_s = get_n(&root, "wall_s");
         m->warmup_s = get_n(&root, "warmup_s");
+        m->measure_s = get_n(&root, "measure_s");
+        m->kernels_built = (unsigned long long)get_n(&root, "kernels_built");
+        m->kernels_cached = (unsigned long long)get_n(&root, "kernels_cached");
         const jval *notes = get(&root, "notes");
         for (size_t i = 0; notes && notes->type == J_ARR && i < notes->n && m->nnotes < BENCH_MAX_NOTES; i++)
             if (notes->items[i].type == J_STR)

@@ -198,6 +198,7 @@ int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m
     json_field_s(f, "host", m->host, 1);
     json_field_n(f, "wall_s", m->wall_s, 1);
     json_field_n(f, "warmup_s", m->warmup_s, 1);
+    json_field_n(f, "measure_s", m->measure_s, 1);
     json_field_n(f, "kernels_built", (double)m->kernels_built, 1);
     json_field_n(f, "kernels_cached", (double)m->kernels_cached, 0);
     fputs(",\n  \"devices\": [", f);

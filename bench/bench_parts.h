@@ -72,8 +72,9 @@ int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_co
 int bench_stats_row(ffnrt_context *ctx, bench_call call, void *arg, const bench_config *cfg, bench_rows *rows,
                     size_t k, int done);
 /* Time spent in a warm-up call outside bench_measure (the run reports it
- * apart from measuring). */
+ * apart from measuring), and in measured calls outside it. */
 void bench_warmup_add(double seconds);
+void bench_measure_add(double seconds);
 
 /* The identity fields every device row shares. */
 void bench_row_device(bench_row *r, const bench_device *dev, const char *group);
@@ -87,6 +88,10 @@ void bench_row_done(const bench_config *cfg, const bench_row *r);
 /* The parts. */
 int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
 int bench_part_ffn(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
+/* Estimates of the kernels those two build in the device's context (the
+ * progress line's "to go"; dev's ctx may be NULL, its info is read). */
+double bench_part_elementwise_kernels(const bench_device *dev, const bench_config *cfg);
+double bench_part_ffn_kernels(const bench_device *dev, const bench_config *cfg);
 /* Cold and warm start of a gated layer (bench_start.c). */
 int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
 /* The host C loop peer for activations (peer_host.c); runs once per run. */

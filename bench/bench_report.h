@@ -28,6 +28,9 @@ typedef struct bench_meta {
      * kernels (or loading them from ffnrt's disk cache) and the drivers'
      * first-call work. The rest is measuring. */
     double warmup_s;
+    /* Of wall_s, the measured calls (0 in files from before it was kept:
+     * then the rest of wall_s after the warm-up is called measuring). */
+    double measure_s;
     /* Kernels the run's device contexts compiled, and loaded from ffnrt's
      * disk cache instead (a warm cache compiles none). */
     unsigned long long kernels_built, kernels_cached;
@@ -42,7 +45,7 @@ typedef struct bench_meta {
      * "fields" object, printed above the table. */
     struct {
         char name[32];
-        char value[1200];
+        char value[2048];
     } fields[BENCH_MAX_FIELDS];
     int nfields;
 } bench_meta;
@@ -70,8 +73,8 @@ void bench_meta_add_note(bench_meta *m, const char *text);
 /* The same without printing (once per distinct text). */
 void bench_meta_keep_note(bench_meta *m, const char *text);
 
-/* "warm-up calls (kernel builds ...): X s of the Y s; measuring: Z s", one
- * line (a static buffer). */
+/* "time: X s in warm-up calls (kernel builds ...), Y s measuring[, Z s
+ * other]; kernels: ...", one line (a static buffer). */
 const char *bench_time_split(const bench_meta *m);
 
 /* One row as a table line (also used while the bench runs). */

@@ -86,9 +86,16 @@ void bench_row_times(bench_row *r, double *dev, double *host, int n)
 
 const char *bench_time_split(const bench_meta *m)
 {
-    static char text[240];
-    int n = snprintf(text, sizeof text, "time: %.1f s in warm-up calls (kernel builds or disk-cache loads, drivers' first "
-                     "calls), %.1f s measuring", m->warmup_s, m->wall_s - m->warmup_s);
+    static char text[400];
+    int n;
+    if (m->measure_s > 0)
+        n = snprintf(text, sizeof text, "time: %.1f s in warm-up calls (compiling: kernel builds or disk-cache loads, "
+                     "drivers' first calls), %.1f s in measured calls, %.1f s other (start rows, peers, inputs)",
+                     m->warmup_s, m->measure_s,
+                     m->wall_s - m->warmup_s - m->measure_s);
+    else
+        n = snprintf(text, sizeof text, "time: %.1f s in warm-up calls (kernel builds or disk-cache loads, drivers' "
+                     "first calls), %.1f s measuring", m->warmup_s, m->wall_s - m->warmup_s);
     if (n > 0 && (size_t)n < sizeof text && (m->kernels_built || m->kernels_cached))
         snprintf(text + n, sizeof text - (size_t)n, "; kernels: %llu compiled, %llu from ffnrt's disk cache",
                  m->kernels_built, m->kernels_cached);

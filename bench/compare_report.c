@@ -270,7 +270,9 @@ void compare_print_table(FILE *f, const bench_rows *rs, const bench_meta *m)
 {
     fprintf(f, "\nffnrt %s (commit %s) compare, %s on %s, %.1f s\n", m->version, m->commit, m->date, m->host,
             m->wall_s);
-    static const char *const spec_fields[] = {"shape", "timing", "weights", "stability"};
+    static const char *const spec_fields[] = {"shape", "timing", "weights", "stability", "time"};
+    if (bench_meta_field(m, "plan"))
+        fprintf(f, "plan, fixed with the criteria before any device ran:\n%s", bench_meta_field(m, "plan"));
     for (size_t i = 0; i < sizeof spec_fields / sizeof spec_fields[0]; i++)
         if (bench_meta_field(m, spec_fields[i]))
             fprintf(f, "%s: %s\n", spec_fields[i], bench_meta_field(m, spec_fields[i]));

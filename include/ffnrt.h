@@ -271,6 +271,23 @@ typedef struct ffnrt_cache_stats {
 
 FFNRT_API ffnrt_status ffnrt_context_cache_stats(const ffnrt_context *ctx, ffnrt_cache_stats *out);
 
+/* The kernels this context has built so far: each distinct kernel (source,
+ * defines, workgroup size) is built once, at its first use, and kept in
+ * memory for the context's life. A tool that reports times says with these
+ * how much of a first call was building, not running. */
+typedef struct ffnrt_kernel_stats {
+    uint64_t built;    /* distinct kernels built */
+    uint64_t compiled; /* of them, compiled from source (no usable entry in ffnrt's disk cache) */
+    uint64_t loaded;   /* of them, loaded from ffnrt's disk cache */
+    /* Host seconds inside those builds. Drivers that finish code generation
+     * at a kernel's first dispatch (PoCL, llvmpipe) spend more there, in the
+     * first call that runs it; on llvmpipe a kernel loaded from the disk
+     * cache is still compiled to machine code then. */
+    double build_s;
+} ffnrt_kernel_stats;
+
+FFNRT_API ffnrt_status ffnrt_context_kernel_stats(const ffnrt_context *ctx, ffnrt_kernel_stats *out);
+
 /* --------------------------------------------------------------- tensors */
 
 typedef enum ffnrt_dtype {

@@ -98,12 +98,14 @@ typedef struct ffnrt_compare_spec {
                               run with fp32 activations; d_model and both widths must be multiples of
                               their block (refused here otherwise) */
     /* Token counts, ascending or not; 1 and the criteria's memory and
-     * throughput counts are added when missing. ntokens 0: 1, 8, 64, 512. */
+     * throughput counts are added when missing. ntokens 0: the defaults for
+     * the layer's size (ffnrt_compare_plan_tokens). */
     int64_t tokens[FFNRT_COMPARE_MAX_TOKENS];
     size_t ntokens;
     uint32_t rounds;       /* interleaved timing rounds after a warm-up round; 0: 5 */
     uint32_t weight_seed;  /* the weights: nn.Linear's U(±1/sqrt(fan-in)) from this seed; 0: 1 */
-    /* Called as the run goes ("f32 t64 round 3/5"), may be NULL. */
+    /* Called as the run goes ("f32 t64 round 3/5"), may be NULL; the
+     * callback may ask ffnrt_compare_get_progress for the figures so far. */
     void (*progress)(void *user, const char *what);
     void *progress_user;
 } ffnrt_compare_spec;
@@ -112,6 +114,24 @@ typedef struct ffnrt_compare_spec {
     { (d_model_), (dense_hidden_), 0, 1, 0, 0, 0, {0}, 0, 0, 0, NULL, NULL }
 
 typedef struct ffnrt_comparison ffnrt_comparison;
+
+/* The token counts a comparison of this spec measures, known before any
+ * device runs (a function of the spec and the criteria alone, never of a
+ * measurement): the spec's counts, or when it gives none the defaults for
+ * the layer's size; then 1 (the latency) and the criteria's memory and
+ * throughput counts; ascending, each once. criteria may be NULL (none).
+ * why (may be NULL) gets a sentence saying how they were chosen.
+ *
+ * The defaults: 1 always (decode: the latency), then each of 8, 64 and 512
+ * whose call does at least 1 MFLOP (2 FLOPs a weight, 4dm a token: below
+ * that a call's time is mostly its dispatches' overhead on any device,
+ * which the 1-token call measures already, while each count is more
+ * kernels to build) and at most 20 GFLOP (about a second a call on a CPU
+ * driver). So the seed's 6 x 12 gets 1 alone; 64 x 256 gets 1, 64, 512;
+ * BERT's 768 x 3072 all four; an 8B-class 4096 x 16384 gets 1, 8, 64. */
+FFNRT_API ffnrt_status ffnrt_compare_plan_tokens(const ffnrt_compare_spec *spec, const ffnrt_compare_criteria *criteria,
+                                                 int64_t tokens[FFNRT_COMPARE_MAX_TOKENS], size_t *ntokens, char *why,
+                                                 size_t why_len);
 
 /* A comparison on ctx's device. criteria may be NULL (none); they are
  * copied. The spec is checked here (widths, token counts, formats). */
@@ -137,6 +157,28 @@ FFNRT_API ffnrt_status ffnrt_compare_sealed(const ffnrt_comparison *cmp, ffnrt_c
 FFNRT_API ffnrt_status ffnrt_compare_widths(const ffnrt_comparison *cmp, int64_t *dense_hidden, int64_t *gated_hidden,
                                             int64_t *multiple);
 FFNRT_API void ffnrt_compare_destroy(ffnrt_comparison *cmp); /* NULL is a no-op */
+
+/* Where a run stands, during it (from the progress callback) or after it.
+ * A step is a layer's first call: each candidate at each token count, then
+ * each candidate's stability layer. A first call builds the kernels the
+ * layer needs (or loads them from ffnrt's disk cache), and drivers that
+ * generate code at a kernel's first dispatch (PoCL, llvmpipe) do it then:
+ * its time is compiling, reported apart from the timed calls so nobody
+ * takes one for the other. */
+typedef struct ffnrt_compare_progress {
+    uint32_t steps_done, steps_total;
+    uint64_t kernels_built;    /* kernels this run built so far (the context's kernels from before it not counted) */
+    uint64_t kernels_cached;   /* of them, loaded from ffnrt's disk cache */
+    uint64_t kernels_to_go;    /* an estimate of the kernels the remaining steps build: each kind of step (timing,
+                                  stability) at the kernels a step of its kind built so far on average, or at the
+                                  cost model's kernels a call before one ran */
+    double compile_s;          /* in the first calls (and the layers' creation) */
+    double measure_s;          /* in the timed calls and the stability calls after each layer's first */
+    double elapsed_s;          /* since the run started: the rest is weights, inputs and bookkeeping */
+} ffnrt_compare_progress;
+
+/* FFNRT_ERROR_INVALID_ARGUMENT before the run has started. */
+FFNRT_API ffnrt_status ffnrt_compare_get_progress(const ffnrt_comparison *cmp, ffnrt_compare_progress *out);
 
 /* ------------------------------------------------------------- results */
 

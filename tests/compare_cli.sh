@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `ffnrt compare` on every device found, the seed's d = 6, m = 12 with its
 # GELU against SwiGLU pair (two token counts, two rounds: bookkeeping, not
-# speed): criteria from a file and flags fixed before any device opens and
+# speed): the plan's defaults (token counts from the layer's size, no
+# biases, the default device, no stability unless asked) and a first try's
+# progress and time split (never its speed); criteria from a file and flags fixed before any device opens and
 # refused when they are bad; the seed's 144 = 144; stability measured; the report read back
 # (the same table from its JSON), criteria given after the run refused, a
 # report whose criteria were edited refused; --compare of two reports
@@ -30,7 +32,7 @@ says() { # file, text, what
     grep -q -- "$2" "$1" || { echo "FAIL: $3: \"$2\" not in $1:"; cat "$1"; fail=1; }
 }
 
-small=(--d 6 --m 12 --only dense-gelu,swiglu --bias no --tokens 1,8 --rounds 2 --no-progress)
+small=(--d 6 --m 12 --only dense-gelu,swiglu --bias no --tokens 1,8 --rounds 2 --no-progress --device all)
 cat >"$dir/criteria.txt" <<'EOF'
 # fixed before the run
 max_latency_ms = 1000      # a 1-token call, end to end
@@ -53,6 +55,57 @@ says "$dir/err" "twice" "the message says it is given twice"
 check "a negative latency" 2 "$ffnrt" compare "${small[@]}" --max-latency-ms -1
 check "a help text" 0 "$ffnrt" compare --help
 says "$dir/out" "thresholds\|criteria" "the help names the criteria"
+
+# The plan, fixed with the criteria before any device opens (--plan-only
+# stops there): token counts from the layer's size, with the reason; no
+# biases, the default device and no stability figures unless asked.
+check "the seed's plan" 0 "$ffnrt" compare --d 6 --m 12 --plan-only
+says "$dir/out" "^  tokens: 1: the defaults for this layer (144 weights, 288 FLOP a token); not 8, 64 and 512" \
+    "a 6 x 12 layer is measured at 1 token only, and the plan says why"
+says "$dir/out" "^  biases: none, the default" "no biases by default"
+says "$dir/out" "^  devices: the one ffnrt chooses" "the default device"
+says "$dir/out" "^  stability: none, the default" "no stability figures unless asked"
+says "$dir/out" "^seeds = 0$" "that default is a line of the fixed criteria"
+check "a 64 x 256 plan" 0 "$ffnrt" compare --d 64 --m 256 --plan-only
+says "$dir/out" "^  tokens: 1, 64 and 512: the defaults for this layer (32768 weights" "64 x 256: 8 tokens is overhead"
+check "BERT's plan" 0 "$ffnrt" compare --d 768 --m 3072 --plan-only
+says "$dir/out" "^  tokens: 1, 8, 64 and 512: the defaults for this layer" "768 x 3072: every count"
+check "an 8B-class plan" 0 "$ffnrt" compare --d 4096 --m 16384 --multiple 256 --plan-only
+says "$dir/out" "^  tokens: 1, 8 and 64: the defaults for this layer.*not 512: a call does 139 GFLOP" \
+    "4096 x 16384: no 512-token calls of seconds each"
+check "explicit token counts" 0 "$ffnrt" compare --d 4096 --m 16384 --multiple 256 --tokens 512 --plan-only
+says "$dir/out" "^  tokens: 1 and 512: as given; 1 for the latency" "--tokens wins, 1 added"
+check "a stability criterion" 0 "$ffnrt" compare --d 6 --m 12 --finite --plan-only
+says "$dir/out" "^  stability: 3 seeds of 64 tokens" "a stability key measures them"
+says "$dir/out" "^seeds = 3$" "with the criteria's default seeds"
+check "biases and devices asked for" 0 "$ffnrt" compare --d 6 --m 12 --bias both --device all --plan-only
+says "$dir/out" "^  biases: without and with (--bias both)" "--bias both"
+says "$dir/out" "^  devices: every device found (--device all)" "--device all"
+
+# A first try's defaults on the default device (two candidates to keep it
+# short): progress on stderr (a line a step when not a terminal) with
+# kernels built and to go, and the report's time split with compile time
+# apart from the measured calls, in the table and the JSON.
+check "a first try" 0 "$ffnrt" compare --d 6 --m 12 --only dense-gelu,swiglu --rounds 2 --progress --out "$dir/r0" \
+    --no-plots
+says "$dir/err" "choosing the device as an app's context would" "progress: the device choice"
+says "$dir/err" "kernels built[^~]*~[0-9]* to go; compiling [0-9.]* s, measuring [0-9.]* s | f32 swiglu t1 first call (compiling)" \
+    "progress: kernels built and to go, time compiling and measuring, what runs"
+says "$dir/out" "^time: [a-z]* [0-9.]* s: [0-9.]* s choosing and opening the device, [0-9.]* s compiling (the first call of each of 2 layers: [0-9]* kernels built" \
+    "the report's time split"
+grep -q "tok/s@" "$dir/out" && { echo "FAIL: a 6 x 12 first try measured more than 1 token"; cat "$dir/out"; fail=1; }
+[ "$(grep -cE '^(dense-gelu|swiglu) +f32 ' "$dir/out")" = 2 ] || { echo "FAIL: expected 2 candidate lines"; cat "$dir/out"; fail=1; }
+for key in warmup_s measure_s kernels_built kernels_cached; do
+    says "$dir/r0/compare.json" "\"$key\": [0-9]" "the JSON's $key"
+done
+says "$dir/r0/compare.json" '"plan": "  devices: the one ffnrt chooses' "the JSON keeps the plan"
+check "the first try read back" 0 "$ffnrt" compare --plot "$dir/r0/compare.json" "$dir/replot0"
+grep -v '^wrote ' "$dir/out" >"$dir/replot0.txt"
+diff "$dir/r0/table.txt" "$dir/replot0.txt" >/dev/null ||
+    { echo "FAIL: the first try's table read back differs"; diff "$dir/r0/table.txt" "$dir/replot0.txt"; fail=1; }
+check "no progress when asked" 0 "$ffnrt" compare --d 6 --m 12 --only swiglu --rounds 1 --no-progress --out "$dir/r00" \
+    --no-plots
+[ -s "$dir/err" ] && { echo "FAIL: --no-progress wrote on stderr:"; cat "$dir/err"; fail=1; }
 
 # A run: the file's criteria and one flag.
 check "the seed's example on every device" 0 "$ffnrt" compare "${small[@]}" --criteria "$dir/criteria.txt" \

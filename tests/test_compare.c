@@ -115,6 +115,64 @@ Test(compare, criteria_refused)
     EXPECT(ffnrt_compare_criteria_text(&c, NULL, 0, NULL), FFNRT_ERROR_INVALID_ARGUMENT);
 }
 
+/* The default token counts: a function of the spec (and the criteria's
+ * counts) alone, known before any device runs; 1 always, then each of 8,
+ * 64 and 512 whose call does 1 MFLOP to 20 GFLOP (4dm FLOP a token). */
+Test(compare, plan_tokens)
+{
+    static const struct {
+        int64_t d, m, multiple;
+        size_t n;
+        int64_t t[4];
+        const char *says;
+    } cases[] = {
+        {6, 12, 1, 1, {1}, "not 8, 64 and 512: a call does at most 147 kFLOP"}, /* the seed's: all overhead */
+        {64, 256, 1, 3, {1, 64, 512}, "not 8: a call does at most 524 kFLOP"},
+        {768, 3072, 1, 4, {1, 8, 64, 512}, "9.44 MFLOP a token"},                   /* BERT-base */
+        {4096, 16384, 256, 3, {1, 8, 64}, "not 512: a call does 139 GFLOP"},      /* 8B-class, g = 11008 */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(cases[i].d, cases[i].m);
+        spec.multiple = cases[i].multiple;
+        int64_t t[FFNRT_COMPARE_MAX_TOKENS];
+        size_t n = 0;
+        char why[700];
+        EXPECT(ffnrt_compare_plan_tokens(&spec, NULL, t, &n, why, sizeof why), FFNRT_OK);
+        cr_assert_eq(n, cases[i].n, "%lld x %lld: %s", (long long)cases[i].d, (long long)cases[i].m, why);
+        for (size_t k = 0; k < n; k++)
+            cr_assert_eq(t[k], cases[i].t[k], "%lld x %lld: %s", (long long)cases[i].d, (long long)cases[i].m, why);
+        cr_assert(strstr(why, "the defaults for this layer"), "%s", why);
+        cr_assert(strstr(why, cases[i].says), "\"%s\" does not say \"%s\"", why, cases[i].says);
+    }
+    /* From a budget: the width it gives. */
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 0);
+    spec.parameter_budget = 144;
+    int64_t t[FFNRT_COMPARE_MAX_TOKENS];
+    size_t n = 0;
+    EXPECT(ffnrt_compare_plan_tokens(&spec, NULL, t, &n, NULL, 0), FFNRT_OK);
+    cr_assert(n == 1 && t[0] == 1);
+    /* Given counts win; 1 and the criteria's counts are added, and said. */
+    spec = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(4096, 16384);
+    spec.multiple = 256;
+    spec.tokens[0] = 512;
+    spec.ntokens = 1;
+    char why[700];
+    EXPECT(ffnrt_compare_plan_tokens(&spec, NULL, t, &n, why, sizeof why), FFNRT_OK);
+    cr_assert(n == 2 && t[0] == 1 && t[1] == 512, "%s", why);
+    cr_assert(strstr(why, "as given; 1 for the latency"), "%s", why);
+    spec = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(6, 12);
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.min_tokens_per_s = 1;
+    c.throughput_tokens = 64;
+    EXPECT(ffnrt_compare_plan_tokens(&spec, &c, t, &n, why, sizeof why), FFNRT_OK);
+    cr_assert(n == 2 && t[0] == 1 && t[1] == 64, "%s", why);
+    cr_assert(strstr(why, "64 for the criteria's throughput count"), "%s", why);
+    /* Bad specs are refused as ffnrt_compare_create refuses them. */
+    EXPECT(ffnrt_compare_plan_tokens(NULL, NULL, t, &n, NULL, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    spec = (ffnrt_compare_spec)FFNRT_COMPARE_SPEC_INIT(0, 12);
+    EXPECT(ffnrt_compare_plan_tokens(&spec, NULL, t, &n, NULL, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+}
+
 /* ------------------------------------------------------------ on devices */
 
 static const ffnrt_compare_result *result_of(const ffnrt_comparison *cmp, ffnrt_compare_candidate c, int bias)
@@ -319,6 +377,78 @@ ParameterizedTest(ffnrt_backend *b, compare, block_formats)
     test_context_done(ctx);
 }
 
+/* Progress: the callback may ask where the run stands (steps, kernels
+ * built and to go, time compiling apart from the measured calls), and the
+ * figures only grow; after the run every step is done and nothing is left
+ * to build. The default token counts for the seed's layer: 1 alone. */
+typedef struct progress_seen {
+    const ffnrt_comparison *cmp;
+    int calls, queried, ordered;
+    ffnrt_compare_progress last;
+} progress_seen;
+
+static void seen_progress(void *user, const char *what)
+{
+    progress_seen *s = user;
+    s->calls++;
+    cr_assert(what && *what);
+    ffnrt_compare_progress p;
+    if (!s->cmp || ffnrt_compare_get_progress(s->cmp, &p) != FFNRT_OK)
+        return;
+    if (s->queried)
+        s->ordered &= p.steps_done >= s->last.steps_done && p.kernels_built >= s->last.kernels_built &&
+                      p.compile_s >= s->last.compile_s && p.measure_s >= s->last.measure_s;
+    s->ordered &= p.steps_done <= p.steps_total && p.kernels_cached <= p.kernels_built;
+    s->queried++;
+    s->last = p;
+}
+
+BACKEND_PARAMETERS(compare, progress)
+
+ParameterizedTest(ffnrt_backend *b, compare, progress)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(6, 12);
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_GELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.biases = 1;
+    spec.rounds = 2;
+    progress_seen seen = {NULL, 0, 0, 1, {0}};
+    spec.progress = seen_progress;
+    spec.progress_user = &seen;
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.seeds = 0;
+    ffnrt_comparison *cmp = NULL;
+    EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
+    ffnrt_compare_progress p;
+    EXPECT(ffnrt_compare_get_progress(cmp, &p), FFNRT_ERROR_INVALID_ARGUMENT);
+    seen.cmp = cmp;
+    EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+    cr_assert_gt(seen.queried, 0);
+    cr_assert(seen.ordered, "the figures only grow, and stay within their totals");
+    EXPECT(ffnrt_compare_get_progress(cmp, &p), FFNRT_OK);
+    cr_assert_eq(p.steps_total, 2, "two candidates at one token count, no stability");
+    cr_assert_eq(p.steps_done, 2);
+    cr_assert_eq(p.kernels_to_go, 0);
+    cr_assert_geq(p.kernels_built, 2, "the two first products at least (%llu)", (unsigned long long)p.kernels_built);
+    cr_assert_leq(p.kernels_cached, p.kernels_built);
+    cr_assert_gt(p.compile_s, 0);
+    cr_assert_gt(p.measure_s, 0);
+    cr_assert_geq(p.elapsed_s, p.compile_s + p.measure_s);
+    ffnrt_kernel_stats k;
+    EXPECT(ffnrt_context_kernel_stats(ctx, &k), FFNRT_OK);
+    cr_assert_geq(k.built, p.kernels_built, "the context's count includes the run's");
+    cr_assert_eq(k.compiled + k.loaded, k.built);
+    for (size_t i = 0; i < ffnrt_compare_result_count(cmp); i++) {
+        const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+        cr_assert_eq(r->npoints, 1, "a 6 x 12 layer is measured at 1 token by default");
+        cr_assert_eq(r->points[0].tokens, 1);
+        cr_assert_eq(r->points[0].time.runs, 2, "%s", r->message);
+    }
+    ffnrt_compare_destroy(cmp);
+    EXPECT(ffnrt_context_kernel_stats(NULL, &k), FFNRT_ERROR_INVALID_ARGUMENT);
+    test_context_done(ctx);
+}
+
 /* Thresholds first: criteria may be set until the run starts; the run
  * seals them (text, hash, time) and judges by them; afterwards a new one is
  * refused and changes nothing. */
@@ -457,6 +587,11 @@ ParameterizedTest(ffnrt_backend *b, compare, stability)
 {
     ffnrt_context *ctx = test_context(*b, NULL);
     ffnrt_comparison *normal = stability_run(ctx, "normal 0 1");
+    ffnrt_compare_progress p;
+    EXPECT(ffnrt_compare_get_progress(normal, &p), FFNRT_OK);
+    cr_assert(p.steps_total == 6 && p.steps_done == 6, "3 first calls to time, 3 stability layers: %u of %u",
+              p.steps_done, p.steps_total);
+    cr_assert_eq(p.kernels_to_go, 0);
     for (size_t i = 0; i < 3; i++) {
         const ffnrt_compare_result *r = ffnrt_compare_result_get(normal, i);
         cr_assert_eq(r->nonfinite_outputs, 0);

@@ -14,6 +14,11 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__has_include)
+#if __has_include(<sys/ioctl.h>)
+#include <sys/ioctl.h>
+#endif
+#endif
 
 static void usage(FILE *f)
 {
@@ -36,18 +41,27 @@ static void usage(FILE *f)
             "  --finite                  no NaN or Inf in any output on the stability inputs\n"
             "  --max-dead-fraction X     at most this share of hidden features dead for every token of a call\n"
             "  --input \"normal M S\" | \"uniform LO HI\"   the stability inputs' distribution (default normal 0 1)\n"
-            "  --stability-tokens N, --seeds N           tokens a call (64) and input seeds (3; 0: no stability figures)\n"
-            "options:\n"
+            "  --stability-tokens N, --seeds N           tokens a call (64) and input seeds (3 when a stability key is\n"
+            "                            given; 0: no stability figures)\n"
+            "  (stability figures are measured when any of the last five is given; else none: each candidate's\n"
+            "   statistics variant is one more kernel to compile)\n"
+            "options (the defaults suit a first try; the plan printed before the run says what was chosen, and why):\n"
             "  --only LIST        dense-relu,dense-gelu,dense-gelu_tanh,dense-silu,reglu,geglu,swiglu (default all)\n"
-            "  --bias no|yes|both (default both)\n"
-            "  --tokens LIST      token counts (default 1,8,64,512; 1 is always measured)\n"
+            "  --bias no|yes|both (default no: the seed's 2dm = 3dg counts weights only; the +bias column gives\n"
+            "                     every candidate's count with biases either way)\n"
+            "  --tokens LIST      token counts (default from the layer's size: 1, and each of 8, 64 and 512 whose\n"
+            "                     call does 1 MFLOP to 20 GFLOP, 4dm FLOP a token; 1 is always measured)\n"
             "  --precision LIST   weight formats: f32,f16,bf16 or q8_0,q4_0,q4_1,q4_k,q6_k (GGUF's blocks, fp32\n"
             "                     activations; widths a multiple of the block) (default f32)\n"
             "  --rounds N         interleaved timing rounds after a warm-up round (default 5)\n"
-            "  --device NAMES     backend (opencl, vulkan) or part of a device's name (default: every device)\n"
+            "  --device NAMES     backend (opencl, vulkan) or part of a device's name, or all (default: the device\n"
+            "                     ffnrt chooses, as an app's context would: FFNRT_DEVICE, else its ranking)\n"
             "  --weight-seed N    the weights' seed (default 1)\n"
             "  --out DIR          compare.json, compare.csv, table.txt, plots (default compare-results)\n"
-            "  --json F, --csv F  extra copies; --no-plots; --progress / --no-progress (default: on a terminal)\n");
+            "  --json F, --csv F  extra copies; --no-plots\n"
+            "  --plan-only        fix and print the criteria and the plan, then stop (no device is opened)\n"
+            "  --progress / --no-progress   what runs now, kernels built and still to build, time compiling and\n"
+            "                     measuring, on stderr (default: on a terminal)\n");
 }
 
 /* The criteria flags and the keys of the criteria text they stand for. */
@@ -109,17 +123,52 @@ static double now_s(void)
 
 typedef struct progress_state {
     int on;
+    int tty;      /* rewrite one line; else a line each report */
     double start;
     const char *backend;
+    const ffnrt_comparison *cmp; /* the one running, for its figures */
 } progress_state;
 
+/* The terminal's width, so the rewritten line never wraps (a wrapped line
+ * is not erased by the next). */
+static int terminal_width(void)
+{
+#ifdef TIOCGWINSZ
+    struct winsize ws;
+    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
+        return ws.ws_col;
+#endif
+    const char *c = getenv("COLUMNS");
+    int n = c ? atoi(c) : 0;
+    return n >= 40 ? n : 120;
+}
+
+/* "[0:12] opencl: 9 kernels built, ~6 to go; compiling 10.2 s, measuring
+ * 0.3 s | f32 swiglu t8 first call (compiling)" on stderr: one line
+ * rewritten on a terminal, else (--progress into a file) a line a step. */
 static void on_progress(void *user, const char *what)
 {
     progress_state *p = user;
-    if (!p->on)
+    if (!p->on || (!p->tty && strstr(what, " round ")))
         return;
     int s = (int)(now_s() - p->start);
-    fprintf(stderr, "\r\033[K[%d:%02d] %s: %s", s / 60, s % 60, p->backend, what);
+    char line[400];
+    int n = snprintf(line, sizeof line, "[%d:%02d] %s: ", s / 60, s % 60, p->backend);
+    ffnrt_compare_progress pr;
+    if (p->cmp && ffnrt_compare_get_progress(p->cmp, &pr) == FFNRT_OK && n > 0 && (size_t)n < sizeof line) {
+        char cached[48] = "";
+        if (pr.kernels_cached)
+            snprintf(cached, sizeof cached, " (%llu from cache)", (unsigned long long)pr.kernels_cached);
+        n += snprintf(line + n, sizeof line - (size_t)n, "%llu kernels built%s, ~%llu to go; compiling %.1f s, "
+                      "measuring %.1f s | ", (unsigned long long)pr.kernels_built, cached,
+                      (unsigned long long)pr.kernels_to_go, pr.compile_s, pr.measure_s);
+    }
+    if (n > 0 && (size_t)n < sizeof line)
+        snprintf(line + n, sizeof line - (size_t)n, "%s", what);
+    if (p->tty)
+        fprintf(stderr, "\r\033[K%.*s", terminal_width() - 1, line);
+    else
+        fprintf(stderr, "%s\n", line);
     fflush(stderr);
 }
 
@@ -204,8 +253,12 @@ typedef struct options {
     char flag_text[2048]; /* the criteria flags as criteria lines */
     char *devices[16];
     int ndevices;
+    int all_devices;      /* --device all; neither: the default device */
+    int bias_given;
+    int stability_default; /* no stability key given: seeds = 0 was added */
     const char *out_dir, *json, *csv;
     int plots, progress;
+    int plan_only;        /* --plan-only: the criteria and the plan, nothing run */
 } options;
 
 static int parse_options(int argc, char **argv, options *o, char *lists)
@@ -289,8 +342,13 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
             char *items[16];
             int k = split_list(copy, items, 16);
             if (strcmp(a, "--device") == 0) {
+                o->all_devices = k == 1 && strcmp(items[0], "all") == 0;
                 memcpy(o->devices, items, (size_t)k * sizeof items[0]);
-                o->ndevices = k;
+                o->ndevices = o->all_devices ? 0 : k;
+                if (k == 0) {
+                    fprintf(stderr, "ffnrt compare: --device %s: a backend, part of a device's name, or all\n", v);
+                    return 2;
+                }
             }
             for (int j = 0; j < k && strcmp(a, "--device") != 0; j++) {
                 if (strcmp(a, "--only") == 0) {
@@ -317,6 +375,7 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
                 }
             }
         } else if (strcmp(a, "--bias") == 0) {
+            o->bias_given = 1;
             o->spec.biases = strcmp(v, "no") == 0 ? 1 : strcmp(v, "yes") == 0 ? 2 : strcmp(v, "both") == 0 ? 3 : 0;
             if (!o->spec.biases) {
                 fprintf(stderr, "ffnrt compare: --bias %s: no, yes or both\n", v);
@@ -332,6 +391,8 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
             o->csv = v;
         } else if (strcmp(a, "--no-plots") == 0) {
             o->plots = 0;
+        } else if (strcmp(a, "--plan-only") == 0) {
+            o->plan_only = 1;
         } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {
             o->progress = strcmp(a, "--progress") == 0;
         } else {
@@ -343,12 +404,35 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
         fprintf(stderr, "ffnrt compare: give --d and one of --m and --budget (ffnrt compare --help)\n");
         return 2;
     }
+    if (!o->bias_given)
+        o->spec.biases = 1; /* without biases (the plan says why) */
+    return 0;
+}
+
+/* 1 when the criteria text names a key of the stability figures on a line
+ * of its own (comments and blank lines aside). */
+static int mentions_stability(const char *text)
+{
+    static const char *const keys[] = {"finite", "max_dead_fraction", "input", "stability_tokens", "seeds"};
+    for (const char *p = text; p && *p;) {
+        size_t n = strcspn(p, "\n");
+        const char *q = p;
+        while (q < p + n && (*q == ' ' || *q == '\t'))
+            q++;
+        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+            size_t kl = strlen(keys[k]);
+            if ((size_t)(p + n - q) >= kl && strncmp(q, keys[k], kl) == 0 &&
+                (q[kl] == ' ' || q[kl] == '\t' || q[kl] == '='))
+                return 1;
+        }
+        p += n + (p[n] == '\n');
+    }
     return 0;
 }
 
 /* The criteria: the file's lines, then the flags' (a key given twice is
  * refused), read and fixed before any device is opened. */
-static int fix_criteria(const options *o, ffnrt_compare_criteria *c, bench_meta *meta)
+static int fix_criteria(options *o, ffnrt_compare_criteria *c, bench_meta *meta)
 {
     char *file = NULL;
     if (o->criteria_file && !(file = read_small_file(o->criteria_file))) {
@@ -364,6 +448,20 @@ static int fix_criteria(const options *o, ffnrt_compare_criteria *c, bench_meta 
     snprintf(text, n, "%s%s%s", file ? file : "", file && *file && file[strlen(file) - 1] != '\n' ? "\n" : "",
              o->flag_text);
     free(file);
+    /* Stability figures cost each candidate a statistics variant of its
+     * kernels to compile (seconds each on CPU drivers): measured when the
+     * criteria ask for them (any of their keys), else seeds = 0, a line of
+     * the criteria like any other, so it is fixed, hashed and printed. */
+    o->stability_default = !mentions_stability(text);
+    if (o->stability_default) {
+        char *more = realloc(text, strlen(text) + 16);
+        if (!more) {
+            free(text);
+            return 1;
+        }
+        text = more;
+        strcat(text, "seeds = 0\n");
+    }
     ffnrt_status st = ffnrt_compare_criteria_parse(text, c);
     free(text);
     if (st != FFNRT_OK) {
@@ -382,8 +480,9 @@ static int fix_criteria(const options *o, ffnrt_compare_criteria *c, bench_meta 
     bench_meta_set_field(meta, "criteria_sha256", sha);
     bench_meta_set_field(meta, "criteria_fixed_at", at);
     char source[600];
-    snprintf(source, sizeof source, "%s%s%s", o->criteria_file ? o->criteria_file : "",
-             o->criteria_file && o->flag_text[0] ? " and " : "", o->flag_text[0] ? "flags" : o->criteria_file ? "" : "none given");
+    snprintf(source, sizeof source, "%s%s%s%s", o->criteria_file ? o->criteria_file : "",
+             o->criteria_file && o->flag_text[0] ? " and " : "", o->flag_text[0] ? "flags" : o->criteria_file ? "" : "none given",
+             o->stability_default ? "; seeds = 0, the default when no stability key is given" : "");
     bench_meta_set_field(meta, "criteria_source", source);
     printf("criteria fixed at %s (sha256 %s), before any device runs:\n%s", at, sha, canon);
     fflush(stdout);
@@ -424,6 +523,125 @@ static void describe_run(bench_meta *meta, const ffnrt_comparison *cmp, const op
     bench_meta_set_field(meta, "stability", text);
 }
 
+/* The plan: what the run measures, fixed with the criteria before any
+ * device is opened (every default is a function of the command line and
+ * the layer's shape, never of a measurement), printed, and recorded in the
+ * report ("plan"). 0, or 2 when the spec cannot be planned. */
+static int fix_plan(const options *o, const ffnrt_compare_criteria *c, bench_meta *meta)
+{
+    int64_t t[FFNRT_COMPARE_MAX_TOKENS];
+    size_t nt = 0;
+    char tokens[700], plan[2000], list[200] = "";
+    if (ffnrt_compare_plan_tokens(&o->spec, c, t, &nt, tokens, sizeof tokens) != FFNRT_OK) {
+        fprintf(stderr, "ffnrt compare: %s\n", ffnrt_last_error_message());
+        return 2;
+    }
+    int at = 0;
+    if (!o->spec.candidates)
+        snprintf(list, sizeof list, "all seven");
+    for (int k = 0; k < FFNRT_CANDIDATE_COUNT && o->spec.candidates; k++)
+        if (o->spec.candidates >> k & 1u)
+            at += snprintf(list + at, sizeof list - (size_t)at, "%s%s", at ? ", " : "",
+                           ffnrt_compare_candidate_name((ffnrt_compare_candidate)k));
+    char formats[120] = "";
+    at = 0;
+    for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT; f++)
+        if ((o->spec.formats ? o->spec.formats : 1u << FFNRT_WEIGHT_F32) >> f & 1u)
+            at += snprintf(formats + at, sizeof formats - (size_t)at, "%s%s", at ? ", " : "",
+                           ffnrt_weight_format_name((ffnrt_weight_format)f));
+    char devices[300];
+    if (o->all_devices)
+        snprintf(devices, sizeof devices, "every device found (--device all)");
+    else if (o->ndevices) {
+        at = snprintf(devices, sizeof devices, "those --device names:");
+        for (int i = 0; i < o->ndevices && at > 0 && (size_t)at < sizeof devices; i++)
+            at += snprintf(devices + at, sizeof devices - (size_t)at, " %s", o->devices[i]);
+    } else
+        snprintf(devices, sizeof devices, "the one ffnrt chooses, as an app's context would (FFNRT_DEVICE, else its "
+                 "ranking: ffnrt plan says why); --device all for every device");
+    const char *biases = o->spec.biases == 2 ? "with biases (--bias yes)"
+                         : o->spec.biases == 3 ? "without and with (--bias both)"
+                         : o->bias_given ? "none (--bias no)"
+                                         : "none, the default: the seed's 2dm = 3dg counts weights only, and the "
+                                           "+bias column gives each candidate's count with biases; --bias both "
+                                           "measures them too";
+    char stability[300];
+    if (c->seeds)
+        snprintf(stability, sizeof stability, "%u seeds of %lld tokens, from the criteria", c->seeds,
+                 (long long)c->stability_tokens);
+    else if (o->stability_default)
+        snprintf(stability, sizeof stability, "none, the default when the criteria name no stability key: each "
+                 "candidate's statistics variant is one more kernel to compile; --seeds 3, --finite or "
+                 "--max-dead-fraction ask for them");
+    else
+        snprintf(stability, sizeof stability, "none (seeds = 0 in the criteria)");
+    snprintf(plan, sizeof plan, "  devices: %s\n  candidates: %s; weights: %s\n  biases: %s\n  tokens: %s\n"
+             "  rounds: %u timed calls a layer and token count after its first\n  stability: %s\n", devices, list,
+             formats, biases, tokens, o->spec.rounds ? o->spec.rounds : 5, stability);
+    bench_meta_set_field(meta, "plan", plan);
+    printf("plan, fixed with the criteria before any device runs:\n%s", plan);
+    fflush(stdout);
+    return 0;
+}
+
+/* Seconds as people read them: 0.004 s, 1.7 s, 25 s. */
+static const char *secs(char *buf, size_t len, double s)
+{
+    snprintf(buf, len, s >= 10 ? "%.0f s" : s >= 0.1 ? "%.1f s" : "%.3f s", s);
+    return buf;
+}
+
+/* One device's comparison into the report: 0, or 1 with the reason on stderr. */
+static int run_device(const options *o, const ffnrt_compare_criteria *criteria, ffnrt_context *ctx,
+                      ffnrt_device_info *info, double open_s, progress_state *prog, bench_meta *meta, bench_rows *rows,
+                      int first)
+{
+    ffnrt_comparison *cmp = NULL;
+    prog->backend = ffnrt_backend_name(info->backend);
+    int rc = 0;
+    if (ffnrt_compare_create(ctx, &o->spec, criteria, &cmp) != FFNRT_OK) {
+        rc = 1;
+    } else {
+        prog->cmp = cmp;
+        if (ffnrt_compare_run(cmp) != FFNRT_OK)
+            rc = 1;
+        prog->cmp = NULL;
+    }
+    if (rc) {
+        fprintf(stderr, "%sffnrt compare: %s: %s\n", prog->on && prog->tty ? "\r\033[K" : "", info->name,
+                ffnrt_last_error_message());
+        ffnrt_compare_destroy(cmp);
+        return 1;
+    }
+    bench_row_set(info->name, sizeof info->name, info->name); /* as rows hold it */
+    bench_meta_add_device(meta, info);
+    if (first)
+        describe_run(meta, cmp, o, criteria);
+    if (compare_report_add(rows, meta, cmp, info) != 0)
+        rc = 1;
+    /* Where the time went: compiling (each layer's first call) apart from
+     * the measured calls, so neither is taken for the other. */
+    ffnrt_compare_progress pr;
+    if (ffnrt_compare_get_progress(cmp, &pr) == FFNRT_OK) {
+        char text[1200], line[400], a[16], b[16], c[16], d[16], e[16];
+        const char *before = bench_meta_field(meta, "time");
+        snprintf(line, sizeof line, "%s %s: %s choosing and opening the device, %s compiling (the first call of "
+                 "each of %u layers: %llu kernels built, %llu of them from ffnrt's disk cache), %s in measured "
+                 "calls, %s other (weights, inputs)", ffnrt_backend_name(info->backend),
+                 secs(a, sizeof a, open_s + pr.elapsed_s), secs(b, sizeof b, open_s), secs(c, sizeof c, pr.compile_s),
+                 pr.steps_done, (unsigned long long)pr.kernels_built, (unsigned long long)pr.kernels_cached,
+                 secs(d, sizeof d, pr.measure_s), secs(e, sizeof e, pr.elapsed_s - pr.compile_s - pr.measure_s));
+        snprintf(text, sizeof text, "%s%s%s", before ? before : "", before ? "; " : "", line);
+        bench_meta_set_field(meta, "time", text);
+        meta->warmup_s += pr.compile_s;
+        meta->measure_s += pr.measure_s;
+        meta->kernels_built += pr.kernels_built - pr.kernels_cached;
+        meta->kernels_cached += pr.kernels_cached;
+    }
+    ffnrt_compare_destroy(cmp);
+    return rc;
+}
+
 static int run_main(int argc, char **argv)
 {
     options o;
@@ -445,17 +663,39 @@ static int run_main(int argc, char **argv)
         bench_meta_init(meta, "ffnrt-compare-1", "compare");
         rc = fix_criteria(&o, &criteria, meta);
     }
+    if (rc == 0)
+        rc = fix_plan(&o, &criteria, meta);
+    if (rc == 0 && o.plan_only)
+        rc = 3; /* done: nothing runs */
     bench_rows rows = {0};
     size_t count = 0;
     if (rc == 0 && (ffnrt_device_count(&count) != FFNRT_OK || count == 0)) {
         fprintf(stderr, "ffnrt compare: no device found (%s)\n", ffnrt_last_error_message());
         rc = 1;
     }
-    progress_state prog = {o.progress, now_s(), ""};
+    progress_state prog = {o.progress, isatty(2), now_s(), "", NULL};
     o.spec.progress = on_progress;
     o.spec.progress_user = &prog;
     int ran = 0;
-    for (size_t i = 0; i < count && rc == 0; i++) {
+    if (rc == 0 && !o.all_devices && o.ndevices == 0) {
+        /* The default: the device an app's context gets. */
+        ffnrt_context *ctx = NULL;
+        ffnrt_device_info info;
+        if (prog.on)
+            fprintf(stderr, "[0:00] choosing the device as an app's context would (the first time on a machine, "
+                    "ffnrt measures the devices that tie on type, once)%s", prog.tty ? "" : "\n");
+        double t0 = now_s();
+        if (ffnrt_context_create(NULL, &ctx) != FFNRT_OK || ffnrt_context_get_device_info(ctx, &info) != FFNRT_OK) {
+            fprintf(stderr, "%sffnrt compare: the default device: %s\n", prog.on && prog.tty ? "\r\033[K" : "",
+                    ffnrt_last_error_message());
+            rc = 1;
+        } else {
+            rc = run_device(&o, &criteria, ctx, &info, now_s() - t0, &prog, meta, &rows, 1);
+            ran += rc == 0;
+        }
+        ffnrt_context_destroy(ctx);
+    }
+    for (size_t i = 0; i < count && rc == 0 && (o.all_devices || o.ndevices); i++) {
         ffnrt_device_info info;
         if (ffnrt_device_get_info(i, &info) != FFNRT_OK ||
             !bench_device_selected(&info, (const char *const *)o.devices, o.ndevices))
@@ -464,25 +704,19 @@ static int run_main(int argc, char **argv)
         co.backend = info.backend;
         co.device_index = (int)info.index;
         ffnrt_context *ctx = NULL;
-        ffnrt_comparison *cmp = NULL;
-        prog.backend = ffnrt_backend_name(info.backend);
-        if (ffnrt_context_create(&co, &ctx) != FFNRT_OK || ffnrt_compare_create(ctx, &o.spec, &criteria, &cmp) != FFNRT_OK ||
-            ffnrt_compare_run(cmp) != FFNRT_OK) {
-            fprintf(stderr, "%sffnrt compare: %s: %s\n", prog.on ? "\r\033[K" : "", info.name, ffnrt_last_error_message());
+        double t0 = now_s();
+        if (ffnrt_context_create(&co, &ctx) != FFNRT_OK) {
+            fprintf(stderr, "%sffnrt compare: %s: %s\n", prog.on && prog.tty ? "\r\033[K" : "", info.name,
+                    ffnrt_last_error_message());
+            rc = 1;
+        } else if (run_device(&o, &criteria, ctx, &info, now_s() - t0, &prog, meta, &rows, !ran) != 0) {
             rc = 1;
         } else {
-            bench_row_set(info.name, sizeof info.name, info.name); /* as rows hold it */
-            bench_meta_add_device(meta, &info);
-            if (!ran)
-                describe_run(meta, cmp, &o, &criteria);
-            if (compare_report_add(&rows, meta, cmp, &info) != 0)
-                rc = 1;
             ran++;
         }
-        ffnrt_compare_destroy(cmp);
         ffnrt_context_destroy(ctx);
     }
-    if (prog.on)
+    if (prog.on && prog.tty)
         fprintf(stderr, "\r\033[K");
     if (rc == 0 && !ran) {
         fprintf(stderr, "ffnrt compare: no device matches --device\n");

@@ -138,10 +138,10 @@ const char *ffnrt_compare_verdict_name(ffnrt_compare_verdict v)
 
 /* -------------------------------------------------------------- create */
 
-static ffnrt_status check_spec(ffnrt_context *ctx, const ffnrt_compare_spec *s, int64_t *m, int64_t *g, int64_t *mult)
+/* The widths of a spec: m (given, or from the budget), g and the multiple. */
+static ffnrt_status resolve_widths(const ffnrt_compare_spec *s, ffnrt_error *err, const char *fn, int64_t *m,
+                                   int64_t *g, int64_t *mult)
 {
-    static const char fn[] = "ffnrt_compare_create";
-    ffnrt_error *err = &ctx->error;
     if (s->d_model < 1 || s->d_model > UINT32_MAX)
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: d_model %lld is not in [1, 2^32 - 1]", fn,
                           (long long)s->d_model);
@@ -174,6 +174,16 @@ static ffnrt_status check_spec(ffnrt_context *ctx, const ffnrt_compare_spec *s, 
     if (*g < 1 || *g > UINT32_MAX)
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: no gated width for m = %lld at multiple %lld", fn,
                           (long long)*m, (long long)*mult);
+    return FFNRT_OK;
+}
+
+static ffnrt_status check_spec(ffnrt_context *ctx, const ffnrt_compare_spec *s, int64_t *m, int64_t *g, int64_t *mult)
+{
+    static const char fn[] = "ffnrt_compare_create";
+    ffnrt_error *err = &ctx->error;
+    ffnrt_status st = resolve_widths(s, err, fn, m, g, mult);
+    if (st != FFNRT_OK)
+        return st;
     if (s->candidates >> FFNRT_CANDIDATE_COUNT)
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: candidates 0x%x names no candidate past bit %d", fn,
                           s->candidates, FFNRT_CANDIDATE_COUNT - 1);
@@ -404,36 +414,154 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The token counts measured: the spec's (or 1, 8, 64, 512), 1 for the
- * latency, and the criteria's memory and throughput counts. */
-static ffnrt_status resolve_tokens(ffnrt_comparison *cmp)
+/* The default token counts' bounds on a call's work (ffnrt_compare.h). */
+#define DEFAULT_TOKENS_MIN_FLOP 1e6
+#define DEFAULT_TOKENS_MAX_FLOP 2e10
+
+/* Counts as "1, 8 and 64". */
+static void list_counts(char *out, size_t len, const int64_t *t, size_t n)
 {
-    static const int64_t defaults[] = {1, 8, 64, 512};
+    size_t at = 0;
+    out[0] = 0;
+    for (size_t i = 0; i < n && at < len; i++) {
+        int w = snprintf(out + at, len - at, "%s%lld", i == 0 ? "" : i + 1 == n ? " and " : ", ", (long long)t[i]);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+}
+
+/* A number of FLOPs as "18.4 kFLOP". */
+static void flop_text(char *out, size_t len, double f)
+{
+    static const char *const unit[] = {"", "k", "M", "G", "T", "P"};
+    int e = 0;
+    while (f >= 1000 && e < 5)
+        f /= 1000, e++;
+    snprintf(out, len, e ? "%.3g %sFLOP" : "%.0f FLOP", f, unit[e]);
+}
+
+static ffnrt_status plan_tokens(const ffnrt_compare_spec *spec, const ffnrt_compare_criteria *criteria,
+                                ffnrt_error *err, int64_t *out, size_t *nout, char *why, size_t why_len)
+{
+    static const char fn[] = "ffnrt_compare_plan_tokens";
+    static const int64_t ladder[] = {1, 8, 64, 512};
+    int64_t m = 0, g = 0, mult = 1;
+    ffnrt_status st = resolve_widths(spec, err, fn, &m, &g, &mult);
+    if (st != FFNRT_OK)
+        return st;
+    if (spec->ntokens > FFNRT_COMPARE_MAX_TOKENS)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %zu token counts, at most %d", fn, spec->ntokens,
+                          FFNRT_COMPARE_MAX_TOKENS);
     int64_t t[FFNRT_COMPARE_MAX_TOKENS + 3];
     size_t n = 0;
-    if (cmp->spec.ntokens)
-        for (size_t i = 0; i < cmp->spec.ntokens; i++)
-            t[n++] = cmp->spec.tokens[i];
-    else
-        for (size_t i = 0; i < 4; i++)
-            t[n++] = defaults[i];
+    char reason[400] = "";
+    if (spec->ntokens) {
+        for (size_t i = 0; i < spec->ntokens; i++)
+            t[n++] = spec->tokens[i];
+        snprintf(reason, sizeof reason, "as given");
+    } else {
+        /* 2 FLOPs a weight: the larger of the dense 2dm and the gated 3dg. */
+        double d = (double)spec->d_model, weights = 2 * d * (double)m > 3 * d * (double)g ? 2 * d * (double)m
+                                                                                      : 3 * d * (double)g;
+        double per_token = 2 * weights;
+        int64_t low[4], high[4];
+        size_t nlow = 0, nhigh = 0;
+        for (size_t i = 0; i < 4; i++) {
+            double work = per_token * (double)ladder[i];
+            if (ladder[i] == 1 || (work >= DEFAULT_TOKENS_MIN_FLOP && work <= DEFAULT_TOKENS_MAX_FLOP))
+                t[n++] = ladder[i];
+            else if (work < DEFAULT_TOKENS_MIN_FLOP)
+                low[nlow++] = ladder[i];
+            else
+                high[nhigh++] = ladder[i];
+        }
+        char lows[64], highs[64], f1[32], f2[32];
+        list_counts(lows, sizeof lows, low, nlow);
+        list_counts(highs, sizeof highs, high, nhigh);
+        flop_text(f1, sizeof f1, per_token);
+        int at = snprintf(reason, sizeof reason, "the defaults for this layer (%.0f weights, %s a token)", weights, f1);
+        if (nlow && at > 0 && (size_t)at < sizeof reason) {
+            flop_text(f2, sizeof f2, per_token * (double)low[nlow - 1]);
+            at += snprintf(reason + at, sizeof reason - (size_t)at,
+                           "; not %s: a call does at most %s, under the 1 MFLOP below which a call's time is mostly "
+                           "its dispatches' overhead on any device, which the 1-token latency measures already", lows,
+                           f2);
+        }
+        if (nhigh && at > 0 && (size_t)at < sizeof reason) {
+            flop_text(f2, sizeof f2, per_token * (double)high[0]);
+            snprintf(reason + at, sizeof reason - (size_t)at,
+                     "; not %s: a call does %s or more, over the 20 GFLOP that take about a second a call on a CPU "
+                     "driver", highs, f2);
+        }
+    }
+    size_t given = n;
     t[n++] = 1;
-    if (cmp->criteria.memory_tokens > 0)
-        t[n++] = cmp->criteria.memory_tokens;
-    if (cmp->criteria.throughput_tokens > 0)
-        t[n++] = cmp->criteria.throughput_tokens;
+    const ffnrt_compare_criteria none = FFNRT_COMPARE_CRITERIA_INIT;
+    const ffnrt_compare_criteria *c = criteria ? criteria : &none;
+    if (c->memory_tokens > 0)
+        t[n++] = c->memory_tokens;
+    if (c->throughput_tokens > 0)
+        t[n++] = c->throughput_tokens;
+    for (size_t i = 0; i < n; i++)
+        if (t[i] < 1 || t[i] > (1 << 24))
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: token count %lld is not in [1, 2^24]", fn,
+                              (long long)t[i]);
+    /* What the latency and the criteria add to the counts chosen above. */
+    static const char *const for_what[3] = {"the latency", "the criteria's memory count",
+                                            "the criteria's throughput count"};
+    char added[200] = "";
+    size_t at = 0;
+    for (size_t i = given; i < n; i++) {
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = t[j] == t[i];
+        const char *what = for_what[i == given ? 0 : t[i] == c->memory_tokens && i == given + 1 ? 1 : 2];
+        if (!seen && at < sizeof added) {
+            int w = snprintf(added + at, sizeof added - at, "; %lld for %s", (long long)t[i], what);
+            at += w > 0 ? (size_t)w : 0;
+        }
+    }
     qsort(t, n, sizeof t[0], cmp_i64);
     size_t u = 0;
     for (size_t i = 0; i < n; i++)
         if (u == 0 || t[i] != t[u - 1])
             t[u++] = t[i];
     if (u > FFNRT_COMPARE_MAX_TOKENS)
-        return ffnrt_fail(&cmp->ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
-                          "ffnrt_compare_run: %zu token counts with the criteria's, at most %d", u,
-                          FFNRT_COMPARE_MAX_TOKENS);
-    memcpy(cmp->tokens, t, u * sizeof t[0]);
-    cmp->ntokens = u;
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %zu token counts with the criteria's, at most %d",
+                          fn, u, FFNRT_COMPARE_MAX_TOKENS);
+    if (out)
+        memcpy(out, t, u * sizeof t[0]);
+    if (nout)
+        *nout = u;
+    if (why && why_len) {
+        char all[80];
+        list_counts(all, sizeof all, t, u);
+        snprintf(why, why_len, "%s: %s%s", all, reason, added);
+    }
     return FFNRT_OK;
+}
+
+ffnrt_status ffnrt_compare_plan_tokens(const ffnrt_compare_spec *spec, const ffnrt_compare_criteria *criteria,
+                                       int64_t tokens[FFNRT_COMPARE_MAX_TOKENS], size_t *ntokens, char *why,
+                                       size_t why_len)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (!spec || !tokens || !ntokens)
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_compare_plan_tokens: %s is NULL",
+                   !spec ? "spec" : !tokens ? "tokens" : "ntokens");
+    else
+        plan_tokens(spec, criteria, &err, tokens, ntokens, why, why_len);
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
+/* The token counts measured (ffnrt_compare_plan_tokens), with the criteria
+ * as they stand when the run seals them. */
+static ffnrt_status resolve_tokens(ffnrt_comparison *cmp)
+{
+    return plan_tokens(&cmp->spec, &cmp->criteria, &cmp->ctx->error, cmp->tokens, &cmp->ntokens, NULL, 0);
 }
 
 /* One weight set of a kind: the tensors all its candidates share. */
@@ -498,6 +626,69 @@ static void judge(const ffnrt_comparison *cmp, ffnrt_compare_result *r)
             r->pass = 0;
 }
 
+/* ------------------------------------------------------------ progress */
+
+/* A step's kernels before any of its kind ran: the fused path's two
+ * products (a stability step adds the statistics' finishing pass). */
+static const uint32_t prior_kernels[2] = {2, 3};
+
+void compare_step_begin(ffnrt_comparison *cmp, compare_step *s, compare_step_kind kind)
+{
+    s->kind = kind;
+    s->t0 = ffnrt_now_ms();
+    s->kernels0 = cmp->ctx->kernel_count;
+    s->open = 1;
+}
+
+void compare_step_end(ffnrt_comparison *cmp, compare_step *s)
+{
+    if (!s->open)
+        return;
+    s->open = 0;
+    cmp->compile_ms += ffnrt_now_ms() - s->t0;
+    cmp->step_kernels[s->kind] += cmp->ctx->kernel_count - s->kernels0;
+    cmp->steps_done[s->kind]++;
+}
+
+void compare_step_skip(ffnrt_comparison *cmp, compare_step_kind kind)
+{
+    if (cmp->steps_total[kind] > cmp->steps_done[kind])
+        cmp->steps_total[kind]--;
+}
+
+void compare_measured(ffnrt_comparison *cmp, double ms)
+{
+    cmp->measure_ms += ms;
+}
+
+ffnrt_status ffnrt_compare_get_progress(const ffnrt_comparison *cmp, ffnrt_compare_progress *out)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (!cmp || !out) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_compare_get_progress: %s is NULL", cmp ? "out" : "cmp");
+    } else if (!cmp->started) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_compare_get_progress: the comparison has not run yet");
+    } else {
+        memset(out, 0, sizeof *out);
+        double to_go = 0;
+        for (int k = 0; k < 2; k++) {
+            out->steps_done += cmp->steps_done[k];
+            out->steps_total += cmp->steps_total[k];
+            double per_step = cmp->steps_done[k] ? (double)cmp->step_kernels[k] / cmp->steps_done[k] : prior_kernels[k];
+            to_go += per_step * (double)(cmp->steps_total[k] - cmp->steps_done[k]);
+        }
+        out->kernels_built = cmp->ctx->kernel_count - cmp->kernels_at_start;
+        out->kernels_cached = cmp->ctx->kernels_loaded - cmp->loaded_at_start;
+        out->kernels_to_go = (uint64_t)(to_go + 0.5);
+        out->compile_s = 1e-3 * cmp->compile_ms;
+        out->measure_s = 1e-3 * cmp->measure_ms;
+        out->elapsed_s = 1e-3 * ((cmp->end_ms > 0 ? cmp->end_ms : ffnrt_now_ms()) - cmp->start_ms);
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
 /* Every result of one format: weights, the token counts, stability. */
 ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp)
 {
@@ -518,6 +709,12 @@ ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp)
         return ffnrt_context_finish_call(ctx, st);
     now_iso(cmp->sealed_at, sizeof cmp->sealed_at);
     cmp->sealed = 1;
+    cmp->started = 1;
+    cmp->start_ms = ffnrt_now_ms();
+    cmp->kernels_at_start = ctx->kernel_count;
+    cmp->loaded_at_start = ctx->kernels_loaded;
+    cmp->steps_total[COMPARE_STEP_TIMING] = (uint32_t)(cmp->nresults * cmp->ntokens);
+    cmp->steps_total[COMPARE_STEP_STABILITY] = cmp->criteria.seeds ? (uint32_t)cmp->nresults : 0;
 
     for (size_t i = 0; i < cmp->nresults; i++) {
         ffnrt_compare_result *r = &cmp->results[i];
@@ -536,6 +733,7 @@ ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp)
     }
     for (size_t i = 0; i < cmp->nresults; i++)
         judge(cmp, &cmp->results[i]);
+    cmp->end_ms = ffnrt_now_ms();
     if (st == FFNRT_OK)
         ffnrt_error_clear(&ctx->error);
     return ffnrt_context_finish_call(ctx, st);

@@ -30,7 +30,32 @@ struct ffnrt_comparison {
     size_t ntokens;
     ffnrt_compare_result *results;
     size_t nresults;
+    /* The run's accounting (ffnrt_compare_get_progress): steps by kind
+     * (compare_step_kind), the kernels they built, and where the time went. */
+    int started;
+    double start_ms, end_ms, compile_ms, measure_ms;
+    uint32_t steps_total[2], steps_done[2];
+    uint64_t step_kernels[2];
+    uint64_t kernels_at_start, loaded_at_start;
 };
+
+/* A step: one layer's first call, which builds its kernels (compiling). */
+typedef enum compare_step_kind { COMPARE_STEP_TIMING = 0, COMPARE_STEP_STABILITY = 1 } compare_step_kind;
+
+typedef struct compare_step {
+    compare_step_kind kind;
+    double t0;
+    uint64_t kernels0;
+    int open;
+} compare_step;
+
+void compare_step_begin(ffnrt_comparison *cmp, compare_step *s, compare_step_kind kind);
+/* Ends an open step (a no-op on one ended already). */
+void compare_step_end(ffnrt_comparison *cmp, compare_step *s);
+/* A step that will not run (its candidate could not): no longer counted. */
+void compare_step_skip(ffnrt_comparison *cmp, compare_step_kind kind);
+/* Host time of measured calls. */
+void compare_measured(ffnrt_comparison *cmp, double ms);
 
 /* The dtype dimension: one row per weight format the comparison can run.
  * A row says which storage type the layer's inputs, outputs and biases
@@ -74,7 +99,8 @@ ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *
 /* stability.c: the stability figures of one layer over the criteria's
  * seeds, from the ops' in-kernel diagnostics; fills the result's
  * stability fields (stability_measured 0, with the reason, where the
- * diagnostics cannot say). */
-void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_result *r);
+ * diagnostics cannot say). Ends the step (begun before the layer was
+ * made) after the first seed's call. */
+void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_result *r, compare_step *step);
 
 #endif

@@ -239,6 +239,7 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
         const weight_set *w = &sets[gated];
         if (r->status != FFNRT_OK || !x || !y) {
             samples[i].failed = rounds;
+            compare_step_skip(cmp, COMPARE_STEP_TIMING);
             continue;
         }
         ffnrt_ffn_choice choice;
@@ -246,11 +247,14 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
         ffnrt_ffn_weight_tensors wt = tensors_of(w, gated, r->bias);
         uint64_t in_use = ctx->allocated;
         ctx->allocated_peak = in_use; /* the peak of this layer's creation and first call */
+        compare_progress(cmp, "%s %s%s t%lld first call (compiling)", ffnrt_weight_format_name(f->format),
+                         ffnrt_compare_candidate_name(r->candidate), r->bias ? "+bias" : "", (long long)tokens);
+        compare_step step;
+        compare_step_begin(cmp, &step, COMPARE_STEP_TIMING);
         ffnrt_status cs = ffnrt_ffn_build_on_tensors(ctx, &r->desc, &wt, "ffnrt_compare_run", &layers[i]);
-        compare_progress(cmp, "%s %s%s t%lld warm-up", ffnrt_weight_format_name(f->format), ffnrt_compare_candidate_name(r->candidate),
-                 r->bias ? "+bias" : "", (long long)tokens);
         if (cs == FFNRT_OK)
             cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run", NULL);
+        compare_step_end(cmp, &step);
         if (cs == FFNRT_OK)
             cs = ffnrt_choose_ffn(ctx, &r->desc, (uint64_t)tokens, &choice, NULL, &ctx->error);
         if (cs != FFNRT_OK) {
@@ -284,6 +288,7 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
             double t0 = ffnrt_now_ms();
             ffnrt_status cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run", NULL);
             double ms = ffnrt_now_ms() - t0;
+            compare_measured(cmp, ms);
             if (cs != FFNRT_OK) {
                 s->failed++;
                 note_failure(&res[i], ctx, tokens);
@@ -341,6 +346,8 @@ ffnrt_status compare_run_format(ffnrt_comparison *cmp, const compare_format *f, 
         r->seeds = cmp->criteria.seeds;
         if (r->status != FFNRT_OK) {
             snprintf(r->stability_note, sizeof r->stability_note, "not measured: the candidate could not run");
+            if (cmp->criteria.seeds)
+                compare_step_skip(cmp, COMPARE_STEP_STABILITY);
             continue;
         }
         if (cmp->criteria.seeds == 0) {
@@ -350,12 +357,16 @@ ffnrt_status compare_run_format(ffnrt_comparison *cmp, const compare_format *f, 
         int gated = r->desc.kind == FFNRT_FFN_GATED;
         ffnrt_ffn_weight_tensors wt = tensors_of(&sets[gated], gated, r->bias);
         ffnrt_ffn *layer = NULL;
-        compare_progress(cmp, "%s %s%s stability", ffnrt_weight_format_name(f->format),
-                 ffnrt_compare_candidate_name(r->candidate), r->bias ? "+bias" : "");
+        compare_progress(cmp, "%s %s%s stability, first call (compiling its statistics variant)",
+                         ffnrt_weight_format_name(f->format), ffnrt_compare_candidate_name(r->candidate),
+                         r->bias ? "+bias" : "");
+        compare_step step;
+        compare_step_begin(cmp, &step, COMPARE_STEP_STABILITY);
         if (ffnrt_ffn_build_on_tensors(ctx, &r->desc, &wt, "ffnrt_compare_run", &layer) == FFNRT_OK)
-            compare_stability(cmp, layer, r);
+            compare_stability(cmp, layer, r, &step);
         else
             snprintf(r->stability_note, sizeof r->stability_note, "not measured: %.140s", ctx->error.message);
+        compare_step_end(cmp, &step);
         ffnrt_ffn_destroy(layer);
     }
     weight_set_free(&sets[0]);

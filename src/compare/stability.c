@@ -23,7 +23,7 @@ static void not_measured(ffnrt_compare_result *r, const char *why, const char *d
              detail ? detail : "");
 }
 
-void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_result *r)
+void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_result *r, compare_step *step)
 {
     ffnrt_context *ctx = cmp->ctx;
     const ffnrt_compare_criteria *c = &cmp->criteria;
@@ -52,8 +52,15 @@ void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_re
         ffnrt_tensor_free(x);
         x = NULL;
         st = compare_upload(ctx, r->desc.dtype, xv, tokens, d, &x);
+        double t0 = ffnrt_now_ms();
         if (st == FFNRT_OK)
             st = ffnrt_ffn_forward(layer, x, y);
+        /* The first seed's call builds the statistics variant: compiling;
+         * the others are measured calls. */
+        if (s == 1)
+            compare_step_end(cmp, step);
+        else
+            compare_measured(cmp, ffnrt_now_ms() - t0);
         ffnrt_stats stats;
         if (st == FFNRT_OK)
             st = ffnrt_ffn_last_stats(layer, &stats);

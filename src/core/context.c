@@ -176,6 +176,22 @@ ffnrt_status ffnrt_context_cache_stats(const ffnrt_context *ctx, ffnrt_cache_sta
     return err.status;
 }
 
+ffnrt_status ffnrt_context_kernel_stats(const ffnrt_context *ctx, ffnrt_kernel_stats *out)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (!ctx || !out) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_kernel_stats: %s is NULL", ctx ? "out" : "ctx");
+    } else {
+        out->built = ctx->kernel_count;
+        out->loaded = ctx->kernels_loaded;
+        out->compiled = ctx->kernel_count - ctx->kernels_loaded;
+        out->build_s = 1e-3 * ctx->kernel_build_ms;
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
 /* A kernel's blobs, as the backend's build sees them. */
 typedef struct kernel_cache_user {
     ffnrt_context *ctx;
@@ -485,8 +501,12 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
     ffnrt_bkernel *kernel = NULL;
     double t0 = ffnrt_now_ms();
     ffnrt_status st = ctx->ops->kernel_build(ctx->dev, &ks, &kernel, &log, &ctx->error);
-    if (st == FFNRT_OK)
-        build_times_add(ctx, ffnrt_now_ms() - t0, user.hits > 0);
+    double build_ms = ffnrt_now_ms() - t0;
+    ctx->kernel_build_ms += build_ms;
+    if (st == FFNRT_OK) {
+        build_times_add(ctx, build_ms, user.hits > 0);
+        ctx->kernels_loaded += user.hits > 0;
+    }
     free(source);
     free(disk_key);
     if (st != FFNRT_OK) {

@@ -111,6 +111,10 @@ struct ffnrt_context {
     char *build_log;
     ffnrt_kernel_entry *kernels; /* compiled once per context, by key */
     size_t kernel_count, kernel_capacity;
+    /* Of the kernels built: from ffnrt's disk cache, and the host time
+     * spent inside the builds (ffnrt_context_kernel_stats). */
+    uint64_t kernels_loaded;
+    double kernel_build_ms;
     struct ffnrt_tensor *tensors;
     uint64_t last_op_ns;
     /* The settings (core/settings.h) and the dispatcher's context-wide

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# `ffnrt bench` on the devices, at the smallest cost (one element-wise op
+# at 64K elements): the progress line says the kernels built and an
+# estimate of those to go, and the time in warm-up calls (compiling); the
+# report splits the run's time into warm-up (compiling) and measured calls
+# and lists each part's kernels against its estimate, in the table and the
+# JSON. Never a speed.
+# Usage: bench_cli.sh path/to/ffnrt
+set -u
+ffnrt=${1:?usage: bench_cli.sh path/to/ffnrt}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+says() { # file, text, what
+    grep -q -- "$2" "$1" || { echo "FAIL: $3: \"$2\" not in $1:"; cat "$1"; fail=1; }
+}
+
+"$ffnrt" bench --only elementwise --op relu --size 64K --precision f32 --dir fwd --progress --no-plots \
+    --out "$dir/run" >"$dir/out" 2>"$dir/err"
+rc=$?
+[ $rc = 0 ] || { echo "FAIL: bench exited $rc"; cat "$dir/out" "$dir/err"; fail=1; }
+says "$dir/err" "kernels built[^~]*~[0-9]* to go; warm-up [0-9]* s | opencl elementwise: relu fwd f32" \
+    "progress: kernels built and to go, warm-up time, what runs"
+says "$dir/out" "^time: [0-9.]* s in warm-up calls (compiling: .*), [0-9.]* s in measured calls" \
+    "the time split: compiling apart from measuring"
+# Element-wise kernels are counted exactly before the run: the copy and relu, on each device.
+for dev in opencl vulkan; do
+    grep -q "^== .*($dev," "$dir/out" || { echo "FAIL: no $dev section"; cat "$dir/out"; fail=1; }
+done
+[ "$(grep -o 'elementwise 2 (estimated 2)' "$dir/out" | wc -l)" = 2 ] ||
+    { echo "FAIL: expected two devices' element-wise kernels, 2 each as estimated"; grep '^kernels' "$dir/out"; fail=1; }
+for key in warmup_s measure_s kernels_built kernels_cached; do
+    says "$dir/run/bench.json" "\"$key\": [0-9]" "the JSON's $key"
+done
+"$ffnrt" bench --only elementwise --op relu --size 64K --precision f32 --dir fwd --no-progress --no-plots \
+    --out "$dir/quiet" >"$dir/out" 2>"$dir/err"
+[ -s "$dir/err" ] && { echo "FAIL: --no-progress wrote on stderr:"; cat "$dir/err"; fail=1; }
+exit $fail
