@@ -279,10 +279,11 @@ typedef struct ffnrt_kernel_stats {
     uint64_t built;    /* distinct kernels built */
     uint64_t compiled; /* of them, compiled from source (no usable entry in ffnrt's disk cache) */
     uint64_t loaded;   /* of them, loaded from ffnrt's disk cache */
-    /* Host seconds inside those builds. Drivers that finish code generation
-     * at a kernel's first dispatch (PoCL, llvmpipe) spend more there, in the
-     * first call that runs it; on llvmpipe a kernel loaded from the disk
-     * cache is still compiled to machine code then. */
+    /* Host seconds inside those builds. On Vulkan a build includes the
+     * pipeline's first, empty dispatch, where llvmpipe compiles its machine
+     * code (also for a kernel loaded from the disk cache); OpenCL drivers
+     * that finish code generation at a kernel's first launch (PoCL, per
+     * workgroup size) spend that in the first call that runs it. */
     double build_s;
 } ffnrt_kernel_stats;
 
