@@ -27,7 +27,7 @@ static void usage(FILE *f)
             "       ffnrt compare --plot REPORT.json [DIR]     (the table and plots again; no criteria)\n"
             "       ffnrt compare --compare OLD.json NEW.json [--threshold F] [--all]\n"
             "dense relu, gelu (erf), gelu_tanh and silu at width m against reglu, geglu and swiglu at the gated\n"
-            "width g = ffnrt_ffn_gated_hidden(m, multiple) (3dg ~ 2dm weights), with and without biases\n"
+            "width g = ffnrt_ffn_gated_hidden(m, multiple) (3dg ~ 2dm weights), without biases unless --bias asks\n"
             "  --d N              d_model\n"
             "  --m N              the dense width; or --budget N: m is the largest multiple of --multiple with\n"
             "                     2·d·m <= N weights\n"
