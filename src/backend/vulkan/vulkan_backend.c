@@ -952,6 +952,23 @@ static ffnrt_status vk_kernel_from_spirv(ffnrt_bdevice *dev, const ffnrt_kernel_
                                          size_t words, ffnrt_bkernel **out, ffnrt_error *err);
 static ffnrt_status vk_warm_pipeline(ffnrt_bdevice *dev, ffnrt_bkernel *k, ffnrt_error *err);
 
+/* Binding i of set is the storage buffer range infos[i]. */
+static void vk_write_set(ffnrt_bdevice *dev, VkDescriptorSet set, const VkDescriptorBufferInfo *infos,
+                         uint32_t count)
+{
+    VkWriteDescriptorSet writes[MAX_BINDINGS];
+    for (uint32_t i = 0; i < count; i++)
+        writes[i] = (VkWriteDescriptorSet){
+            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
+            .dstSet = set,
+            .dstBinding = i,
+            .descriptorCount = 1,
+            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+            .pBufferInfo = &infos[i],
+        };
+    dev->api.vkUpdateDescriptorSets(dev->device, count, writes, 0, NULL);
+}
+
 /* From the cached SPIR-V if there is one and the driver takes it; else (a
  * driver may still refuse valid SPIR-V) compiled from source, the cache
  * entry then overwritten. */
@@ -1080,18 +1097,10 @@ static ffnrt_status vk_warm_pipeline(ffnrt_bdevice *dev, ffnrt_bkernel *k, ffnrt
     VkResult rc = a->vkAllocateDescriptorSets(dev->device, &ai, &set);
     if (rc != VK_SUCCESS)
         return vk_fail(err, rc, "vkAllocateDescriptorSets");
-    VkDescriptorBufferInfo info = {dev->warm_buffer->buffer, 0, VK_WHOLE_SIZE};
-    VkWriteDescriptorSet writes[MAX_BINDINGS];
+    VkDescriptorBufferInfo infos[MAX_BINDINGS];
     for (uint32_t i = 0; i < k->buffer_count; i++)
-        writes[i] = (VkWriteDescriptorSet){
-            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-            .dstSet = set,
-            .dstBinding = i,
-            .descriptorCount = 1,
-            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .pBufferInfo = &info,
-        };
-    a->vkUpdateDescriptorSets(dev->device, k->buffer_count, writes, 0, NULL);
+        infos[i] = (VkDescriptorBufferInfo){dev->warm_buffer->buffer, 0, VK_WHOLE_SIZE};
+    vk_write_set(dev, set, infos, k->buffer_count);
     VkCommandBufferBeginInfo bi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
@@ -1193,19 +1202,9 @@ static ffnrt_status vk_dispatch(ffnrt_bdevice *dev, ffnrt_bkernel *k, const ffnr
     if (st != FFNRT_OK)
         return st;
     VkDescriptorBufferInfo infos[MAX_BINDINGS];
-    VkWriteDescriptorSet writes[MAX_BINDINGS];
-    for (uint32_t i = 0; i < binding_count; i++) {
+    for (uint32_t i = 0; i < binding_count; i++)
         infos[i] = (VkDescriptorBufferInfo){bindings[i].buffer->buffer, bindings[i].offset, bindings[i].size};
-        writes[i] = (VkWriteDescriptorSet){
-            .sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
-            .dstSet = set,
-            .dstBinding = i,
-            .descriptorCount = 1,
-            .descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-            .pBufferInfo = &infos[i],
-        };
-    }
-    a->vkUpdateDescriptorSets(dev->device, binding_count, writes, 0, NULL);
+    vk_write_set(dev, set, infos, binding_count);
     VkCommandBuffer cmd = dev->recording ? dev->recording : dev->cmd;
     a->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
     a->vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
