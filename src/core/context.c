@@ -269,7 +269,10 @@ ffnrt_status ffnrt_context_new(const ffnrt_backend_ops *ops, ffnrt_bdevice *dev,
 
 static const char build_times_name[] = "build-times";
 
-void ffnrt_build_times_load(ffnrt_context *ctx)
+/* The device's figures as earlier processes left them (zero if none).
+ * Read only when needed, the plan or the save at destroy, so a context
+ * that never asks reads nothing more from the cache. */
+static ffnrt_build_times build_times_stored(ffnrt_context *ctx)
 {
     size_t len = 0;
     char *blob = ffnrt_device_blob_get(&ctx->disk, &ctx->device_as_found, FFNRT_CACHE_CALIBRATION,
@@ -279,30 +282,46 @@ void ffnrt_build_times_load(ffnrt_context *ctx)
     if (blob && len < sizeof text) {
         memcpy(text, blob, len);
         text[len] = '\0';
-        if (sscanf(text, "%lf %u %lf %u", &t.source_ms, &t.source_n, &t.cached_ms, &t.cached_n) == 4 &&
-            t.source_ms >= 0 && t.source_ms < 1e8 && t.cached_ms >= 0 && t.cached_ms < 1e8 && t.source_n <= 64 &&
-            t.cached_n <= 64)
-            ctx->build_times = t;
+        if (sscanf(text, "%lf %u %lf %u", &t.source_ms, &t.source_n, &t.cached_ms, &t.cached_n) != 4 ||
+            !(t.source_ms >= 0 && t.source_ms < 1e8 && t.cached_ms >= 0 && t.cached_ms < 1e8) || t.source_n > 64 ||
+            t.cached_n > 64)
+            t = (ffnrt_build_times){0, 0, 0, 0};
     }
     free(blob);
+    return t;
+}
+
+/* Weighted means of two sets of figures, each count capped at 64 so that
+ * recent builds keep moving them. */
+static void merge_mean(double *mean, uint32_t *n, double other_mean, uint32_t other_n)
+{
+    if (other_n == 0)
+        return;
+    *mean = (*mean * *n + other_mean * other_n) / (*n + other_n);
+    *n = *n + other_n > 64 ? 64 : *n + other_n;
+}
+
+ffnrt_build_times ffnrt_build_times_of(ffnrt_context *ctx)
+{
+    ffnrt_build_times t = build_times_stored(ctx);
+    merge_mean(&t.source_ms, &t.source_n, ctx->build_times.source_ms, ctx->build_times.source_n);
+    merge_mean(&t.cached_ms, &t.cached_n, ctx->build_times.cached_ms, ctx->build_times.cached_n);
+    return t;
 }
 
 static void build_times_add(ffnrt_context *ctx, double ms, int cached)
 {
-    double *mean = cached ? &ctx->build_times.cached_ms : &ctx->build_times.source_ms;
-    uint32_t *n = cached ? &ctx->build_times.cached_n : &ctx->build_times.source_n;
-    *n = *n < 64 ? *n + 1 : 64;
-    *mean += (ms - *mean) / *n;
-    ctx->builds_here++;
+    merge_mean(cached ? &ctx->build_times.cached_ms : &ctx->build_times.source_ms,
+               cached ? &ctx->build_times.cached_n : &ctx->build_times.source_n, ms, 1);
 }
 
 static void build_times_save(ffnrt_context *ctx)
 {
-    if (!ctx->builds_here)
+    if (!ctx->build_times.source_n && !ctx->build_times.cached_n)
         return;
+    ffnrt_build_times t = ffnrt_build_times_of(ctx);
     char text[128];
-    const ffnrt_build_times *t = &ctx->build_times;
-    int len = snprintf(text, sizeof text, "%.6g %u %.6g %u\n", t->source_ms, t->source_n, t->cached_ms, t->cached_n);
+    int len = snprintf(text, sizeof text, "%.6g %u %.6g %u\n", t.source_ms, t.source_n, t.cached_ms, t.cached_n);
     ffnrt_device_blob_put(&ctx->disk, &ctx->device_as_found, FFNRT_CACHE_CALIBRATION, build_times_name, text,
                           (size_t)len);
 }

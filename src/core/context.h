@@ -132,8 +132,7 @@ struct ffnrt_context {
     int autotune;
     ffnrt_tuning_table tuning;
     ffnrt_calibration calibration;     /* valid once measured or loaded */
-    ffnrt_build_times build_times;     /* loaded, then this process's builds added */
-    uint32_t builds_here;              /* kernels built by this context (saved at destroy) */
+    ffnrt_build_times build_times;     /* this context's builds (merged into the device's at destroy) */
     ffnrt_plan *plan_sink;             /* non-NULL: launches describe themselves here and run nothing */
     /* Interop (src/core/interop_*.c). */
     int app_handles; /* made from the app's device/context: its buffers may be wrapped */
@@ -243,8 +242,9 @@ void *ffnrt_device_blob_get(ffnrt_disk_cache *disk, const ffnrt_device_info *inf
 int ffnrt_device_blob_put(ffnrt_disk_cache *disk, const ffnrt_device_info *info, ffnrt_cache_kind kind,
                           const char *name, const void *data, size_t len);
 
-/* The device's kernel-build times from the disk cache (at creation). */
-void ffnrt_build_times_load(ffnrt_context *ctx);
+/* The device's kernel-build times: earlier processes' (the disk cache)
+ * with this context's builds merged in. */
+ffnrt_build_times ffnrt_build_times_of(ffnrt_context *ctx);
 
 /* The device list over every available backend, enumerated once per process. */
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,

@@ -281,7 +281,7 @@ void ffnrt_choose_stats(const ffnrt_context *ctx, const ffnrt_stats_options *lay
 /* ------------------------------------------------------------------- plan */
 
 /* The context's items: device (and the ranking), limits, precision, quirks, settings. */
-void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx);
+void ffnrt_plan_add_context(ffnrt_plan *plan, ffnrt_context *ctx); /* reads the disk cache (first-call costs) */
 
 /* ----------------------------------------------------------------- tuning */
 

@@ -10,7 +10,7 @@
 
 /* ------------------------------------------------------- context choices */
 
-void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx)
+void ffnrt_plan_add_context(ffnrt_plan *plan, ffnrt_context *ctx)
 {
     const ffnrt_device_info *d = &ctx->info;
     char choice[512];
@@ -44,7 +44,8 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, const ffnrt_context *ctx)
                                           : "ffnrt_context_calibrate (ffnrt plan --calibrate) measures it; until "
                                             "then the kernel choice uses the token threshold");
     /* The first call's cost in a new process: kernels are built then. */
-    const ffnrt_build_times *bt = &ctx->build_times;
+    ffnrt_build_times times = ffnrt_build_times_of(ctx);
+    const ffnrt_build_times *bt = &times;
     if (bt->source_n || bt->cached_n)
         snprintf(choice, sizeof choice, "%.0f ms a kernel from source (n = %u), %.0f ms from the disk cache (n = %u)",
                  bt->source_ms, bt->source_n, bt->cached_ms, bt->cached_n);

@@ -19,7 +19,6 @@ static ffnrt_status setup(ffnrt_context *ctx, ffnrt_error *err)
     if (off && off->v[0])
         snprintf(ctx->disk.status, sizeof ctx->disk.status, "off (%.48s=%.160s)", off->from, off->text);
     ffnrt_calibration_load(ctx);
-    ffnrt_build_times_load(ctx);
     ffnrt_tuning_load(ctx);
     return FFNRT_OK;
 }
