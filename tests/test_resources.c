@@ -332,12 +332,12 @@ BACKEND_PARAMETERS(resources, first_use_under_load)
 /* The layer an app timed out on (a gated GEGLU, 32 x 48, 37 tokens, f16,
  * fused), on a CPU with more spinning threads than cores and every cache
  * cold (ffnrt's, Mesa's, PoCL's), under a 500 ms device timeout. (One
- * layer: each cold kernel costs seconds here under this load; CI's busy
- * step runs whole suites cold under load, scripts/test-busy.) lavapipe compiles a pipeline to
- * machine code at its first dispatch, seconds here and minutes on a busy
- * slow CPU; that used to happen inside the timed fence wait, so the first
- * forward failed with a timeout (and on a busy machine, with the default
- * 120 s, in CI). Now a pipeline's first, empty dispatch at creation takes
+ * layer: each cold kernel costs seconds under this load; scripts/test's
+ * busy step runs a whole suite's FFN layers so, tests/busy.sh.) lavapipe
+ * compiles a pipeline to machine code at its first dispatch, seconds here
+ * and minutes on a busy slow CPU; that used to happen inside the timed
+ * fence wait, so the first forward failed with a timeout (and on a busy
+ * machine, with the default 120 s, in CI). Now a pipeline's first, empty dispatch at creation takes
  * the compile and the timeout sees execution only: every call succeeds,
  * and a second forward gives the same bits. */
 ParameterizedTest(ffnrt_backend *b, resources, first_use_under_load, .timeout = 900)
