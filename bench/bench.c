@@ -651,17 +651,9 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
         return bench_compare_main(argc - 1, argv + 1);
     if (argc >= 1 && strcmp(argv[0], "--plot") == 0) {
         /* Table and plots again from a saved run, no device needed. */
-        const char *files[2] = {NULL, NULL}, *a;
-        int nfiles = 0, bad = 0;
-        cli_args args;
-        cli_args_init(&args, argc - 1, argv + 1);
-        cli_arg_kind kind;
-        while ((kind = cli_args_next(&args, &a)) != CLI_END) {
-            bad |= kind == CLI_OPTION || nfiles == 2;
-            if (!bad)
-                files[nfiles++] = a;
-        }
-        if (bad || nfiles < 1) {
+        const char *files[2] = {NULL, NULL};
+        int nfiles = cli_args_operands(argc - 1, argv + 1, files, 2);
+        if (nfiles < 1) {
             fprintf(stderr, "usage: ffnrt bench --plot [--] RUN.json [DIR]\n");
             return 2;
         }

@@ -49,3 +49,18 @@ int cli_args_has_option(int argc, char **argv, const char *name, int (*takes_val
     }
     return 0;
 }
+
+int cli_args_operands(int argc, char **argv, const char **out, int most)
+{
+    cli_args a;
+    const char *arg;
+    cli_arg_kind k;
+    int n = 0;
+    cli_args_init(&a, argc, argv);
+    while ((k = cli_args_next(&a, &arg)) != CLI_END) {
+        if (k == CLI_OPTION || n == most)
+            return -1;
+        out[n++] = arg;
+    }
+    return n;
+}

@@ -38,6 +38,10 @@ void cli_args_end_options(cli_args *a);
  * another option's value; `takes_value` says which options take one (NULL:
  * none). For a command that hands its whole argument list to another
  * (ffnrt check --fp32-control is ffnrt run's). */
+/* Operands only (no option, "--" allowed), at most `most` of them, into
+ * out: their number, or -1 for an option or one too many. */
+int cli_args_operands(int argc, char **argv, const char **out, int most);
+
 int cli_args_has_option(int argc, char **argv, const char *name, int (*takes_value)(const char *option));
 
 #endif

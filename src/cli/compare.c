@@ -210,17 +210,9 @@ static int plot_main(int argc, char **argv)
 {
     if (criteria_after_run("--plot", argc, argv))
         return 2;
-    const char *files[2] = {NULL, NULL}, *a;
-    int nfiles = 0, bad = 0;
-    cli_args args;
-    cli_args_init(&args, argc, argv);
-    cli_arg_kind kind;
-    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
-        bad |= kind == CLI_OPTION || nfiles == 2;
-        if (!bad)
-            files[nfiles++] = a;
-    }
-    if (bad || nfiles < 1) {
+    const char *files[2] = {NULL, NULL};
+    int nfiles = cli_args_operands(argc, argv, files, 2);
+    if (nfiles < 1) {
         fprintf(stderr, "usage: ffnrt compare --plot [--] REPORT.json [DIR]\n");
         return 2;
     }
