@@ -337,7 +337,7 @@ FFNRT_API ffnrt_status ffnrt_context_calibrate(ffnrt_context *ctx, double *copy_
  * limits, precision, path, kernel, tile and workgroup sizes, splits) with
  * its reason. It is made by the same code that chooses when the op runs,
  * so it describes what runs. Every choice can be forced (op descriptors,
- * options, environment: see the README); a forced choice the device cannot
+ * options, environment: see docs/dispatcher.md); a forced choice the device cannot
  * do is an error. */
 typedef struct ffnrt_plan ffnrt_plan;
 
@@ -500,7 +500,7 @@ FFNRT_API ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_
  * the call as one ffnrt_stats. Asked for per context
  * (ffnrt_context_set_stats: every later op) or per layer
  * (ffnrt_ffn_set_stats: that layer's forwards, over the context's). The
- * README's "Diagnostics" maps each figure to the failure it detects.
+ * docs/diagnostics.md maps each figure to the failure it detects.
  * A call with statistics waits for its results (in async mode too); while
  * the app records (ffnrt_vulkan.h, ffnrt_opencl.h) statistics are
  * FFNRT_ERROR_UNSUPPORTED. */
@@ -816,7 +816,7 @@ FFNRT_API ffnrt_status ffnrt_weight_format_block(ffnrt_weight_format format, uin
 FFNRT_API ffnrt_status ffnrt_weight_bytes(ffnrt_weight_format format, int64_t rows, int64_t k, size_t *bytes);
 /* fp32 [rows, k] -> format, with the reference rounding of GGUF's tools
  * (ggml's quantize_row_*_ref, byte for byte; for Q4_K and Q6_K their
- * scale searches; the README gives each rule); dst_bytes must equal
+ * scale searches; docs/quantized.md gives each rule); dst_bytes must equal
  * ffnrt_weight_bytes. A NaN or infinite weight, or a block whose scale or
  * minimum overflows fp16, is FFNRT_ERROR_INVALID_ARGUMENT naming the row
  * and column, and dst is left untouched. Dense formats round to nearest

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The accuracy contract for fp32 storage and arithmetic (README's table). */
+/* The accuracy contract for fp32 storage and arithmetic (docs/accuracy.md's table). */
 static double ulp_bound(ffnrt_activation act)
 {
     switch (act) {

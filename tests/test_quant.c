@@ -1,7 +1,7 @@
 /* Weight formats on the host (no device): hand-worked blocks of every
  * format, byte for byte; the rounding rules of ggml's reference quantizers
  * at their edges; round trips; refused input; and the quantization loss,
- * measured and printed per format (the README quotes it).
+ * measured and printed per format (docs/quantized.md quotes it).
  *
  * Hand-worked blocks use scales that are powers of two, so every product
  * in the comments is exact and can be checked by hand. */
@@ -565,7 +565,7 @@ Test(quant, round_trips_and_measured_loss)
                 ref2 += (double)x[i] * x[i];
                 worst = fmax(worst, fabs(e));
             }
-            /* The format's loss, reported (the README quotes it), not bounded. */
+            /* The format's loss, reported (docs/quantized.md quotes it), not bounded. */
             cr_log_info("loss %-5s %-12s %5.2f bits/weight: normwise relative error %.3e, largest |error| %.3e "
                         "(weights' rms %.3e)",
                         ffnrt_weight_format_name(f), heavy ? "heavy-tailed" : "normal", 8.0 * (double)bytes / (double)n,

@@ -145,7 +145,7 @@ static float key_value(uint32_t key)
     return f;
 }
 
-/* The moments' bound (README, ffnrt.h): 1e-5 relative (of mean |x|). */
+/* The moments' bound (docs/diagnostics.md, ffnrt.h): 1e-5 relative (of mean |x|). */
 #define MOMENT_BOUND 1e-5
 
 static void check(const ffnrt_stats *s, const host_stats *h, const char *what)

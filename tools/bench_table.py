@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Renders the README's element-wise speed table from `ffnrt bench`'s CSV.
+"""Renders docs/speed.md's element-wise speed table from `ffnrt bench`'s CSV.
 
 Usage: tools/bench_table.py bench-results/bench.csv [ELEMENTS]
        tools/bench_table.py --targets RUN1.csv [RUN2.csv ...]

@@ -5,7 +5,7 @@
  * --exhaustive; fp16 and bf16 inputs are all 65,536 bit patterns.
  * Gradients are run with dy = 1 and measured in ULP of
  * max(|f'(x)|, the sum of its terms' magnitudes), as the tests do.
- * The README's accuracy table is `ffnrt check --table`. */
+ * docs/accuracy.md's measured table is `ffnrt check --table`. */
 #include "check.h"
 #include "args.h"
 #include "run.h"
@@ -276,7 +276,7 @@ static void print_result(const check_device *d, const check_case *c, const check
     printf("\n");
 }
 
-/* The README's table: every op, forward and backward, in every precision,
+/* docs/accuracy.md's measured table: every op, forward and backward, in every precision,
  * on every device. */
 static int check_table(uint64_t stride)
 {
