@@ -23,6 +23,8 @@ void ffnrt_stats_defines(const ffnrt_stats_run *r, ffnrt_defines *d, uint32_t bi
     ffnrt_defines_add(d, "#define STATS_BINDING %u", bindings);
     if (r->serial)
         ffnrt_defines_add(d, "#define STATS_SERIAL 1");
+    if (r->serial && r->hist_stash) /* no atomic before the barrier: stats.inc's STATS_RARE_SLOTS */
+        ffnrt_defines_add(d, "#define STATS_RARE_SLOTS 1");
     (void)wg;
     if (items)
         ffnrt_defines_add(d, "#define STATS_ITEMS %uu", items);
@@ -79,7 +81,7 @@ ffnrt_stats_params ffnrt_stats_params_of(const ffnrt_stats_run *r, uint64_t row0
 
 uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms2, uint32_t stash, uint32_t gemm_rows)
 {
-    uint64_t slots = norms2 ? 9 : 5; /* stats.inc's ST_SLOTS */
+    uint64_t slots = (norms2 ? 6 : 2) + (r->serial && r->hist_stash ? 8 : 3); /* stats.inc's ST_SLOTS */
     uint64_t words = slots * wg + (r->serial ? 0 : slots * 16);
     int hist = (r->roles & FFNRT_STATS_PRE) && (r->roles & FFNRT_STATS_HIST);
     int ghist = (r->roles & FFNRT_STATS_GATE) && (r->roles & FFNRT_STATS_HIST);
