@@ -415,13 +415,11 @@ ffnrt_status ffnrt_context_memory(ffnrt_context *ctx, uint64_t *in_use, uint64_t
 /* ----------------------------------------------------------- kernel cache */
 
 /* Kernel text: the API's prelude, the build defines, then the shared
- * files every kernel may use, then the op's own file. The statistics'
- * files go only to the builds that use them (a STATS variant, the finish
- * pass), so every other kernel's text is what it was without them. */
-static char *concat_source(const ffnrt_context *ctx, const char *file, const char *defines,
-                           uint32_t workgroup_size, int inject_error)
+ * files every kernel may use (with the statistics' where `with` asks),
+ * then the op's own file. */
+static char *concat_source(const ffnrt_context *ctx, const char *file, ffnrt_kernel_parts with,
+                           const char *defines, uint32_t workgroup_size, int inject_error)
 {
-    int stats = strstr(defines, "#define STATS 1\n") != NULL || strcmp(file, "stats.kernel") == 0;
     const char *parts[] = {
         ctx->ops->version_line,
         NULL, /* defines, below */
@@ -430,8 +428,8 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, const cha
         ffnrt_shader_source("math.inc"),
         ffnrt_shader_source("math_grad.inc"),
         ffnrt_shader_source("storage.inc"),
-        stats ? ffnrt_shader_source("stats_layout.h") : NULL,
-        stats && strcmp(file, "stats.kernel") != 0 ? ffnrt_shader_source("stats.inc") : NULL,
+        with != FFNRT_KERNEL_PLAIN ? ffnrt_shader_source("stats_layout.h") : NULL,
+        with == FFNRT_KERNEL_STATS ? ffnrt_shader_source("stats.inc") : NULL,
         ffnrt_shader_source("quant.inc"),
         ffnrt_shader_source(file),
     };
@@ -457,17 +455,17 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, const cha
 }
 
 ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const char *entry,
-                                  const char *defines, uint32_t buffer_count,
+                                  ffnrt_kernel_parts parts, const char *defines, uint32_t buffer_count,
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out)
 {
-    /* The key is the whole build: file, entry, workgroup size and defines
-     * (never truncated: two builds must not share a key). */
-    size_t key_len = strlen(file) + strlen(entry) + strlen(defines) + 16;
+    /* The key is the whole build: file, entry, workgroup size, parts and
+     * defines (never truncated: two builds must not share a key). */
+    size_t key_len = strlen(file) + strlen(entry) + strlen(defines) + 24;
     char *key_copy = malloc(key_len);
     if (!key_copy)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "kernel cache: out of host memory");
-    snprintf(key_copy, key_len, "%s|%s|%u|%s", file, entry, workgroup_size, defines);
+    snprintf(key_copy, key_len, "%s|%s|%u|%d|%s", file, entry, workgroup_size, (int)parts, defines);
     for (size_t i = 0; i < ctx->kernel_count; i++)
         if (strcmp(ctx->kernels[i].key, key_copy) == 0) {
             free(key_copy);
@@ -494,7 +492,7 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
                           "FFNRT_INJECT_COMPILE_ERROR=%s: expected 1 (every build fails) or 0", inject);
     }
-    char *source = concat_source(ctx, file, defines, workgroup_size, inject && strcmp(inject, "1") == 0);
+    char *source = concat_source(ctx, file, parts, defines, workgroup_size, inject && strcmp(inject, "1") == 0);
     if (!key_copy || !source) {
         free(key_copy);
         free(source);

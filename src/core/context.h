@@ -219,10 +219,20 @@ ffnrt_status ffnrt_tensor_check_size(ffnrt_context *ctx, ffnrt_dtype dtype, uint
 typedef enum ffnrt_overlap { FFNRT_OVERLAP_NONE, FFNRT_OVERLAP_SAME, FFNRT_OVERLAP_PARTIAL } ffnrt_overlap;
 ffnrt_overlap ffnrt_tensor_overlap(const ffnrt_tensor *a, const ffnrt_tensor *b);
 
-/* Gets the kernel built from the shader file `file` with `defines`
- * (newline-separated "#define" lines), building it on first use. */
+/* The shared files a kernel's text takes beyond those every kernel has
+ * (the prelude, math, storage, quant): the statistics' files go only to
+ * the builds that use them, so every other kernel's text is what it was
+ * without them. The launcher says which; nothing reads the defines back. */
+typedef enum ffnrt_kernel_parts {
+    FFNRT_KERNEL_PLAIN,
+    FFNRT_KERNEL_STATS_LAYOUT, /* + stats_layout.h: the statistics' finish pass */
+    FFNRT_KERNEL_STATS,        /* + stats_layout.h and stats.inc: a statistics variant */
+} ffnrt_kernel_parts;
+
+/* Gets the kernel built from the shader file `file` with its `parts` and
+ * `defines` (newline-separated "#define" lines), building it on first use. */
 ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const char *entry,
-                                  const char *defines, uint32_t buffer_count,
+                                  ffnrt_kernel_parts parts, const char *defines, uint32_t buffer_count,
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out);
 

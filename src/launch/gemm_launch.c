@@ -155,8 +155,8 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     if (defines.overflow)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "gemm.kernel: build defines too long");
     if (!plan)
-        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines.text, bindings, params_size, (uint32_t)wg,
-                                  &kernel);
+        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines.stats ? FFNRT_KERNEL_STATS
+                                  : FFNRT_KERNEL_PLAIN, defines.text, bindings, params_size, (uint32_t)wg, &kernel);
     if (st != FFNRT_OK)
         return st;
 

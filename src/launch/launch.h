@@ -27,6 +27,7 @@
 typedef struct ffnrt_defines {
     char text[1024];
     int overflow; /* a line did not fit: the build must not run */
+    int stats;    /* a statistics variant (ffnrt_stats_defines): its text takes stats.inc */
 } ffnrt_defines;
 
 /* Appends one line (printf-style, without the newline). */

@@ -19,6 +19,7 @@ static uint32_t tree_top(uint32_t wg)
 void ffnrt_stats_defines(const ffnrt_stats_run *r, ffnrt_defines *d, uint32_t bindings, uint32_t wg, uint32_t items,
                          int norms2, uint32_t stash, uint32_t gemm_rows)
 {
+    d->stats = 1;
     ffnrt_defines_add(d, "#define STATS 1");
     ffnrt_defines_add(d, "#define STATS_BINDING %u", bindings);
     if (r->serial)
@@ -116,7 +117,8 @@ ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run
     ffnrt_defines_storage(&defines, FFNRT_DTYPE_F32, FFNRT_HALF_CONVERSION_BITS); /* storage.inc wants one */
     ffnrt_defines_add(&defines, "#define STATS_TREE_TOP %uu", tree_top(wg));
     ffnrt_bkernel *kernel = NULL;
-    ffnrt_status st = ffnrt_context_kernel(ctx, "stats.kernel", "ffnrt_stats_finish", defines.text, 1,
+    ffnrt_status st = ffnrt_context_kernel(ctx, "stats.kernel", "ffnrt_stats_finish", FFNRT_KERNEL_STATS_LAYOUT,
+                                           defines.text, 1,
                                            sizeof(finish_params), wg, &kernel);
     if (st != FFNRT_OK)
         return st;

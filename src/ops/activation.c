@@ -210,11 +210,9 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
                            p.inner, c.workgroup, c.unit);
     }
     if (st == FFNRT_OK)
-        st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &defines);
+        st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &defines, stats ? &stats->fp16 : NULL);
     if (st != FFNRT_OK)
         return st;
-    if (stats)
-        stats->fp16 = strstr(defines.text, "#define ARITH_F16") != NULL;
     p.alpha = desc->alpha;
     p.beta = desc->beta;
     ffnrt_ew_binding b[4];

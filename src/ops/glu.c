@@ -88,11 +88,9 @@ static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const
     ffnrt_defines defines = {0};
     ffnrt_defines_activation(&defines, ffnrt_glu_row_gate(desc->kind));
     ffnrt_defines_add(&defines, "%s", layout);
-    ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &defines);
+    ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &defines, stats ? &stats->fp16 : NULL);
     if (st != FFNRT_OK)
         return st;
-    if (stats)
-        stats->fp16 = strstr(defines.text, "#define ARITH_F16") != NULL;
     glu_params p = {0, 0, h, 0.0f, desc->beta}; /* no GLU kind takes alpha */
     ffnrt_ew_launch l = {"glu.kernel", &defines, dtype, rows, row_elems, b, nb, &p, sizeof p,
                          stats && stats->choice.on ? &stats->run : NULL, 0, 0};

@@ -57,7 +57,7 @@ ffnrt_status ffnrt_check_aliasing(ffnrt_context *ctx, const char *fn, const ffnr
 }
 
 ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
-                                  ffnrt_defines *defines)
+                                  ffnrt_defines *defines, int *arith_f16)
 {
     int fp16 = 0;
     char why[160];
@@ -66,6 +66,8 @@ ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffn
         return st;
     ffnrt_plan_add(ctx->plan_sink, "compute", fp16 ? "fp16" : "fp32", "%s", why);
     ffnrt_defines_arithmetic(defines, fp16);
+    if (arith_f16)
+        *arith_f16 = fp16;
     return FFNRT_OK;
 }
 
