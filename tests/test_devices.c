@@ -85,6 +85,63 @@ Test(devices, chosen_by_environment)
     unsetenv("FFNRT_DEVICE");
 }
 
+/* The same texts as options.device (a command line's --device), which
+ * wins over FFNRT_DEVICE and names itself in errors and in the plan. */
+static ffnrt_backend backend_for_option(const char *spec)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.device = spec;
+    ffnrt_context *ctx = NULL;
+    cr_assert_eq(ffnrt_context_create(&o, &ctx), FFNRT_OK, "options.device=%s: %s", spec, ffnrt_last_error_message());
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_context_plan(ctx, &plan), FFNRT_OK);
+    cr_expect(strstr(ffnrt_plan_text(plan), "options.device") != NULL, "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    ffnrt_context_destroy(ctx);
+    return info.backend;
+}
+
+Test(devices, chosen_by_device_option)
+{
+    cr_assert_eq(backend_for_option("vulkan"), FFNRT_BACKEND_VULKAN);
+    cr_assert_eq(backend_for_option("opencl:0"), FFNRT_BACKEND_OPENCL);
+    cr_assert_eq(backend_for_option("vulkan:llvmpipe"), FFNRT_BACKEND_VULKAN);
+    cr_assert_eq(backend_for_option("LLVMPIPE"), FFNRT_BACKEND_VULKAN);
+    /* Over the environment, as every option is. */
+    setenv("FFNRT_DEVICE", "opencl", 1);
+    cr_assert_eq(backend_for_option("vulkan"), FFNRT_BACKEND_VULKAN);
+    unsetenv("FFNRT_DEVICE");
+    /* "" is not set: the best device, as with NULL. */
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.device = "";
+    ffnrt_context *ctx = NULL;
+    cr_assert_eq(ffnrt_context_create(&o, &ctx), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_context_destroy(ctx);
+    /* Refused, each naming the option. */
+    static const struct {
+        const char *spec;
+        ffnrt_status status;
+        const char *says;
+    } bad[] = {{"no-such-gpu", FFNRT_ERROR_DEVICE_NOT_FOUND, "options.device"},
+               {"vulkan:", FFNRT_ERROR_INVALID_ARGUMENT, "options.device=vulkan:"},
+               {"opencl:-1", FFNRT_ERROR_INVALID_ARGUMENT, "options.device=opencl:-1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.device = bad[i].spec;
+        ctx = NULL;
+        cr_assert_eq(ffnrt_context_create(&o, &ctx), bad[i].status, "%s", bad[i].spec);
+        cr_assert_null(ctx);
+        cr_assert(strstr(ffnrt_last_error_message(), bad[i].says) != NULL, "%s: %s", bad[i].spec,
+                  ffnrt_last_error_message());
+    }
+    /* One device choice at a time: the text or the fields, not both. */
+    o.device = "vulkan";
+    o.backend = FFNRT_BACKEND_OPENCL;
+    cr_assert_eq(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(ffnrt_last_error_message(), "not both") != NULL, "%s", ffnrt_last_error_message());
+}
+
 /* The expected time of the device choice's reference work on a device
  * (its calibration: measured once, then read from the disk cache). */
 static double expected_ms(ffnrt_backend backend, uint32_t index)
