@@ -11,7 +11,6 @@
  * gives each device's ffnrt speed over this loop's. For the FFN rows, a
  * blocked C SGEMM of each fp32 prefill layer's first projection. */
 #include "bench_parts.h"
-#include "bench_util.h"
 #include "base/op_table.h"
 #include "reference.h"
 

@@ -564,10 +564,9 @@ static ffnrt_status resolve_tokens(ffnrt_comparison *cmp)
     return plan_tokens(&cmp->spec, &cmp->criteria, &cmp->ctx->error, cmp->tokens, &cmp->ntokens, NULL, 0);
 }
 
-/* One weight set of a kind: the tensors all its candidates share. */
-static const ffnrt_compare_point *point_at(const ffnrt_compare_result *r, int64_t tokens)
+const ffnrt_compare_point *ffnrt_compare_result_point(const ffnrt_compare_result *r, int64_t tokens)
 {
-    for (size_t i = 0; i < r->npoints; i++)
+    for (size_t i = 0; r && i < r->npoints; i++)
         if (r->points[i].tokens == tokens)
             return &r->points[i];
     return NULL;
@@ -587,9 +586,9 @@ static void judge(const ffnrt_comparison *cmp, ffnrt_compare_result *r)
         r->verdict[k] = FFNRT_VERDICT_NONE;
         r->judged[k] = 0;
     }
-    const ffnrt_compare_point *p1 = point_at(r, 1);
-    const ffnrt_compare_point *pm = point_at(r, c->memory_tokens ? c->memory_tokens : largest);
-    const ffnrt_compare_point *pt = point_at(r, c->throughput_tokens ? c->throughput_tokens : largest);
+    const ffnrt_compare_point *p1 = ffnrt_compare_result_point(r, 1);
+    const ffnrt_compare_point *pm = ffnrt_compare_result_point(r, c->memory_tokens ? c->memory_tokens : largest);
+    const ffnrt_compare_point *pt = ffnrt_compare_result_point(r, c->throughput_tokens ? c->throughput_tokens : largest);
     int ok1 = p1 && p1->time.runs && !p1->time.failed && r->status == FFNRT_OK;
     int okm = pm && pm->peak_bytes && r->status == FFNRT_OK;
     int okt = pt && pt->time.runs && !pt->time.failed && r->status == FFNRT_OK;
