@@ -4,8 +4,8 @@
  * medians. Like the rest of the lab it uses the public API only (here:
  * nothing of ffnrt at all); args.h and numbers.h beside it read the
  * command line. */
-#ifndef FFNRT_LAB_H
-#define FFNRT_LAB_H
+#ifndef FFNRT_LAB_SHARED_H
+#define FFNRT_LAB_SHARED_H
 
 #include <stddef.h>
 
