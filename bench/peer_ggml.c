@@ -6,11 +6,12 @@
  * ggml_backend_graph_compute, after warm-up runs, median of the runs.
  *
  * Two programs in one file, as bench_start.c: built with -DPEER_GGML_MAIN
- * it is the bench_ggml helper, which links ggml only (and is built only
- * when CMake finds a ggml install); without, it is the client in the ffnrt
- * command, which runs the helper in a fresh process (ggml aborts on what it
- * cannot do, and keeps its Vulkan instance for the process's life) and
- * turns its lines into rows. The helper's lines, on stdout:
+ * it is the bench_ggml helper, which links ggml and the lab's clock, never
+ * ffnrt (and is built only when CMake finds a ggml install); without, it
+ * is the client in the ffnrt command, which runs the helper in a fresh
+ * process (ggml aborts on what it cannot do, and keeps its Vulkan instance
+ * for the process's life) and turns its lines into rows. The helper's
+ * lines, on stdout:
  *   ggml VERSION COMMIT device DESCRIPTION
  *   row FORMAT DxG T runs N median_ns M min_ns A max_ns B weight_bytes W relerr E
  *   skip FORMAT DxG T REASON
@@ -299,8 +300,7 @@ int main(int argc, char **argv)
     int cpu = 0, warmup = 3, min_runs = 3, max_runs = 10;
     double budget = 1.0;
     int a = 1;
-    /* As every ffnrt command reads them (src/cli/args.h, which this
-     * helper, linked only against ggml, does not link): "--" ends the
+    /* As every ffnrt command reads them (src/lab/args.h): "--" ends the
      * options. */
     for (; a < argc && argv[a][0] == '-'; a++) {
         if (strcmp(argv[a], "--") == 0) {
