@@ -14,7 +14,7 @@
 #include "bench.h"
 #include "bench_parts.h"
 #include "bench_report.h"
-#include "bench_util.h"
+#include "lab.h"
 #include "ffnrt.h"
 #include "numbers.h"
 
@@ -59,23 +59,23 @@ int bench_measure(ffnrt_context *ctx, bench_call call, void *arg, const bench_co
     double dev[MAX_RUNS], host[MAX_RUNS];
     int have_dev = 1;
     bench_progress(r);
-    double w0 = bench_now_s();
+    double w0 = lab_now_s();
     ffnrt_status warm = call(arg); /* warm-up: builds the kernels */
-    bench_warmup_add(bench_now_s() - w0);
+    bench_warmup_add(lab_now_s() - w0);
     if (warm != FFNRT_OK) {
         fprintf(stderr, "\nffnrt bench: %s %s: %s\n", r->group, r->op, ffnrt_last_error_message());
         return -1;
     }
     int max_runs = cfg->max_runs < MAX_RUNS ? cfg->max_runs : MAX_RUNS;
     int n = 0;
-    double start = bench_now_s();
-    while (n < max_runs && (n < cfg->min_runs || bench_now_s() - start < cfg->budget_s)) {
-        double t0 = bench_now_s();
+    double start = lab_now_s();
+    while (n < max_runs && (n < cfg->min_runs || lab_now_s() - start < cfg->budget_s)) {
+        double t0 = lab_now_s();
         if (call(arg) != FFNRT_OK) {
             fprintf(stderr, "\nffnrt bench: %s %s: %s\n", r->group, r->op, ffnrt_last_error_message());
             return -1;
         }
-        host[n] = bench_now_s() - t0;
+        host[n] = lab_now_s() - t0;
         bench_measure_add(host[n]);
         uint64_t ns = 0;
         if (ctx)
@@ -96,9 +96,9 @@ static int timed_call(ffnrt_context *ctx, bench_call call, void *arg, const ffnr
 {
     if (ffnrt_context_set_stats(ctx, o) != FFNRT_OK)
         return -1;
-    double t0 = bench_now_s();
+    double t0 = lab_now_s();
     ffnrt_status st = call(arg);
-    *host = bench_now_s() - t0;
+    *host = lab_now_s() - t0;
     uint64_t ns = 0;
     ffnrt_context_last_op_time(ctx, &ns);
     *dev = 1e-9 * (double)ns;
@@ -124,13 +124,13 @@ int bench_stats_row(ffnrt_context *ctx, bench_call call, void *arg, const bench_
     ffnrt_stats_options o = FFNRT_STATS_OPTIONS_INIT;
     o.bins = cfg->stats_bins;
     double on_dev[MAX_RUNS], on_host[MAX_RUNS], off_dev[MAX_RUNS], off_host[MAX_RUNS];
-    double w0 = bench_now_s();
+    double w0 = lab_now_s();
     int failed = timed_call(ctx, call, arg, &o, &on_host[0], &on_dev[0]) != 0; /* warm-up: builds the variant */
-    bench_warmup_add(bench_now_s() - w0);
+    bench_warmup_add(lab_now_s() - w0);
     int max_runs = cfg->max_runs < MAX_RUNS ? cfg->max_runs : MAX_RUNS;
     int n = 0, have_dev = 1;
-    double start = bench_now_s();
-    while (!failed && n < max_runs && (n < cfg->min_runs || bench_now_s() - start < 2 * cfg->budget_s)) {
+    double start = lab_now_s();
+    while (!failed && n < max_runs && (n < cfg->min_runs || lab_now_s() - start < 2 * cfg->budget_s)) {
         failed = timed_call(ctx, call, arg, NULL, &off_host[n], &off_dev[n]) != 0 ||
                  timed_call(ctx, call, arg, &o, &on_host[n], &on_dev[n]) != 0;
         bench_measure_add(off_host[n] + on_host[n]);
@@ -144,8 +144,8 @@ int bench_stats_row(ffnrt_context *ctx, bench_call call, void *arg, const bench_
         return -1;
     }
     const bench_row *off = &rows->v[k];
-    double off_ns = 1e9 * (have_dev ? bench_median(off_dev, n) : bench_median(off_host, n));
-    double off_host_ns = 1e9 * bench_median(off_host, n);
+    double off_ns = 1e9 * (have_dev ? lab_median(off_dev, n) : lab_median(off_host, n));
+    double off_host_ns = 1e9 * lab_median(off_host, n);
     bench_row_times(r, have_dev ? on_dev : NULL, on_host, n);
     r->rate = off->rate * off->median_ns / r->median_ns;
     r->ratio = off_ns / r->median_ns;
@@ -205,7 +205,7 @@ void bench_progress(const bench_row *r)
 {
     if (!progress.on)
         return;
-    int s = (int)(bench_now_s() - progress.start);
+    int s = (int)(lab_now_s() - progress.start);
     uint64_t built, loaded;
     kernels_of(progress.ctx, &built, &loaded);
     double in_part = (double)(built - progress.part_start);
@@ -923,7 +923,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     if (!do_parts)
         do_parts = ~0;
     progress.on = progress_mode < 0 ? isatty(2) : progress_mode;
-    progress.start = bench_now_s();
+    progress.start = lab_now_s();
 
     bench_meta meta;
     bench_meta_init(&meta, "ffnrt-bench-1", cfg.preset);
@@ -1028,7 +1028,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
             rc = 1;
     }
     progress_clear();
-    meta.wall_s = bench_now_s() - progress.start;
+    meta.wall_s = lab_now_s() - progress.start;
     meta.warmup_s = warmup_total_s;
     meta.measure_s = measure_total_s;
 

@@ -184,35 +184,41 @@ static void compare_usage(void)
                     "  exit status 0: no regression, 1: regressions (flagged REGRESSION), 2: bad input\n");
 }
 
-int bench_compare_main(int argc, char **argv)
+int bench_pair_args_read(int argc, char **argv, const char *me, int takes_by, bench_pair_args *out)
 {
-    const char *files[2] = {NULL, NULL};
-    double threshold = 0.05;
-    int all = 0, nfiles = 0, by_ratio = 0;
+    bench_pair_args p = {{NULL, NULL}, 0.05, 0, 0};
+    int nfiles = 0;
     cli_args args;
     cli_args_init(&args, argc, argv);
     const char *a, *v;
     cli_arg_kind kind;
     while ((kind = cli_args_next(&args, &a)) != CLI_END) {
         if (kind == CLI_OPTION && strcmp(a, "--threshold") == 0 && (v = cli_args_value(&args))) {
-            if (cli_parse_double(v, 0, 1e6, &threshold) != 0) {
-                fprintf(stderr, "ffnrt bench --compare: --threshold %s: a finite number >= 0\n", v);
-                compare_usage();
-                return 2;
+            if (cli_parse_double(v, 0, 1e6, &p.threshold) != 0) {
+                fprintf(stderr, "%s: --threshold %s: a finite number >= 0\n", me, v);
+                return -1;
             }
-        } else if (kind == CLI_OPTION && strcmp(a, "--by") == 0 && (v = cli_args_value(&args)) &&
+        } else if (takes_by && kind == CLI_OPTION && strcmp(a, "--by") == 0 && (v = cli_args_value(&args)) &&
                    (strcmp(v, "time") == 0 || strcmp(v, "ratio") == 0)) {
-            by_ratio = strcmp(v, "ratio") == 0;
+            p.by_ratio = strcmp(v, "ratio") == 0;
         } else if (kind == CLI_OPTION && strcmp(a, "--all") == 0) {
-            all = 1;
+            p.all = 1;
         } else if (kind == CLI_OPERAND && nfiles < 2) {
-            files[nfiles++] = a;
+            p.files[nfiles++] = a;
         } else {
-            compare_usage();
-            return 2;
+            return -2;
         }
     }
-    if (nfiles != 2) {
+    if (nfiles != 2)
+        return -2;
+    *out = p;
+    return 0;
+}
+
+int bench_compare_main(int argc, char **argv)
+{
+    bench_pair_args p;
+    if (bench_pair_args_read(argc, argv, "ffnrt bench --compare", 1, &p) != 0) {
         compare_usage();
         return 2;
     }
@@ -220,14 +226,13 @@ int bench_compare_main(int argc, char **argv)
     bench_meta meta[2];
     char err[512];
     for (int k = 0; k < 2; k++)
-        if (bench_read_json(files[k], &rows[k], &meta[k], err, sizeof err) != 0) {
+        if (bench_read_json(p.files[k], &rows[k], &meta[k], err, sizeof err) != 0) {
             fprintf(stderr, "ffnrt bench --compare: %s\n", err);
             bench_rows_free(&rows[0]);
             bench_rows_free(&rows[1]);
             return 2;
         }
-    const char *names[2] = {files[0], files[1]};
-    int rc = bench_compare_rows(names, rows, meta, threshold, all, by_ratio);
+    int rc = bench_compare_rows(p.files, rows, meta, p.threshold, p.all, p.by_ratio);
     bench_rows_free(&rows[0]);
     bench_rows_free(&rows[1]);
     return rc;

@@ -25,7 +25,7 @@
  * arithmetic roof). */
 #include "bench_ffn.h"
 #include "bench_parts.h"
-#include "bench_util.h"
+#include "lab.h"
 #include "peer_clblast.h"
 #include "peer_ggml.h"
 
@@ -364,15 +364,15 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
         for (int i = 0; i < nc && rc == 0; i++) {
             if (ffnrt_context_force(ctx, "ffn.kernel", kernels[cand[i].kernel]) != FFNRT_OK)
                 rc = -1;
-            double t0 = bench_now_s();
+            double t0 = lab_now_s();
             if (rc == 0 && ffnrt_ffn_forward(cand[i].layer, x, y) != FFNRT_OK) {
                 fprintf(stderr, "ffnrt bench: dispatch %s: %s\n", cand[i].name, ffnrt_last_error_message());
                 rc = -1;
             }
             if (r >= 0)
-                bench_measure_add(cand[i].t[r] = bench_now_s() - t0);
+                bench_measure_add(cand[i].t[r] = lab_now_s() - t0);
             else
-                bench_warmup_add(bench_now_s() - t0);
+                bench_warmup_add(lab_now_s() - t0);
         }
     ffnrt_context_force(ctx, "ffn.kernel", NULL);
     int best = -1;

@@ -134,4 +134,17 @@ int bench_compare_main(int argc, char **argv);
 int bench_compare_rows(const char *const names[2], const bench_rows rows[2], const bench_meta meta[2],
                        double threshold, int all, int by_ratio);
 
+/* The arguments of a comparison of two saved runs, as `ffnrt bench
+ * --compare` and `ffnrt compare --compare` take them: OLD NEW, --threshold
+ * F (0.05 unless given), --all and, where takes_by, --by time|ratio. 0; -1
+ * for a bad --threshold, said on stderr after `me`; -2 for anything else,
+ * which the caller's usage answers. */
+typedef struct bench_pair_args {
+    const char *files[2];
+    double threshold;
+    int all, by_ratio;
+} bench_pair_args;
+
+int bench_pair_args_read(int argc, char **argv, const char *me, int takes_by, bench_pair_args *out);
+
 #endif

@@ -1,6 +1,6 @@
 #include "bench_row.h"
 #include "bench_report.h"
-#include "bench_util.h"
+#include "lab.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -72,8 +72,8 @@ void bench_row_times(bench_row *r, double *dev, double *host, int n)
 {
     if (n <= 0)
         return;
-    double hm = bench_median(host, n);
-    double dm = dev ? bench_median(dev, n) : hm;
+    double hm = lab_median(host, n);
+    double dm = dev ? lab_median(dev, n) : hm;
     double *d = dev ? dev : host;
     r->runs = n;
     r->median_ns = dm * 1e9;

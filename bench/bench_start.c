@@ -5,27 +5,19 @@
  * bench_start opencl|vulkan CACHE_DIR|off [runs [device index]] prints
  * one line per run with the time and the cache's hits. */
 #include "bench_start.h"
+#include "lab.h"
 #ifndef BENCH_START_MAIN
 #include "bench_parts.h"
-#include "bench_util.h"
 #endif
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define START_D 512
 #define START_HIDDEN 1376
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void fill(float *w, size_t n, unsigned seed)
 {
@@ -56,7 +48,7 @@ double bench_start_ms(ffnrt_backend backend, uint32_t index, const char *cache_d
     ffnrt_context *ctx = NULL;
     ffnrt_ffn *layer = NULL;
     ffnrt_tensor *tx = NULL, *ty = NULL;
-    double t0 = now_ms();
+    double t0 = lab_now_ms();
     if (ffnrt_context_create(&o, &ctx) != FFNRT_OK)
         goto out;
     ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, START_D, START_HIDDEN);
@@ -72,7 +64,7 @@ double bench_start_ms(ffnrt_backend backend, uint32_t index, const char *cache_d
              ffnrt_tensor_write(tx, x, sizeof x) == FFNRT_OK && ffnrt_ffn_forward(layer, tx, ty) == FFNRT_OK &&
              ffnrt_tensor_read(ty, y, sizeof y) == FFNRT_OK;
     if (ok)
-        ms = now_ms() - t0;
+        ms = lab_now_ms() - t0;
     if (hits) {
         ffnrt_cache_stats s;
         *hits = ffnrt_context_cache_stats(ctx, &s) == FFNRT_OK ? s.hits : 0;
@@ -89,12 +81,6 @@ out:
 }
 
 #ifndef BENCH_START_MAIN
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 #ifndef FFNRT_BENCH_START_REL
 #define FFNRT_BENCH_START_REL "../libexec/ffnrt" /* where an installed ffnrt keeps it, from bin/ */
 #endif
@@ -209,7 +195,7 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
             have_helper = 0;
             break;
         }
-        qsort(ts, (size_t)nt, sizeof ts[0], cmp_double);
+        qsort(ts, (size_t)nt, sizeof ts[0], lab_cmp_double);
         bench_row *r = bench_rows_push(rows);
         if (!r)
             return -1;
@@ -249,7 +235,7 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
         }
         if (rc != 0)
             break;
-        qsort(t[warm], (size_t)runs[warm], sizeof t[warm][0], cmp_double);
+        qsort(t[warm], (size_t)runs[warm], sizeof t[warm][0], lab_cmp_double);
         bench_row *r = bench_rows_push(rows);
         if (!r) {
             rc = -1;

@@ -1,9 +1,7 @@
 /* The report of `ffnrt compare` (compare_report.h): rows, table, plots,
  * reading back and comparing two reports, all through the bench's row
  * model and outputs. */
-#include "args.h"
 #include "compare_report.h"
-#include "numbers.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,14 +24,6 @@ static void identity(bench_row *r, const char *group, const ffnrt_compare_result
     /* The dispatcher chooses the path (a metric and the note say which);
      * "auto" keeps a row's identity when its choice changes. */
     BENCH_SET(r->path, "auto");
-}
-
-static const ffnrt_compare_point *point_at(const ffnrt_compare_result *r, int64_t tokens)
-{
-    for (size_t i = 0; i < r->npoints; i++)
-        if (r->points[i].tokens == tokens)
-            return &r->points[i];
-    return NULL;
 }
 
 static void add_note(bench_meta *meta, const ffnrt_device_info *info, const ffnrt_compare_result *res, const char *what)
@@ -123,9 +113,9 @@ int compare_report_add(bench_rows *rows, bench_meta *meta, const ffnrt_compariso
         bench_row_metric(r, "params_nobias", (double)res->parameters_without_bias);
         bench_row_metric(r, "params_bias", (double)res->parameters_with_bias);
         bench_row_metric(r, "weight_bytes", (double)res->weight_bytes);
-        const ffnrt_compare_point *p1 = point_at(res, 1);
-        const ffnrt_compare_point *pm = point_at(res, c.memory_tokens ? c.memory_tokens : largest);
-        const ffnrt_compare_point *pt = point_at(res, c.throughput_tokens ? c.throughput_tokens : largest);
+        const ffnrt_compare_point *p1 = ffnrt_compare_result_point(res, 1);
+        const ffnrt_compare_point *pm = ffnrt_compare_result_point(res, c.memory_tokens ? c.memory_tokens : largest);
+        const ffnrt_compare_point *pt = ffnrt_compare_result_point(res, c.throughput_tokens ? c.throughput_tokens : largest);
         uint32_t failed = 0;
         for (size_t k = 0; k < res->npoints; k++)
             failed += res->points[k].time.failed;
@@ -460,30 +450,11 @@ static void compare_usage(void)
 
 int compare_compare_main(int argc, char **argv)
 {
-    const char *files[2] = {NULL, NULL};
-    double threshold = 0.05;
-    int all = 0, nfiles = 0;
-    cli_args args;
-    cli_args_init(&args, argc, argv);
-    const char *a, *v;
-    cli_arg_kind kind;
-    while ((kind = cli_args_next(&args, &a)) != CLI_END) {
-        if (kind == CLI_OPTION && strcmp(a, "--threshold") == 0 && (v = cli_args_value(&args))) {
-            if (cli_parse_double(v, 0, 1e6, &threshold) != 0) {
-                fprintf(stderr, "ffnrt compare --compare: --threshold %s: a finite number >= 0\n", v);
-                return 2;
-            }
-        } else if (kind == CLI_OPTION && strcmp(a, "--all") == 0) {
-            all = 1;
-        } else if (kind == CLI_OPERAND && nfiles < 2) {
-            files[nfiles++] = a;
-        } else {
+    bench_pair_args p;
+    int bad = bench_pair_args_read(argc, argv, "ffnrt compare --compare", 0, &p);
+    if (bad) {
+        if (bad == -2)
             compare_usage();
-            return 2;
-        }
-    }
-    if (nfiles != 2) {
-        compare_usage();
         return 2;
     }
     bench_rows rows[2] = {{0}, {0}};
@@ -491,7 +462,7 @@ int compare_compare_main(int argc, char **argv)
     char err[600];
     int rc = meta ? 0 : 2;
     for (int k = 0; k < 2 && rc == 0; k++)
-        if (compare_read_report(files[k], &rows[k], &meta[k], err, sizeof err) != 0) {
+        if (compare_read_report(p.files[k], &rows[k], &meta[k], err, sizeof err) != 0) {
             fprintf(stderr, "ffnrt compare --compare: %s\n", err);
             rc = 2;
         }
@@ -503,8 +474,7 @@ int compare_compare_main(int argc, char **argv)
             printf("criteria: DIFFERENT (old sha256 %.16s..., new %.16s...): verdicts below were judged against "
                    "different thresholds\n  old:\n    %s\n  new:\n    %s\n",
                    s0, s1, bench_meta_field(&meta[0], "criteria"), bench_meta_field(&meta[1], "criteria"));
-        const char *names[2] = {files[0], files[1]};
-        rc = bench_compare_rows(names, rows, meta, threshold, all, 0);
+        rc = bench_compare_rows(p.files, rows, meta, p.threshold, p.all, 0);
         /* Verdicts: every candidate whose verdict changed. */
         int lost = 0, changed = 0;
         printf("\nverdicts that changed (old -> new):\n");

@@ -6,17 +6,20 @@
  * ggml_backend_graph_compute, after warm-up runs, median of the runs.
  *
  * Two programs in one file, as bench_start.c: built with -DPEER_GGML_MAIN
- * it is the bench_ggml helper, which links ggml only (and is built only
- * when CMake finds a ggml install); without, it is the client in the ffnrt
- * command, which runs the helper in a fresh process (ggml aborts on what it
- * cannot do, and keeps its Vulkan instance for the process's life) and
- * turns its lines into rows. The helper's lines, on stdout:
+ * it is the bench_ggml helper, which links ggml and the lab's clock, never
+ * ffnrt (and is built only when CMake finds a ggml install); without, it
+ * is the client in the ffnrt command, which runs the helper in a fresh
+ * process (ggml aborts on what it cannot do, and keeps its Vulkan instance
+ * for the process's life) and turns its lines into rows. The helper's
+ * lines, on stdout:
  *   ggml VERSION COMMIT device DESCRIPTION
  *   row FORMAT DxG T runs N median_ns M min_ns A max_ns B weight_bytes W relerr E
  *   skip FORMAT DxG T REASON
  * relerr: ||y - ref|| / ||ref|| of the first token against a double
  * reference of the dequantized weights, so a wrong result is never timed
  * silently. */
+#include "lab.h"
+
 #ifdef PEER_GGML_MAIN
 
 #include <ggml-alloc.h>
@@ -29,7 +32,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The weight formats of the peer, by ffnrt's names (ffnrt_dtype_name,
  * ffnrt_weight_format_name) with their ggml type: a format is one row. */
@@ -58,13 +60,6 @@ typedef struct weights {
     int64_t d, g;
     double *ref; /* [d] */
 } weights;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int verbose;
 static int prec_f32; /* --prec f32: ggml_mul_mat_set_prec(GGML_PREC_F32) on every product */
@@ -182,12 +177,6 @@ static int weights_make(ggml_backend_t backend, const layer *l, weights *w, char
     return rc;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 #define MAX_RUNS 64
 
 /* Builds the layer's graph over w, checks that the backend supports every
@@ -249,18 +238,18 @@ static void run_layer(ggml_backend_t backend, const layer *l, const weights *w, 
         /* Warm-up (the first run builds ggml's pipelines); a layer whose
          * run takes past the budget warms up twice. */
         for (int i = 0; i < warmup && !why[0] && !(i >= 2 && spent > budget); i++) {
-            double t0 = now_s();
+            double t0 = lab_now_s();
             if (ggml_backend_graph_compute(backend, gf) != GGML_STATUS_SUCCESS)
                 snprintf(why, sizeof why, "ggml_backend_graph_compute failed");
             if (i > 0)
-                spent += now_s() - t0;
+                spent += lab_now_s() - t0;
         }
         spent = 0;
         while (!why[0] && runs < max_runs && (runs < min_runs || spent < budget)) {
-            double t0 = now_s();
+            double t0 = lab_now_s();
             if (ggml_backend_graph_compute(backend, gf) != GGML_STATUS_SUCCESS)
                 snprintf(why, sizeof why, "ggml_backend_graph_compute failed");
-            times[runs] = now_s() - t0;
+            times[runs] = lab_now_s() - t0;
             spent += times[runs++];
         }
     }
@@ -271,8 +260,7 @@ static void run_layer(ggml_backend_t backend, const layer *l, const weights *w, 
             num += (yv[i] - w->ref[i]) * (yv[i] - w->ref[i]);
             den += w->ref[i] * w->ref[i];
         }
-        qsort(times, (size_t)runs, sizeof times[0], cmp_double);
-        double median = runs % 2 ? times[runs / 2] : 0.5 * (times[runs / 2 - 1] + times[runs / 2]);
+        double median = lab_median(times, runs); /* sorts: times[0] and [runs - 1] are the extremes */
         size_t bytes = ggml_nbytes(w->wg) + ggml_nbytes(w->wu) + ggml_nbytes(w->wd);
         printf("row %s %lldx%lld %lld runs %d median_ns %.0f min_ns %.0f max_ns %.0f weight_bytes %zu relerr %.3g\n",
                l->format, (long long)l->d, (long long)l->g, (long long)l->t, runs, median * 1e9, times[0] * 1e9,
@@ -312,8 +300,7 @@ int main(int argc, char **argv)
     int cpu = 0, warmup = 3, min_runs = 3, max_runs = 10;
     double budget = 1.0;
     int a = 1;
-    /* As every ffnrt command reads them (src/cli/args.h, which this
-     * helper, linked only against ggml, does not link): "--" ends the
+    /* As every ffnrt command reads them (src/lab/args.h): "--" ends the
      * options. */
     for (; a < argc && argv[a][0] == '-'; a++) {
         if (strcmp(argv[a], "--") == 0) {
@@ -407,8 +394,6 @@ int main(int argc, char **argv)
 #else /* the client, in the ffnrt command */
 
 #include "peer_ggml.h"
-
-#include "bench_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,8 +11,7 @@
  * gives each device's ffnrt speed over this loop's. For the FFN rows, a
  * blocked C SGEMM of each fp32 prefill layer's first projection. */
 #include "bench_parts.h"
-#include "bench_util.h"
-#include "base/op_table.h"
+#include "ffnrt_op_table.h"
 #include "reference.h"
 
 #include <math.h>
@@ -24,7 +23,7 @@
 #define PEER_HOST_FLAGS "the build's own flags"
 #endif
 
-/* The ops of the op table (src/base/op_table.h), after the copy. */
+/* The ops of the op table (include/ffnrt_op_table.h), after the copy. */
 #define HOST_ACT_(E, name, ...) H_##E,
 #define HOST_GLU_(E, name, G) H_##E,
 typedef enum host_op { H_COPY, FFNRT_ACTIVATIONS(HOST_ACT_) FFNRT_GLU_KINDS(HOST_GLU_) H_COUNT } host_op;

@@ -1,5 +1,5 @@
 #define _GNU_SOURCE /* strcasestr */
-/* libFuzzer target over the command line's number parsers (src/cli/
+/* libFuzzer target over the command line's number parsers (src/lab/
  * numbers.c: ffnrt run, plan and bench take every number through them).
  *
  * Built and run with the other targets by scripts/fuzz (seeds in
@@ -12,9 +12,9 @@
  * integers; a K, M or G suffix for counts) whose exact value, computed
  * here in 128 bits, lies in the range, and then the value is that one; a
  * float or double accepted consumed the whole argument, is finite where it
- * must be, and lies in its range. The parsers are compiled into the
- * command, not the library, so the file is included here. */
-#include "cli/numbers.c"
+ * must be, and lies in its range. The parsers are the lab's (ffnrt_lab),
+ * not the library's, so the file is included here. */
+#include "lab/numbers.c"
 
 #include <stdint.h>
 #include <stdlib.h>

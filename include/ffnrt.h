@@ -140,9 +140,10 @@ typedef enum ffnrt_precision {
  * wherever it comes from, is FFNRT_ERROR_INVALID_ARGUMENT naming it. */
 typedef struct ffnrt_context_options {
     /* Device choice. backend ANY with device_index < 0 and device_name NULL
-     * is not set: FFNRT_DEVICE ("opencl", "vulkan:1", "vulkan:llvmpipe",
-     * "pocl") applies, else the best device found (ffnrt plan shows the
-     * ranking, and the calibration figures that break a tie of type). */
+     * (and `device` below NULL) is not set: FFNRT_DEVICE ("opencl",
+     * "vulkan:1", "vulkan:llvmpipe", "pocl") applies, else the best device
+     * found (ffnrt plan shows the ranking, and the calibration figures that
+     * break a tie of type). */
     ffnrt_backend backend;
     int device_index;        /* index within the backend, or -1 */
     const char *device_name; /* case-insensitive substring of the name, vendor or API version, or NULL */
@@ -202,10 +203,21 @@ typedef struct ffnrt_context_options {
      * bits): the path every other device takes, kept testable on this one.
      * Unset (0): FFNRT_LIMITS half_conversion=0. */
     int disable_half_conversion;
+    /* The device choice as one text, spelled as FFNRT_DEVICE spells it (a
+     * command line's --device passes it through): a backend ("opencl",
+     * "vulkan"), a backend and its device index or a name pattern
+     * ("vulkan:1", "vulkan:llvmpipe"), or a name pattern alone ("pocl",
+     * "llvmpipe": a case-insensitive substring of the device's name, vendor
+     * or API version). Set (not NULL, not ""), it is this context's device
+     * choice, over FFNRT_DEVICE, and the plan names it "options.device";
+     * it cannot be combined with backend, device_index or device_name, and
+     * a malformed one ("vulkan:", "opencl:-1") is
+     * FFNRT_ERROR_INVALID_ARGUMENT naming it. */
+    const char *device;
 } ffnrt_context_options;
 
 #define FFNRT_CONTEXT_OPTIONS_INIT \
-    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0, 0, 0 }
+    { FFNRT_BACKEND_ANY, -1, NULL, 0, 0, 0, 0, 0, 0, 0, NULL, FFNRT_PRECISION_DEFAULT, 0, 0, NULL, 0, 0, 0, NULL }
 
 /* Profile i's name and a line saying what it models and where its figures
  * come from; FFNRT_ERROR_INVALID_ARGUMENT past the end. */

@@ -257,6 +257,10 @@ typedef struct ffnrt_compare_result {
 FFNRT_API size_t ffnrt_compare_result_count(const ffnrt_comparison *cmp);
 /* Result i, valid as long as cmp; NULL past the end. */
 FFNRT_API const ffnrt_compare_result *ffnrt_compare_result_get(const ffnrt_comparison *cmp, size_t i);
+/* A result's point at `tokens` tokens, or NULL where it has none (r NULL
+ * included): the points the criteria judge (1 token for latency, the
+ * memory and throughput counts), for a report as for the verdicts. */
+FFNRT_API const ffnrt_compare_point *ffnrt_compare_result_point(const ffnrt_compare_result *r, int64_t tokens);
 
 #ifdef __cplusplus
 }

@@ -74,7 +74,7 @@ check "bench --min-runs abc" 2 "" "--min-runs abc" "$ffnrt" bench --min-runs abc
 check "bench --budget inf" 2 "" "--budget inf" "$ffnrt" bench --budget inf
 check "bench --budget -1" 2 "" "--budget -1" "$ffnrt" bench --budget -1
 
-# "--" ends the options in every command (POSIX; src/cli/args.h): the first
+# "--" ends the options in every command (POSIX; src/lab/args.h): the first
 # "--" that is not an option's value is dropped wherever it stands, and all
 # after it are operands, so negative numbers and names starting with '-'
 # can follow. FFNRT_DEVICE=nosuch stops a run that parsed at the device

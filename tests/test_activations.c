@@ -5,7 +5,7 @@
 #include "contract.h"
 #include "reference.h"
 #include "reference_grad.h"
-#include "base/op_table.h"
+#include "ffnrt_op_table.h"
 
 #include <criterion/parameterized.h>
 #include <float.h>

@@ -43,25 +43,39 @@ Test(devices, info_is_complete)
     cr_assert_eq(ffnrt_device_count(NULL), FFNRT_ERROR_INVALID_ARGUMENT);
 }
 
-static ffnrt_backend backend_for_env(const char *spec)
+/* The backend of the context a device text chooses, given as FFNRT_DEVICE
+ * or as options.device (a command line's --device), which wins over
+ * FFNRT_DEVICE and names itself in errors and in the plan. */
+static ffnrt_backend backend_for(const char *spec, int as_option)
 {
-    setenv("FFNRT_DEVICE", spec, 1);
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    if (as_option)
+        o.device = spec;
+    else
+        setenv("FFNRT_DEVICE", spec, 1);
     ffnrt_context *ctx = NULL;
-    ffnrt_status st = ffnrt_context_create(NULL, &ctx);
-    unsetenv("FFNRT_DEVICE");
-    cr_assert_eq(st, FFNRT_OK, "FFNRT_DEVICE=%s: %s", spec, ffnrt_last_error_message());
+    ffnrt_status st = ffnrt_context_create(&o, &ctx);
+    if (!as_option)
+        unsetenv("FFNRT_DEVICE");
+    cr_assert_eq(st, FFNRT_OK, "%s=%s: %s", as_option ? "options.device" : "FFNRT_DEVICE", spec,
+                 ffnrt_last_error_message());
     ffnrt_device_info info;
     cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_context_plan(ctx, &plan), FFNRT_OK);
+    const char *asker = as_option ? "options.device" : "FFNRT_DEVICE";
+    cr_expect(strstr(ffnrt_plan_text(plan), asker) != NULL, "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
     ffnrt_context_destroy(ctx);
     return info.backend;
 }
 
 Test(devices, chosen_by_environment)
 {
-    cr_assert_eq(backend_for_env("vulkan"), FFNRT_BACKEND_VULKAN);
-    cr_assert_eq(backend_for_env("opencl:0"), FFNRT_BACKEND_OPENCL);
-    cr_assert_eq(backend_for_env("vulkan:llvmpipe"), FFNRT_BACKEND_VULKAN);
-    cr_assert_eq(backend_for_env("LLVMPIPE"), FFNRT_BACKEND_VULKAN); /* a name, any case */
+    cr_assert_eq(backend_for("vulkan", 0), FFNRT_BACKEND_VULKAN);
+    cr_assert_eq(backend_for("opencl:0", 0), FFNRT_BACKEND_OPENCL);
+    cr_assert_eq(backend_for("vulkan:llvmpipe", 0), FFNRT_BACKEND_VULKAN);
+    cr_assert_eq(backend_for("LLVMPIPE", 0), FFNRT_BACKEND_VULKAN); /* a name, any case */
     /* PoCL's devices are named after the CPU; "pocl" is in their API version. */
     ffnrt_device_info first_cl;
     size_t n = 0;
@@ -69,7 +83,7 @@ Test(devices, chosen_by_environment)
     for (size_t i = 0; i < n; i++)
         if (ffnrt_device_get_info(i, &first_cl) == FFNRT_OK && first_cl.backend == FFNRT_BACKEND_OPENCL &&
             strstr(first_cl.api_version, "PoCL"))
-            cr_assert_eq(backend_for_env("pocl"), FFNRT_BACKEND_OPENCL);
+            cr_assert_eq(backend_for("pocl", 0), FFNRT_BACKEND_OPENCL);
     setenv("FFNRT_DEVICE", "no-such-gpu", 1);
     ffnrt_context *ctx = NULL;
     cr_assert_eq(ffnrt_context_create(NULL, &ctx), FFNRT_ERROR_DEVICE_NOT_FOUND);
@@ -83,6 +97,45 @@ Test(devices, chosen_by_environment)
     cr_assert_eq(info.backend, FFNRT_BACKEND_OPENCL);
     ffnrt_context_destroy(ctx);
     unsetenv("FFNRT_DEVICE");
+}
+
+Test(devices, chosen_by_device_option)
+{
+    cr_assert_eq(backend_for("vulkan", 1), FFNRT_BACKEND_VULKAN);
+    cr_assert_eq(backend_for("opencl:0", 1), FFNRT_BACKEND_OPENCL);
+    cr_assert_eq(backend_for("vulkan:llvmpipe", 1), FFNRT_BACKEND_VULKAN);
+    cr_assert_eq(backend_for("LLVMPIPE", 1), FFNRT_BACKEND_VULKAN);
+    /* Over the environment, as every option is. */
+    setenv("FFNRT_DEVICE", "opencl", 1);
+    cr_assert_eq(backend_for("vulkan", 1), FFNRT_BACKEND_VULKAN);
+    unsetenv("FFNRT_DEVICE");
+    /* "" is not set: the best device, as with NULL. */
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.device = "";
+    ffnrt_context *ctx = NULL;
+    cr_assert_eq(ffnrt_context_create(&o, &ctx), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_context_destroy(ctx);
+    /* Refused, each naming the option. */
+    static const struct {
+        const char *spec;
+        ffnrt_status status;
+        const char *says;
+    } bad[] = {{"no-such-gpu", FFNRT_ERROR_DEVICE_NOT_FOUND, "options.device"},
+               {"vulkan:", FFNRT_ERROR_INVALID_ARGUMENT, "options.device=vulkan:"},
+               {"opencl:-1", FFNRT_ERROR_INVALID_ARGUMENT, "options.device=opencl:-1"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.device = bad[i].spec;
+        ctx = NULL;
+        cr_assert_eq(ffnrt_context_create(&o, &ctx), bad[i].status, "%s", bad[i].spec);
+        cr_assert_null(ctx);
+        cr_assert(strstr(ffnrt_last_error_message(), bad[i].says) != NULL, "%s: %s", bad[i].spec,
+                  ffnrt_last_error_message());
+    }
+    /* One device choice at a time: the text or the fields, not both. */
+    o.device = "vulkan";
+    o.backend = FFNRT_BACKEND_OPENCL;
+    cr_assert_eq(ffnrt_context_create(&o, &ctx), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(ffnrt_last_error_message(), "not both") != NULL, "%s", ffnrt_last_error_message());
 }
 
 /* The expected time of the device choice's reference work on a device

@@ -64,7 +64,8 @@ typedef struct ffnrt_open_options {
 /* A backend: what it is, then four groups of functions it must provide
  * (device, memory, kernels, queue) and optional hooks it may leave NULL
  * (validation, disk cache). Interop with an app's own handles is the
- * backend folder's business (its interop/ subfolder), not the seam's. */
+ * backend folder's business (vk_interop.h, cl_interop.h: called from the
+ * public edge, src/api/interop_*.c), not the seam's. */
 typedef struct ffnrt_backend_ops {
     /* ----- identity: its row of the backend table (backend/backends.c) */
     ffnrt_backend kind;

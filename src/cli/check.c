@@ -117,9 +117,9 @@ static int dtype_index(ffnrt_dtype t) { return t == FFNRT_DTYPE_F32 ? 0 : t == F
 static int open_device(const char *spec, check_device *d)
 {
     memset(d, 0, sizeof *d);
-    if (spec)
-        setenv("FFNRT_DEVICE", spec, 1);
-    if (ffnrt_context_create(NULL, &d->ctx) != FFNRT_OK) {
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.device = spec; /* NULL: FFNRT_DEVICE, else ffnrt's choice */
+    if (ffnrt_context_create(&o, &d->ctx) != FFNRT_OK) {
         fprintf(stderr, "ffnrt check: %s\n", ffnrt_last_error_message());
         return -1;
     }

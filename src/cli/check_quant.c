@@ -427,10 +427,10 @@ int ffnrt_check_quant_main(int argc, char **argv)
         free(y_f32);
         return 1;
     }
-    if (device)
-        setenv("FFNRT_DEVICE", device, 1);
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.device = device; /* NULL: FFNRT_DEVICE, else ffnrt's choice */
     ffnrt_context *ctx = NULL;
-    if (ffnrt_context_create(NULL, &ctx) != FFNRT_OK) {
+    if (ffnrt_context_create(&o, &ctx) != FFNRT_OK) {
         fprintf(stderr, "%s: %s\n", me, ffnrt_last_error_message());
         free_layer(&l);
         free(x);

@@ -5,6 +5,7 @@
 #include "args.h"
 #include "compare_cli.h"
 #include "compare_report.h"
+#include "lab.h"
 #include "numbers.h"
 
 #include "ffnrt_compare.h"
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #if defined(__has_include)
 #if __has_include(<sys/ioctl.h>)
@@ -103,24 +103,6 @@ static char *read_small_file(const char *path)
     return buf;
 }
 
-static void now_iso(char *out, size_t len)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char day[24];
-    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 typedef struct progress_state {
     int on;
     int tty;      /* rewrite one line; else a line each report */
@@ -151,7 +133,7 @@ static void on_progress(void *user, const char *what)
     progress_state *p = user;
     if (!p->on || (!p->tty && strstr(what, " round ")))
         return;
-    int s = (int)(now_s() - p->start);
+    int s = (int)(lab_now_s() - p->start);
     char line[400];
     int n = snprintf(line, sizeof line, "[%d:%02d] %s: ", s / 60, s % 60, p->backend);
     ffnrt_compare_progress pr;
@@ -466,7 +448,7 @@ static int fix_criteria(options *o, ffnrt_compare_criteria *c, bench_meta *meta)
         fprintf(stderr, "ffnrt compare: %s\n", ffnrt_last_error_message());
         return 2;
     }
-    now_iso(at, sizeof at);
+    lab_now_iso(at, sizeof at);
     bench_meta_set_field(meta, "report", COMPARE_REPORT);
     bench_meta_set_field(meta, "criteria", canon);
     bench_meta_set_field(meta, "criteria_sha256", sha);
@@ -665,7 +647,7 @@ static int run_main(int argc, char **argv)
         fprintf(stderr, "ffnrt compare: no device found (%s)\n", ffnrt_last_error_message());
         rc = 1;
     }
-    progress_state prog = {o.progress, isatty(2), now_s(), "", NULL};
+    progress_state prog = {o.progress, isatty(2), lab_now_s(), "", NULL};
     o.spec.progress = on_progress;
     o.spec.progress_user = &prog;
     int ran = 0;
@@ -676,13 +658,13 @@ static int run_main(int argc, char **argv)
         if (prog.on)
             fprintf(stderr, "[0:00] choosing the device as an app's context would (the first time on a machine, "
                     "ffnrt measures the devices that tie on type, once)%s", prog.tty ? "" : "\n");
-        double t0 = now_s();
+        double t0 = lab_now_s();
         if (ffnrt_context_create(NULL, &ctx) != FFNRT_OK || ffnrt_context_get_device_info(ctx, &info) != FFNRT_OK) {
             fprintf(stderr, "%sffnrt compare: the default device: %s\n", prog.on && prog.tty ? "\r\033[K" : "",
                     ffnrt_last_error_message());
             rc = 1;
         } else {
-            rc = run_device(&o, &criteria, ctx, &info, now_s() - t0, &prog, meta, &rows, 1);
+            rc = run_device(&o, &criteria, ctx, &info, lab_now_s() - t0, &prog, meta, &rows, 1);
             ran += rc == 0;
         }
         ffnrt_context_destroy(ctx);
@@ -696,12 +678,12 @@ static int run_main(int argc, char **argv)
         co.backend = info.backend;
         co.device_index = (int)info.index;
         ffnrt_context *ctx = NULL;
-        double t0 = now_s();
+        double t0 = lab_now_s();
         if (ffnrt_context_create(&co, &ctx) != FFNRT_OK) {
             fprintf(stderr, "%sffnrt compare: %s: %s\n", prog.on && prog.tty ? "\r\033[K" : "", info.name,
                     ffnrt_last_error_message());
             rc = 1;
-        } else if (run_device(&o, &criteria, ctx, &info, now_s() - t0, &prog, meta, &rows, !ran) != 0) {
+        } else if (run_device(&o, &criteria, ctx, &info, lab_now_s() - t0, &prog, meta, &rows, !ran) != 0) {
             rc = 1;
         } else {
             ran++;
@@ -715,7 +697,7 @@ static int run_main(int argc, char **argv)
         rc = 1;
     }
     if (ran) {
-        meta->wall_s = now_s() - prog.start;
+        meta->wall_s = lab_now_s() - prog.start;
         compare_report_ratios(&rows);
         compare_print_table(stdout, &rows, meta);
         if (o.out_dir && *o.out_dir && compare_write_all(o.out_dir, &rows, meta, o.plots) != 0)

@@ -148,8 +148,7 @@ int ffnrt_plan_main(int argc, char **argv)
             return 2;
         }
     }
-    if (device)
-        setenv("FFNRT_DEVICE", device, 1);
+    o.device = device; /* NULL: FFNRT_DEVICE, else ffnrt's choice */
     ffnrt_context *ctx = NULL;
     if (ffnrt_context_create(&o, &ctx) != FFNRT_OK) {
         fprintf(stderr, "ffnrt plan: %s\n", ffnrt_last_error_message());

@@ -6,14 +6,14 @@
  * W1, W2; the gated ones Wg, Wv, Wo), drawn once from the weight seed, so
  * the functions are compared on the same numbers and a large layer's
  * weights are in memory once per kind, not once per candidate. */
-#include "compare/compare_internal.h"
+#include "compare_internal.h"
+#include "lab.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* ----------------------------------------------------------- the tables */
 
@@ -35,9 +35,9 @@ static const candidate_row candidates[FFNRT_CANDIDATE_COUNT] = {
 
 /* The dtype dimension (compare_internal.h says what a row holds). */
 static ffnrt_status upload_dense(ffnrt_context *ctx, const compare_format *f, const float *w, int64_t rows, int64_t k,
-                                 ffnrt_tensor **out)
+                                 ffnrt_tensor **out, ffnrt_error *err)
 {
-    return compare_upload(ctx, f->dtype, w, rows, k, out);
+    return compare_upload(ctx, f->dtype, w, rows, k, out, err);
 }
 
 /* A block format (Q8_0, Q4_0, ...): the fp32 matrix quantized with GGUF's
@@ -45,28 +45,28 @@ static ffnrt_status upload_dense(ffnrt_context *ctx, const compare_format *f, co
  * tensor of half as many elements (every block is an even count of bytes);
  * each layer repacks them at creation into buffers of its own. */
 static ffnrt_status upload_blocks(ffnrt_context *ctx, const compare_format *f, const float *w, int64_t rows,
-                                  int64_t k, ffnrt_tensor **out)
+                                  int64_t k, ffnrt_tensor **out, ffnrt_error *err)
 {
     static const char fn[] = "ffnrt_compare_run";
     size_t bytes = 0;
     if (ffnrt_weight_bytes(f->format, rows, k, &bytes) != FFNRT_OK)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: %s weights [%lld, %lld]: %s", fn,
+        return ffnrt_fail(err, FFNRT_ERROR_SHAPE_MISMATCH, "%s: %s weights [%lld, %lld]: %s", fn,
                           ffnrt_weight_format_name(f->format), (long long)rows, (long long)k, ffnrt_last_error_message());
     void *q = malloc(bytes + 2);
     if (!q)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+        return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     ffnrt_status st = ffnrt_quantize(f->format, w, rows, k, q, bytes);
     if (st != FFNRT_OK)
-        st = ffnrt_fail(&ctx->error, st, "%s: %s", fn, ffnrt_last_error_message());
+        st = ffnrt_fail(err, st, "%s: %s", fn, ffnrt_last_error_message());
     int64_t halves = (int64_t)(bytes / 2);
     ffnrt_tensor *t = NULL;
     if (st == FFNRT_OK)
-        st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F16, 1, &halves, fn, &t);
+        st = compare_called(ctx, ffnrt_tensor_create(ctx, FFNRT_DTYPE_F16, 1, &halves, &t), err);
     if (st == FFNRT_OK)
-        st = ffnrt_tensor_upload(t, q, bytes);
+        st = compare_called(ctx, ffnrt_tensor_write(t, q, bytes), err);
     free(q);
     if (st != FFNRT_OK) {
-        ffnrt_tensor_free(t);
+        ffnrt_tensor_destroy(t);
         return st;
     }
     *out = t;
@@ -122,8 +122,7 @@ ffnrt_status ffnrt_compare_candidate_from_name(const char *name, ffnrt_compare_c
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT,
                    "ffnrt_compare_candidate_from_name: \"%.40s\" is not dense-relu, dense-gelu, dense-gelu_tanh, "
                    "dense-silu, reglu, geglu or swiglu", name ? name : "(null)");
-    ffnrt_error_publish(&err);
-    return err.status;
+    return ffnrt_lab_end_call(NULL, &err);
 }
 
 const char *ffnrt_compare_criterion_name(ffnrt_compare_criterion c)
@@ -177,10 +176,9 @@ static ffnrt_status resolve_widths(const ffnrt_compare_spec *s, ffnrt_error *err
     return FFNRT_OK;
 }
 
-static ffnrt_status check_spec(ffnrt_context *ctx, const ffnrt_compare_spec *s, int64_t *m, int64_t *g, int64_t *mult)
+static ffnrt_status check_spec(const ffnrt_compare_spec *s, ffnrt_error *err, int64_t *m, int64_t *g, int64_t *mult)
 {
     static const char fn[] = "ffnrt_compare_create";
-    ffnrt_error *err = &ctx->error;
     ffnrt_status st = resolve_widths(s, err, fn, m, g, mult);
     if (st != FFNRT_OK)
         return st;
@@ -225,7 +223,7 @@ static ffnrt_status build_results(ffnrt_comparison *cmp)
                 count += (fmts >> formats[f].format & 1u) && (biases >> b & 1u) && (cand >> c & 1u);
     cmp->results = calloc(count ? count : 1, sizeof *cmp->results);
     if (!cmp->results)
-        return ffnrt_fail(&cmp->ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_create: out of host memory");
+        return ffnrt_fail(&cmp->err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_create: out of host memory");
     /* Results by format, then without and with biases, then candidate. */
     for (size_t f = 0; f < NFORMATS; f++)
         for (int b = 0; b < 2; b++)
@@ -252,16 +250,20 @@ static ffnrt_status build_results(ffnrt_comparison *cmp)
                 ffnrt_ffn_desc d0 = r->desc, d1 = r->desc;
                 d0.bias = 0;
                 d1.bias = 1;
-                /* The layer as ffnrt_ffn_create checks it, and its figures within
-                 * 64 bits (so every host buffer's size is too). */
-                ffnrt_status st = ffnrt_ffn_check_desc(&cmp->ctx->error, &d1, "ffnrt_compare_create");
-                if (st != FFNRT_OK)
-                    return st;
-                if (!ffnrt_ffn_cost_model(&d0, 1, 0, &c0) || !ffnrt_ffn_cost_model(&d1, 1 << 24, 1, &c1) ||
-                    !ffnrt_ffn_cost_model(&d1, 1, 0, &c1))
-                    return ffnrt_fail(&cmp->ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                /* The layer as ffnrt_ffn_create checks it (ffnrt_ffn_cost_of
+                 * checks the desc alike), and its figures within 64 bits (so
+                 * every host buffer's size is too). */
+                ffnrt_status st = ffnrt_ffn_cost_of(&d1, 1 << 24, FFNRT_FFN_PATH_UNFUSED, &c1);
+                if (st == FFNRT_OK)
+                    st = ffnrt_ffn_cost_of(&d1, 1, FFNRT_FFN_PATH_FUSED, &c1);
+                if (st == FFNRT_OK)
+                    st = ffnrt_ffn_cost_of(&d0, 1, FFNRT_FFN_PATH_FUSED, &c0);
+                if (st == FFNRT_ERROR_LIMIT_EXCEEDED)
+                    return ffnrt_fail(&cmp->err, st,
                                       "ffnrt_compare_create: d_model %lld and width %lld: the layer's figures pass 64 "
                                       "bits", (long long)d1.d_model, (long long)d1.hidden);
+                if (st != FFNRT_OK)
+                    return ffnrt_fail(&cmp->err, st, "ffnrt_compare_create: %s", ffnrt_last_error_message());
                 r->parameters_without_bias = c0.parameters;
                 r->parameters_with_bias = c1.parameters;
                 r->parameters = b ? c1.parameters : c0.parameters;
@@ -274,23 +276,24 @@ ffnrt_status ffnrt_compare_create(ffnrt_context *ctx, const ffnrt_compare_spec *
                                   const ffnrt_compare_criteria *criteria, ffnrt_comparison **out)
 {
     static const char fn[] = "ffnrt_compare_create";
-    if (!ctx)
-        return ffnrt_null_handle(fn, "ctx");
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
     if (out)
         *out = NULL;
-    if (!spec || !out)
-        return ffnrt_context_finish_call(
-            ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, spec ? "out" : "spec"));
+    if (!ctx || !spec || !out) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn, !ctx ? "ctx" : spec ? "out" : "spec");
+        return ffnrt_lab_end_call(ctx, &err);
+    }
     int64_t m = 0, g = 0, mult = 1;
     ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
     if (criteria)
         c = *criteria;
-    ffnrt_status st = check_spec(ctx, spec, &m, &g, &mult);
+    ffnrt_status st = check_spec(spec, &err, &m, &g, &mult);
     if (st == FFNRT_OK)
-        st = ffnrt_criteria_canonical(&c, NULL, 0, NULL, &ctx->error);
+        st = ffnrt_criteria_canonical(&c, NULL, 0, NULL, &err);
     ffnrt_comparison *cmp = NULL;
     if (st == FFNRT_OK && !(cmp = calloc(1, sizeof *cmp)))
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+        st = ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     if (st == FFNRT_OK) {
         cmp->ctx = ctx;
         cmp->spec = *spec;
@@ -299,28 +302,30 @@ ffnrt_status ffnrt_compare_create(ffnrt_context *ctx, const ffnrt_compare_spec *
         cmp->multiple = mult;
         cmp->criteria = c;
         st = build_results(cmp);
+        err = cmp->err;
     }
     if (st == FFNRT_OK)
         *out = cmp;
     else
         ffnrt_compare_destroy(cmp);
-    return ffnrt_context_finish_call(ctx, st);
+    return ffnrt_lab_end_call(ctx, &err);
 }
 
 ffnrt_status ffnrt_compare_set_criterion(ffnrt_comparison *cmp, const char *key, const char *value)
 {
     static const char fn[] = "ffnrt_compare_set_criterion";
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
     if (!cmp)
-        return ffnrt_null_handle(fn, "cmp");
-    ffnrt_status st;
-    if (cmp->sealed)
-        st = ffnrt_fail(&cmp->ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
-                        "%s: %.60s: the criteria were sealed when the run started (%s, sha256 %.16s...); no "
-                        "criterion can be added after the run: fix them first and run again",
-                        fn, key ? key : "(null)", cmp->sealed_at, cmp->criteria_sha256);
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: cmp is NULL", fn);
+    else if (cmp->sealed)
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT,
+                   "%s: %.60s: the criteria were sealed when the run started (%s, sha256 %.16s...); no "
+                   "criterion can be added after the run: fix them first and run again",
+                   fn, key ? key : "(null)", cmp->sealed_at, cmp->criteria_sha256);
     else
-        st = ffnrt_criteria_set_one(&cmp->criteria, key, value, &cmp->ctx->error);
-    return ffnrt_context_finish_call(cmp->ctx, st);
+        ffnrt_criteria_set_one(&cmp->criteria, key, value, &err);
+    return ffnrt_lab_end_call(cmp ? cmp->ctx : NULL, &err);
 }
 
 void ffnrt_compare_destroy(ffnrt_comparison *cmp)
@@ -350,8 +355,7 @@ ffnrt_status ffnrt_compare_sealed(const ffnrt_comparison *cmp, ffnrt_compare_cri
         if (sealed_at)
             *sealed_at = cmp->sealed_at;
     }
-    ffnrt_error_publish(&err);
-    return err.status;
+    return ffnrt_lab_end_call(NULL, &err);
 }
 
 ffnrt_status ffnrt_compare_widths(const ffnrt_comparison *cmp, int64_t *dense_hidden, int64_t *gated_hidden,
@@ -369,8 +373,7 @@ ffnrt_status ffnrt_compare_widths(const ffnrt_comparison *cmp, int64_t *dense_hi
         if (multiple)
             *multiple = cmp->multiple;
     }
-    ffnrt_error_publish(&err);
-    return err.status;
+    return ffnrt_lab_end_call(NULL, &err);
 }
 
 size_t ffnrt_compare_result_count(const ffnrt_comparison *cmp)
@@ -395,17 +398,6 @@ void compare_progress(ffnrt_comparison *cmp, const char *fmt, ...)
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
     cmp->spec.progress(cmp->spec.progress_user, text);
-}
-
-static void now_iso(char *out, size_t len)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char day[24];
-    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -553,21 +545,19 @@ ffnrt_status ffnrt_compare_plan_tokens(const ffnrt_compare_spec *spec, const ffn
                    !spec ? "spec" : !tokens ? "tokens" : "ntokens");
     else
         plan_tokens(spec, criteria, &err, tokens, ntokens, why, why_len);
-    ffnrt_error_publish(&err);
-    return err.status;
+    return ffnrt_lab_end_call(NULL, &err);
 }
 
 /* The token counts measured (ffnrt_compare_plan_tokens), with the criteria
  * as they stand when the run seals them. */
 static ffnrt_status resolve_tokens(ffnrt_comparison *cmp)
 {
-    return plan_tokens(&cmp->spec, &cmp->criteria, &cmp->ctx->error, cmp->tokens, &cmp->ntokens, NULL, 0);
+    return plan_tokens(&cmp->spec, &cmp->criteria, &cmp->err, cmp->tokens, &cmp->ntokens, NULL, 0);
 }
 
-/* One weight set of a kind: the tensors all its candidates share. */
-static const ffnrt_compare_point *point_at(const ffnrt_compare_result *r, int64_t tokens)
+const ffnrt_compare_point *ffnrt_compare_result_point(const ffnrt_compare_result *r, int64_t tokens)
 {
-    for (size_t i = 0; i < r->npoints; i++)
+    for (size_t i = 0; r && i < r->npoints; i++)
         if (r->points[i].tokens == tokens)
             return &r->points[i];
     return NULL;
@@ -587,9 +577,9 @@ static void judge(const ffnrt_comparison *cmp, ffnrt_compare_result *r)
         r->verdict[k] = FFNRT_VERDICT_NONE;
         r->judged[k] = 0;
     }
-    const ffnrt_compare_point *p1 = point_at(r, 1);
-    const ffnrt_compare_point *pm = point_at(r, c->memory_tokens ? c->memory_tokens : largest);
-    const ffnrt_compare_point *pt = point_at(r, c->throughput_tokens ? c->throughput_tokens : largest);
+    const ffnrt_compare_point *p1 = ffnrt_compare_result_point(r, 1);
+    const ffnrt_compare_point *pm = ffnrt_compare_result_point(r, c->memory_tokens ? c->memory_tokens : largest);
+    const ffnrt_compare_point *pt = ffnrt_compare_result_point(r, c->throughput_tokens ? c->throughput_tokens : largest);
     int ok1 = p1 && p1->time.runs && !p1->time.failed && r->status == FFNRT_OK;
     int okm = pm && pm->peak_bytes && r->status == FFNRT_OK;
     int okt = pt && pt->time.runs && !pt->time.failed && r->status == FFNRT_OK;
@@ -632,11 +622,19 @@ static void judge(const ffnrt_comparison *cmp, ffnrt_compare_result *r)
  * products (a stability step adds the statistics' finishing pass). */
 static const uint32_t prior_kernels[2] = {2, 3};
 
+/* The context's kernels: built so far, or of them those its disk cache gave. */
+static uint64_t kernels(const ffnrt_comparison *cmp, int loaded)
+{
+    ffnrt_kernel_stats ks = {0};
+    ffnrt_context_kernel_stats(cmp->ctx, &ks);
+    return loaded ? ks.loaded : ks.built;
+}
+
 void compare_step_begin(ffnrt_comparison *cmp, compare_step *s, compare_step_kind kind)
 {
     s->kind = kind;
-    s->t0 = ffnrt_now_ms();
-    s->kernels0 = cmp->ctx->kernel_count;
+    s->t0 = lab_now_ms();
+    s->kernels0 = kernels(cmp, 0);
     s->open = 1;
 }
 
@@ -645,8 +643,8 @@ void compare_step_end(ffnrt_comparison *cmp, compare_step *s)
     if (!s->open)
         return;
     s->open = 0;
-    cmp->compile_ms += ffnrt_now_ms() - s->t0;
-    cmp->step_kernels[s->kind] += cmp->ctx->kernel_count - s->kernels0;
+    cmp->compile_ms += lab_now_ms() - s->t0;
+    cmp->step_kernels[s->kind] += kernels(cmp, 0) - s->kernels0;
     cmp->steps_done[s->kind]++;
 }
 
@@ -678,41 +676,44 @@ ffnrt_status ffnrt_compare_get_progress(const ffnrt_comparison *cmp, ffnrt_compa
             double per_step = cmp->steps_done[k] ? (double)cmp->step_kernels[k] / cmp->steps_done[k] : prior_kernels[k];
             to_go += per_step * (double)(cmp->steps_total[k] - cmp->steps_done[k]);
         }
-        out->kernels_built = cmp->ctx->kernel_count - cmp->kernels_at_start;
-        out->kernels_cached = cmp->ctx->kernels_loaded - cmp->loaded_at_start;
+        out->kernels_built = kernels(cmp, 0) - cmp->kernels_at_start;
+        out->kernels_cached = kernels(cmp, 1) - cmp->loaded_at_start;
         out->kernels_to_go = (uint64_t)(to_go + 0.5);
         out->compile_s = 1e-3 * cmp->compile_ms;
         out->measure_s = 1e-3 * cmp->measure_ms;
-        out->elapsed_s = 1e-3 * ((cmp->end_ms > 0 ? cmp->end_ms : ffnrt_now_ms()) - cmp->start_ms);
+        out->elapsed_s = 1e-3 * ((cmp->end_ms > 0 ? cmp->end_ms : lab_now_ms()) - cmp->start_ms);
     }
-    ffnrt_error_publish(&err);
-    return err.status;
+    return ffnrt_lab_end_call(NULL, &err);
 }
 
 /* Every result of one format: weights, the token counts, stability. */
 ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp)
 {
     static const char fn[] = "ffnrt_compare_run";
-    if (!cmp)
-        return ffnrt_null_handle(fn, "cmp");
+    if (!cmp) {
+        ffnrt_error err;
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: cmp is NULL", fn);
+        return ffnrt_lab_end_call(NULL, &err);
+    }
     ffnrt_context *ctx = cmp->ctx;
-    if (cmp->sealed)
-        return ffnrt_context_finish_call(
-            ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: this comparison already ran (%s)", fn,
-                            cmp->sealed_at));
+    ffnrt_error_clear(&cmp->err);
+    if (cmp->sealed) {
+        ffnrt_fail(&cmp->err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: this comparison already ran (%s)", fn, cmp->sealed_at);
+        return ffnrt_lab_end_call(ctx, &cmp->err);
+    }
     /* Thresholds first: the criteria are sealed before anything is measured. */
     ffnrt_status st = ffnrt_criteria_canonical(&cmp->criteria, cmp->criteria_text, sizeof cmp->criteria_text,
-                                               cmp->criteria_sha256, &ctx->error);
+                                               cmp->criteria_sha256, &cmp->err);
     if (st == FFNRT_OK)
         st = resolve_tokens(cmp);
     if (st != FFNRT_OK)
-        return ffnrt_context_finish_call(ctx, st);
-    now_iso(cmp->sealed_at, sizeof cmp->sealed_at);
+        return ffnrt_lab_end_call(ctx, &cmp->err);
+    lab_now_iso(cmp->sealed_at, sizeof cmp->sealed_at);
     cmp->sealed = 1;
     cmp->started = 1;
-    cmp->start_ms = ffnrt_now_ms();
-    cmp->kernels_at_start = ctx->kernel_count;
-    cmp->loaded_at_start = ctx->kernels_loaded;
+    cmp->start_ms = lab_now_ms();
+    cmp->kernels_at_start = kernels(cmp, 0);
+    cmp->loaded_at_start = kernels(cmp, 1);
     cmp->steps_total[COMPARE_STEP_TIMING] = (uint32_t)(cmp->nresults * cmp->ntokens);
     cmp->steps_total[COMPARE_STEP_STABILITY] = cmp->criteria.seeds ? (uint32_t)cmp->nresults : 0;
 
@@ -733,8 +734,8 @@ ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp)
     }
     for (size_t i = 0; i < cmp->nresults; i++)
         judge(cmp, &cmp->results[i]);
-    cmp->end_ms = ffnrt_now_ms();
-    if (st == FFNRT_OK)
-        ffnrt_error_clear(&ctx->error);
-    return ffnrt_context_finish_call(ctx, st);
+    cmp->end_ms = lab_now_ms();
+    if (st == FFNRT_OK) /* a candidate's own failures are in its result */
+        ffnrt_error_clear(&cmp->err);
+    return ffnrt_lab_end_call(ctx, &cmp->err);
 }

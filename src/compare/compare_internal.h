@@ -1,13 +1,15 @@
-/* The comparison floor (src/compare/): a client of the ops, like tune/:
- * it times real layers. criteria.c reads and writes the criteria,
- * compare.c builds the candidates and runs them, stability.c asks the
- * ops' in-kernel diagnostics for the stability figures. */
+/* The compare harness (src/compare/, libffnrt_compare): part of the lab,
+ * a client of the public API only. It times real layers through
+ * ffnrt.h's calls and reports its errors through ffnrt_lab.h's, as the
+ * library's own calls do. criteria.c reads and writes the criteria,
+ * compare.c builds the candidates and runs them, measure.c times them,
+ * stability.c asks the layers' in-kernel diagnostics for the stability
+ * figures. */
 #ifndef FFNRT_COMPARE_INTERNAL_H
 #define FFNRT_COMPARE_INTERNAL_H
 
 #include "ffnrt_compare.h"
-#include "dispatch/dispatch.h"
-#include "ops/ops.h"
+#include "ffnrt_lab.h"
 
 /* criteria.c: the text form, errors into err. */
 ffnrt_status ffnrt_criteria_parse_text(const char *text, ffnrt_compare_criteria *out, ffnrt_error *err);
@@ -19,6 +21,7 @@ ffnrt_status ffnrt_criteria_canonical(const ffnrt_compare_criteria *c, char *buf
 
 struct ffnrt_comparison {
     ffnrt_context *ctx;
+    ffnrt_error err; /* the error of the call in progress, which ffnrt_lab_end_call ends */
     ffnrt_compare_spec spec;
     int64_t dense_hidden, gated_hidden, multiple;
     ffnrt_compare_criteria criteria;
@@ -68,7 +71,7 @@ typedef struct compare_format {
     ffnrt_weight_format format;
     ffnrt_dtype dtype;
     ffnrt_status (*upload)(ffnrt_context *ctx, const struct compare_format *f, const float *w, int64_t rows, int64_t k,
-                           ffnrt_tensor **out);
+                           ffnrt_tensor **out, ffnrt_error *err);
     /* NULL for the dense dtypes. Set for the block formats, whose layers
      * repack the uploaded GGUF bytes into buffers of their own at creation:
      * their weight bytes and peak are the layer's, not the upload's. */
@@ -94,7 +97,11 @@ void compare_fill_input(compare_rng *r, const ffnrt_compare_criteria *c, float *
 /* A [rows, cols] device tensor of `dtype` holding fp32 host values,
  * rounded once to the dtype. */
 ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *v, int64_t rows, int64_t cols,
-                            ffnrt_tensor **out);
+                            ffnrt_tensor **out, ffnrt_error *err);
+
+/* The status of a public call on ctx: FFNRT_OK, or the call's error (the
+ * context's last) recorded in err too. */
+ffnrt_status compare_called(ffnrt_context *ctx, ffnrt_status st, ffnrt_error *err);
 
 /* stability.c: the stability figures of one layer over the criteria's
  * seeds, from the ops' in-kernel diagnostics; fills the result's

@@ -2,8 +2,8 @@
  * key, and written back in one canonical form whose SHA-256 a report
  * records, so equal criteria always hash alike and any change shows.
  * Every key is a row of one table (name, field, parser, printer). */
-#include "compare/compare_internal.h"
-#include "core/sha256.h"
+#include "compare_internal.h"
+#include "numbers.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,17 +25,11 @@ static int parse_double(const char *s, double *out)
     return 0;
 }
 
+/* A count: the command line's whole integer (numbers.h), never with a
+ * minus sign ("-0" included). */
 static int parse_count(const char *s, int64_t min, int64_t max, int64_t *out)
 {
-    if (!*s || !(isdigit((unsigned char)*s) || *s == '+'))
-        return -1;
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (*end || errno == ERANGE || v < min || v > max)
-        return -1;
-    *out = v;
-    return 0;
+    return *s == '-' ? -1 : cli_parse_int(s, min, max, out);
 }
 
 /* The shortest form that reads back as the same double: whole numbers
@@ -302,12 +296,8 @@ ffnrt_status ffnrt_criteria_canonical(const ffnrt_compare_criteria *c, char *buf
                               used + 1);
         memcpy(buf, text, used + 1);
     }
-    if (hex) {
-        unsigned char d[FFNRT_SHA256_BYTES];
-        ffnrt_sha256(text, used, d);
-        for (int i = 0; i < FFNRT_SHA256_BYTES; i++)
-            snprintf(hex + 2 * i, 3, "%02x", d[i]);
-    }
+    if (hex)
+        ffnrt_lab_sha256_hex(text, used, hex);
     return FFNRT_OK;
 }
 
@@ -318,8 +308,7 @@ ffnrt_status ffnrt_compare_criteria_parse(const char *text, ffnrt_compare_criter
     ffnrt_error err;
     ffnrt_error_clear(&err);
     ffnrt_criteria_parse_text(text, out, &err);
-    ffnrt_error_publish(&err);
-    return err.status;
+    return ffnrt_lab_end_call(NULL, &err);
 }
 
 ffnrt_status ffnrt_compare_criteria_set(ffnrt_compare_criteria *c, const char *key, const char *value)
@@ -327,8 +316,7 @@ ffnrt_status ffnrt_compare_criteria_set(ffnrt_compare_criteria *c, const char *k
     ffnrt_error err;
     ffnrt_error_clear(&err);
     ffnrt_criteria_set_one(c, key, value, &err);
-    ffnrt_error_publish(&err);
-    return err.status;
+    return ffnrt_lab_end_call(NULL, &err);
 }
 
 ffnrt_status ffnrt_compare_criteria_text(const ffnrt_compare_criteria *c, char *buf, size_t len, char sha256_hex[65])
@@ -336,6 +324,5 @@ ffnrt_status ffnrt_compare_criteria_text(const ffnrt_compare_criteria *c, char *
     ffnrt_error err;
     ffnrt_error_clear(&err);
     ffnrt_criteria_canonical(c, buf, len, sha256_hex, &err);
-    ffnrt_error_publish(&err);
-    return err.status;
+    return ffnrt_lab_end_call(NULL, &err);
 }

@@ -2,7 +2,8 @@
  * numbers (weights and inputs from seeds), the weight sets every candidate
  * of a kind shares, the token counts in interleaved rounds with each
  * layer's memory peak, then the stability figures. */
-#include "compare/compare_internal.h"
+#include "compare_internal.h"
+#include "lab.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -49,40 +50,46 @@ static void fill_linear(compare_rng *r, float *out, size_t n, int64_t fan_in)
         out[i] = (float)(bound * (2.0 * compare_rng_uniform(r) - 1.0));
 }
 
-ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *v, int64_t rows, int64_t cols,
-                            ffnrt_tensor **out)
+ffnrt_status compare_called(ffnrt_context *ctx, ffnrt_status st, ffnrt_error *err)
 {
-    static const char fn[] = "ffnrt_compare_run";
+    return st == FFNRT_OK ? FFNRT_OK : ffnrt_fail(err, st, "%s", ffnrt_context_last_error(ctx));
+}
+
+ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *v, int64_t rows, int64_t cols,
+                            ffnrt_tensor **out, ffnrt_error *err)
+{
     int64_t shape[2] = {rows, cols};
     size_t n = (size_t)rows * (size_t)(cols ? cols : 1);
     ffnrt_tensor *t = NULL;
-    ffnrt_status st = ffnrt_tensor_alloc(ctx, dtype, cols ? 2 : 1, shape, fn, &t);
+    ffnrt_status st = compare_called(ctx, ffnrt_tensor_create(ctx, dtype, cols ? 2 : 1, shape, &t), err);
     if (st != FFNRT_OK)
         return st;
     if (dtype == FFNRT_DTYPE_F32) {
-        st = ffnrt_tensor_upload(t, v, n * sizeof(float));
+        st = compare_called(ctx, ffnrt_tensor_write(t, v, n * sizeof(float)), err);
     } else {
         uint16_t *bits = malloc(n * sizeof *bits + 1);
         if (!bits) {
-            st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
+            st = ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
         } else {
             (dtype == FFNRT_DTYPE_F16 ? ffnrt_f32_to_f16_array : ffnrt_f32_to_bf16_array)(v, bits, n);
-            st = ffnrt_tensor_upload(t, bits, n * sizeof *bits);
+            st = compare_called(ctx, ffnrt_tensor_write(t, bits, n * sizeof *bits), err);
             free(bits);
         }
     }
     if (st != FFNRT_OK) {
-        ffnrt_tensor_free(t);
+        ffnrt_tensor_destroy(t);
         return st;
     }
     *out = t;
     return FFNRT_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Device memory the context holds now. */
+static uint64_t in_use(ffnrt_context *ctx)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    uint64_t bytes = 0;
+    ffnrt_context_memory(ctx, &bytes, NULL, 0);
+    return bytes;
 }
 
 typedef struct weight_set {
@@ -95,10 +102,10 @@ typedef struct weight_set {
 
 static void weight_set_free(weight_set *w)
 {
-    ffnrt_tensor_free(w->up);
-    ffnrt_tensor_free(w->down);
-    ffnrt_tensor_free(w->b_up);
-    ffnrt_tensor_free(w->b_down);
+    ffnrt_tensor_destroy(w->up);
+    ffnrt_tensor_destroy(w->down);
+    ffnrt_tensor_destroy(w->b_up);
+    ffnrt_tensor_destroy(w->b_down);
     memset(w, 0, sizeof *w);
 }
 
@@ -110,39 +117,40 @@ static void weight_set_make(ffnrt_comparison *cmp, const compare_format *f, int 
     size_t n_up = (size_t)(up_rows * d), n_down = (size_t)(d * h);
     float *v = malloc((n_up > n_down ? n_up : n_down) * sizeof *v + sizeof *v);
     compare_rng r;
-    ffnrt_status st = v ? FFNRT_OK
-                        : ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
-    uint64_t before = ctx->allocated;
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    ffnrt_status st = v ? FFNRT_OK : ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
+    uint64_t before = in_use(ctx);
     /* Streams per matrix, so a dense and a gated set differ, and one's
      * numbers do not depend on the other's size. */
     uint64_t seed = cmp->spec.weight_seed ? cmp->spec.weight_seed : 1;
     if (st == FFNRT_OK) {
         compare_rng_seed(&r, seed, gated ? 11 : 1);
         fill_linear(&r, v, n_up, d);
-        st = f->upload(ctx, f, v, up_rows, d, &w->up);
+        st = f->upload(ctx, f, v, up_rows, d, &w->up, &err);
     }
     if (st == FFNRT_OK) {
         compare_rng_seed(&r, seed, gated ? 12 : 2);
         fill_linear(&r, v, n_down, h);
-        st = f->upload(ctx, f, v, d, h, &w->down);
+        st = f->upload(ctx, f, v, d, h, &w->down, &err);
     }
-    w->weight_bytes = ctx->allocated - before;
-    before = ctx->allocated;
+    w->weight_bytes = in_use(ctx) - before;
+    before = in_use(ctx);
     if (st == FFNRT_OK && (cmp->spec.biases == 0 || (cmp->spec.biases & 2))) {
         compare_rng_seed(&r, seed, gated ? 13 : 3);
         fill_linear(&r, v, (size_t)up_rows, d);
-        st = compare_upload(ctx, f->dtype, v, up_rows, 0, &w->b_up);
+        st = compare_upload(ctx, f->dtype, v, up_rows, 0, &w->b_up, &err);
         if (st == FFNRT_OK) {
             compare_rng_seed(&r, seed, gated ? 14 : 4);
             fill_linear(&r, v, (size_t)d, h);
-            st = compare_upload(ctx, f->dtype, v, d, 0, &w->b_down);
+            st = compare_upload(ctx, f->dtype, v, d, 0, &w->b_down, &err);
         }
     }
-    w->bias_bytes = ctx->allocated - before;
+    w->bias_bytes = in_use(ctx) - before;
     free(v);
     w->status = st;
     if (st != FFNRT_OK)
-        snprintf(w->message, sizeof w->message, "%.240s", ctx->error.message);
+        snprintf(w->message, sizeof w->message, "%.240s", err.message);
 }
 
 static ffnrt_ffn_weight_tensors tensors_of(const weight_set *w, int gated, int bias)
@@ -182,18 +190,45 @@ static void summarise(sample *s, ffnrt_compare_timing *t)
     for (uint32_t i = 0; i < s->n; i++)
         var += (s->host_ms[i] - t->mean_ms) * (s->host_ms[i] - t->mean_ms);
     t->stdev_ms = s->n > 1 ? sqrt(var / (s->n - 1)) : 0;
-    qsort(s->host_ms, s->n, sizeof(double), cmp_double);
+    t->median_ms = lab_median(s->host_ms, (int)s->n); /* sorted now */
     t->min_ms = s->host_ms[0];
     t->max_ms = s->host_ms[s->n - 1];
-    t->median_ms = s->n % 2 ? s->host_ms[s->n / 2] : 0.5 * (s->host_ms[s->n / 2 - 1] + s->host_ms[s->n / 2]);
     t->device_mean_ms = s->device_times ? dev / s->n : 0;
 }
 
-static void note_failure(ffnrt_compare_result *r, ffnrt_context *ctx, int64_t tokens)
+static void note_failure(ffnrt_compare_result *r, const char *message, int64_t tokens)
 {
     if (r->message[0])
         return; /* the first failure says the most */
-    snprintf(r->message, sizeof r->message, "t%lld: %.220s", (long long)tokens, ctx->error.message);
+    snprintf(r->message, sizeof r->message, "t%lld: %.220s", (long long)tokens, message);
+}
+
+/* The path the dispatcher takes for a layer of this desc at this token
+ * count, as its plan says. */
+static ffnrt_status planned_path(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt_ffn_path *out)
+{
+    ffnrt_plan *plan = NULL;
+    ffnrt_status st = ffnrt_ffn_plan(ctx, desc, tokens, &plan);
+    const char *path = st == FFNRT_OK ? ffnrt_plan_choice(plan, "ffn.path") : NULL;
+    *out = path && strcmp(path, "unfused") == 0 ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+    ffnrt_plan_destroy(plan);
+    return st;
+}
+
+/* A layer over shared weights for timing: plain calls, without the
+ * statistics or the finite check an app may have set on the context. */
+static ffnrt_status timing_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weight_tensors *w,
+                                 ffnrt_ffn **out)
+{
+    ffnrt_stats_options plain = FFNRT_STATS_OPTIONS_INIT;
+    plain.enabled = 0;
+    plain.check_finite = 0;
+    ffnrt_status st = ffnrt_ffn_create_from_tensors(ctx, desc, w, out);
+    if (st == FFNRT_OK && (st = ffnrt_ffn_set_stats(*out, &plain)) != FFNRT_OK) {
+        ffnrt_ffn_destroy(*out);
+        *out = NULL;
+    }
+    return st;
 }
 
 /* Every candidate of one format at one token count: a fresh layer each
@@ -212,21 +247,22 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
     ffnrt_tensor *x = NULL, *y = NULL;
     ffnrt_status st = layers && samples && times && xv
                           ? FFNRT_OK
-                          : ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
+                          : ffnrt_fail(&cmp->err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
     uint64_t io_bytes = 0;
     if (st == FFNRT_OK) {
         compare_rng r;
         compare_rng_seed(&r, 0, 100 + (uint64_t)tokens);
         compare_fill_input(&r, &cmp->criteria, xv, (size_t)(tokens * d));
-        uint64_t before = ctx->allocated;
+        uint64_t before = in_use(ctx);
         int64_t shape[2] = {tokens, d};
         /* A failure here (a size past the device) is every candidate's. */
-        ffnrt_status io = compare_upload(ctx, f->dtype, xv, tokens, d, &x);
-        if (io == FFNRT_OK)
-            io = ffnrt_tensor_alloc(ctx, f->dtype, 2, shape, "ffnrt_compare_run", &y);
-        io_bytes = ctx->allocated - before;
-        for (size_t i = 0; i < n && io != FFNRT_OK; i++)
-            note_failure(&res[i], ctx, tokens);
+        ffnrt_error io;
+        ffnrt_error_clear(&io);
+        if (compare_upload(ctx, f->dtype, xv, tokens, d, &x, &io) == FFNRT_OK)
+            compare_called(ctx, ffnrt_tensor_create(ctx, f->dtype, 2, shape, &y), &io);
+        io_bytes = in_use(ctx) - before;
+        for (size_t i = 0; i < n && io.status != FFNRT_OK; i++)
+            note_failure(&res[i], io.message, tokens);
     }
     for (size_t i = 0; i < n && st == FFNRT_OK; i++) {
         samples[i].host_ms = times + 2 * i * rounds;
@@ -242,34 +278,33 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
             compare_step_skip(cmp, COMPARE_STEP_TIMING);
             continue;
         }
-        ffnrt_ffn_choice choice;
         ffnrt_ffn_cost cost;
         ffnrt_ffn_weight_tensors wt = tensors_of(w, gated, r->bias);
-        uint64_t in_use = ctx->allocated;
-        ctx->allocated_peak = in_use; /* the peak of this layer's creation and first call */
+        uint64_t held = 0, peak = 0;
+        ffnrt_context_memory(ctx, &held, NULL, 1); /* the peak of this layer's creation and first call */
         compare_progress(cmp, "%s %s%s t%lld first call (compiling)", ffnrt_weight_format_name(f->format),
                          ffnrt_compare_candidate_name(r->candidate), r->bias ? "+bias" : "", (long long)tokens);
         compare_step step;
         compare_step_begin(cmp, &step, COMPARE_STEP_TIMING);
-        ffnrt_status cs = ffnrt_ffn_build_on_tensors(ctx, &r->desc, &wt, "ffnrt_compare_run", &layers[i]);
+        ffnrt_status cs = timing_layer(ctx, &r->desc, &wt, &layers[i]);
         if (cs == FFNRT_OK)
-            cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run", NULL);
+            cs = ffnrt_ffn_forward(layers[i], x, y);
         compare_step_end(cmp, &step);
         if (cs == FFNRT_OK)
-            cs = ffnrt_choose_ffn(ctx, &r->desc, (uint64_t)tokens, &choice, NULL, &ctx->error);
+            cs = ffnrt_context_memory(ctx, NULL, &peak, 0);
+        if (cs == FFNRT_OK)
+            cs = planned_path(ctx, &r->desc, tokens, &p->path);
         if (cs != FFNRT_OK) {
-            note_failure(r, ctx, tokens);
+            note_failure(r, ffnrt_context_last_error(ctx), tokens);
             samples[i].failed = rounds;
             ffnrt_ffn_destroy(layers[i]);
             layers[i] = NULL;
             continue;
         }
         /* A block format's layer holds its own repacked copy (counted in the
-         * peak since in_use); the uploaded GGUF bytes are only its source. */
-        p->peak_bytes = (ctx->allocated_peak - in_use) + io_bytes + (f->describe ? 0 : w->weight_bytes) +
-                        (r->bias ? w->bias_bytes : 0);
-        p->path = choice.unfused ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
-        if (ffnrt_ffn_cost_model(&r->desc, (uint64_t)tokens, choice.unfused, &cost)) {
+         * peak since `held`); the uploaded GGUF bytes are only its source. */
+        p->peak_bytes = (peak - held) + io_bytes + (f->describe ? 0 : w->weight_bytes) + (r->bias ? w->bias_bytes : 0);
+        if (ffnrt_ffn_cost_of(&r->desc, tokens, p->path, &cost) == FFNRT_OK) {
             p->flops = cost.flops;
             p->bytes_moved = cost.bytes_moved;
             p->peak_bytes_model = cost.peak_bytes;
@@ -285,18 +320,20 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
             if (!layers[i])
                 continue;
             sample *s = &samples[i];
-            double t0 = ffnrt_now_ms();
-            ffnrt_status cs = ffnrt_ffn_run(layers[i], x, y, "ffnrt_compare_run", NULL);
-            double ms = ffnrt_now_ms() - t0;
+            double t0 = lab_now_ms();
+            ffnrt_status cs = ffnrt_ffn_forward(layers[i], x, y);
+            double ms = lab_now_ms() - t0;
             compare_measured(cmp, ms);
             if (cs != FFNRT_OK) {
                 s->failed++;
-                note_failure(&res[i], ctx, tokens);
+                note_failure(&res[i], ffnrt_context_last_error(ctx), tokens);
                 continue;
             }
+            uint64_t ns = 0;
+            ffnrt_context_last_op_time(ctx, &ns);
             s->host_ms[s->n] = ms;
-            s->device_ms[s->n] = 1e-6 * (double)ctx->last_op_ns;
-            if (!ctx->last_op_ns)
+            s->device_ms[s->n] = 1e-6 * (double)ns;
+            if (!ns)
                 s->device_times = 0;
             s->n++;
         }
@@ -308,8 +345,8 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
     }
     for (size_t i = 0; layers && i < n; i++)
         ffnrt_ffn_destroy(layers[i]);
-    ffnrt_tensor_free(x);
-    ffnrt_tensor_free(y);
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(y);
     free(layers);
     free(samples);
     free(times);
@@ -362,10 +399,10 @@ ffnrt_status compare_run_format(ffnrt_comparison *cmp, const compare_format *f, 
                          r->bias ? "+bias" : "");
         compare_step step;
         compare_step_begin(cmp, &step, COMPARE_STEP_STABILITY);
-        if (ffnrt_ffn_build_on_tensors(ctx, &r->desc, &wt, "ffnrt_compare_run", &layer) == FFNRT_OK)
+        if (ffnrt_ffn_create_from_tensors(ctx, &r->desc, &wt, &layer) == FFNRT_OK)
             compare_stability(cmp, layer, r, &step);
         else
-            snprintf(r->stability_note, sizeof r->stability_note, "not measured: %.140s", ctx->error.message);
+            snprintf(r->stability_note, sizeof r->stability_note, "not measured: %.140s", ffnrt_context_last_error(ctx));
         compare_step_end(cmp, &step);
         ffnrt_ffn_destroy(layer);
     }

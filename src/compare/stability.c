@@ -8,7 +8,8 @@
  * The finite check is off for these calls (the options say 0, over
  * FFNRT_CHECK_FINITE): a call whose outputs overflow is a figure here,
  * counted, not an error that would hide how many. */
-#include "compare/compare_internal.h"
+#include "compare_internal.h"
+#include "lab.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,30 +41,32 @@ void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_re
         not_measured(r, "out of host memory", NULL);
         return;
     }
-    ffnrt_status st = ffnrt_ffn_set_stats(layer, &o);
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    ffnrt_status st = compare_called(ctx, ffnrt_ffn_set_stats(layer, &o), &err);
     if (st == FFNRT_OK)
-        st = ffnrt_tensor_alloc(ctx, r->desc.dtype, 2, shape, "ffnrt_compare_run", &y);
+        st = compare_called(ctx, ffnrt_tensor_create(ctx, r->desc.dtype, 2, shape, &y), &err);
     uint64_t nonfinite = 0, hidden_nonfinite = 0;
     double dead_sum = 0, dead_max = 0;
     for (uint32_t s = 1; s <= c->seeds && st == FFNRT_OK; s++) {
         compare_rng rng;
         compare_rng_seed(&rng, s, STABILITY_STREAM);
         compare_fill_input(&rng, c, xv, n);
-        ffnrt_tensor_free(x);
+        ffnrt_tensor_destroy(x);
         x = NULL;
-        st = compare_upload(ctx, r->desc.dtype, xv, tokens, d, &x);
-        double t0 = ffnrt_now_ms();
+        st = compare_upload(ctx, r->desc.dtype, xv, tokens, d, &x, &err);
+        double t0 = lab_now_ms();
         if (st == FFNRT_OK)
-            st = ffnrt_ffn_forward(layer, x, y);
+            st = compare_called(ctx, ffnrt_ffn_forward(layer, x, y), &err);
         /* The first seed's call builds the statistics variant: compiling;
          * the others are measured calls. */
         if (s == 1)
             compare_step_end(cmp, step);
         else
-            compare_measured(cmp, ffnrt_now_ms() - t0);
+            compare_measured(cmp, lab_now_ms() - t0);
         ffnrt_stats stats;
         if (st == FFNRT_OK)
-            st = ffnrt_ffn_last_stats(layer, &stats);
+            st = compare_called(ctx, ffnrt_ffn_last_stats(layer, &stats), &err);
         if (st != FFNRT_OK)
             break;
         if (!stats.valid || stats.hidden_features == 0) {
@@ -84,7 +87,7 @@ void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_re
             dead_max = dead;
     }
     if (st != FFNRT_OK) {
-        not_measured(r, "a call failed", ctx->error.message);
+        not_measured(r, "a call failed", err.message);
         goto done;
     }
     r->stability_measured = 1;
@@ -97,7 +100,7 @@ void compare_stability(ffnrt_comparison *cmp, ffnrt_ffn *layer, ffnrt_compare_re
              c->seeds, (long long)tokens, (unsigned long long)nonfinite, (unsigned long long)hidden_nonfinite, dead_max,
              r->dead_fraction_mean);
 done:
-    ffnrt_tensor_free(x);
-    ffnrt_tensor_free(y);
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(y);
     free(xv);
 }

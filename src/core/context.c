@@ -153,45 +153,6 @@ int ffnrt_device_blob_put(ffnrt_disk_cache *disk, const ffnrt_device_info *info,
     return ffnrt_disk_cache_put(disk, key, kind, data, len);
 }
 
-ffnrt_status ffnrt_context_cache_stats(const ffnrt_context *ctx, ffnrt_cache_stats *out)
-{
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    if (!ctx || !out) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_cache_stats: %s is NULL",
-                   ctx ? "out" : "ctx");
-    } else {
-        const ffnrt_disk_cache *c = &ctx->disk;
-        out->enabled = c->enabled;
-        out->directory = c->dir;
-        out->status = c->status;
-        out->last_note = c->last_note;
-        out->hits = c->hits;
-        out->misses = c->misses;
-        out->rejected = c->rejected;
-        out->writes = c->writes;
-        out->write_failures = c->write_failures;
-    }
-    ffnrt_error_publish(&err);
-    return err.status;
-}
-
-ffnrt_status ffnrt_context_kernel_stats(const ffnrt_context *ctx, ffnrt_kernel_stats *out)
-{
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    if (!ctx || !out) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_kernel_stats: %s is NULL", ctx ? "out" : "ctx");
-    } else {
-        out->built = ctx->kernel_count;
-        out->loaded = ctx->kernels_loaded;
-        out->compiled = ctx->kernel_count - ctx->kernels_loaded;
-        out->build_s = 1e-3 * ctx->kernel_build_ms;
-    }
-    ffnrt_error_publish(&err);
-    return err.status;
-}
-
 /* A kernel's blobs, as the backend's build sees them. */
 typedef struct kernel_cache_user {
     ffnrt_context *ctx;
@@ -349,67 +310,6 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
     if (ctx->dev)
         ctx->ops->close(ctx->dev);
     free(ctx);
-}
-
-ffnrt_status ffnrt_context_get_device_info(const ffnrt_context *ctx, ffnrt_device_info *info)
-{
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    if (!ctx || !info)
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_get_device_info: %s is NULL",
-                   ctx ? "info" : "ctx");
-    else
-        *info = ctx->info;
-    ffnrt_error_publish(&err);
-    return err.status;
-}
-
-const char *ffnrt_context_last_error(const ffnrt_context *ctx)
-{
-    return ctx ? ctx->error.message : "ffnrt_context_last_error: ctx is NULL";
-}
-
-const char *ffnrt_context_build_log(const ffnrt_context *ctx)
-{
-    return ctx && ctx->build_log ? ctx->build_log : "";
-}
-
-uint64_t ffnrt_context_validation_messages(const ffnrt_context *ctx)
-{
-    if (!ctx || !ctx->ops->validation_messages)
-        return 0;
-    return ctx->ops->validation_messages(ctx->dev);
-}
-
-ffnrt_status ffnrt_context_last_op_time(const ffnrt_context *ctx, uint64_t *device_ns)
-{
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    if (!ctx || !device_ns)
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_last_op_time: %s is NULL",
-                   ctx ? "device_ns" : "ctx");
-    else
-        *device_ns = ctx->last_op_ns;
-    ffnrt_error_publish(&err);
-    return err.status;
-}
-
-ffnrt_status ffnrt_context_memory(ffnrt_context *ctx, uint64_t *in_use, uint64_t *peak, int reset_peak)
-{
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    if (!ctx) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_memory: ctx is NULL");
-    } else {
-        if (reset_peak)
-            ctx->allocated_peak = ctx->allocated;
-        if (in_use)
-            *in_use = ctx->allocated;
-        if (peak)
-            *peak = ctx->allocated_peak;
-    }
-    ffnrt_error_publish(&err);
-    return err.status;
 }
 
 /* ----------------------------------------------------------- kernel cache */
@@ -573,29 +473,4 @@ ffnrt_status ffnrt_context_settle(ffnrt_context *ctx)
     ffnrt_status st = ctx->ops->wait(ctx->dev, &ns, &ctx->error);
     ctx->async_ns += ns;
     return st;
-}
-
-ffnrt_status ffnrt_context_set_async(ffnrt_context *ctx, int async)
-{
-    if (!ctx)
-        return ffnrt_null_handle("ffnrt_context_set_async", "ctx");
-    ffnrt_status st = FFNRT_OK;
-    if (ctx->async && !async)
-        st = ffnrt_context_wait(ctx);
-    if (st == FFNRT_OK)
-        ctx->async = async != 0;
-    return ffnrt_context_finish_call(ctx, st);
-}
-
-ffnrt_status ffnrt_context_wait(ffnrt_context *ctx)
-{
-    if (!ctx)
-        return ffnrt_null_handle("ffnrt_context_wait", "ctx");
-    uint64_t ns = 0;
-    ffnrt_status st = ctx->ops->wait(ctx->dev, &ns, &ctx->error);
-    /* After synchronous ops there is nothing to wait for: keep their time. */
-    if (ctx->async || ns || ctx->async_ns)
-        ctx->last_op_ns = ctx->async_ns + ns;
-    ctx->async_ns = 0;
-    return ffnrt_context_finish_call(ctx, st);
 }

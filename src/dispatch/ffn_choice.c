@@ -5,7 +5,7 @@
  * reason into the plan. Also the layer's cost model (the accounting behind
  * ffnrt_ffn_cost_of) and the shape classes tuning keeps results for. */
 #include "dispatch/dispatch.h"
-#include "base/op_table.h"
+#include "ffnrt_op_table.h"
 #include "quant/quant.h"
 
 #include <math.h>

@@ -24,29 +24,6 @@ const ffnrt_profile *ffnrt_profile_find(const char *name)
     return NULL;
 }
 
-ffnrt_status ffnrt_profile_info(size_t i, const char **name, const char **description)
-{
-    static _Thread_local char text[640];
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    const ffnrt_profile *p = ffnrt_profile_at(i);
-    if (!p || !name || !description) {
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_profile_info: %s",
-                   p ? "name or description is NULL" : "no such profile");
-    } else {
-        snprintf(text, sizeof text,
-                 "%s: shared memory %" PRIu64 " B, workgroup %u invocations, %u groups a dimension, "
-                 "buffer range %" PRIu64 " MiB, subgroup %u, fp16 arithmetic %s, 16-bit storage %s. Source: %s",
-                 p->models, p->max_shared_memory, p->max_workgroup_size, p->max_workgroup_count,
-                 p->max_buffer_range >> 20, p->subgroup_size, p->fp16_arithmetic ? "yes" : "no",
-                 p->storage_16bit ? "yes" : "no", p->source);
-        *name = p->name;
-        *description = text;
-    }
-    ffnrt_error_publish(&err);
-    return err.status;
-}
-
 /* ------------------------------------------------------------ FFNRT_LIMITS */
 
 typedef struct limit_key {

@@ -1,7 +1,6 @@
 /* The context's choices in a plan (device, profile, limits, precision,
- * f16 conversion, calibration, quirks, settings), the public
- * ffnrt_context_plan, and the settings entry points (ffnrt_context_force,
- * ffnrt_context_precision). */
+ * f16 conversion, calibration, quirks, settings), which ffnrt_context_plan
+ * (src/api/context.c) and every op's plan begin with. */
 #include "dispatch/dispatch.h"
 
 #include <inttypes.h>
@@ -61,43 +60,4 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, ffnrt_context *ctx)
     ffnrt_plan_add(plan, "settings", settings,
                    "every knob not listed is at its default; one precedence: descriptor > ffnrt_context_force or "
                    "options > environment (read when the context was created) > tuned > default");
-}
-
-ffnrt_status ffnrt_context_plan(ffnrt_context *ctx, ffnrt_plan **out)
-{
-    if (!ctx)
-        return ffnrt_null_handle("ffnrt_context_plan", "ctx");
-    ffnrt_status st = FFNRT_OK;
-    if (!out)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_plan: out is NULL");
-    else if (!(*out = ffnrt_plan_new()))
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_context_plan: out of host memory");
-    else
-        ffnrt_plan_add_context(*out, ctx);
-    return ffnrt_context_finish_call(ctx, st);
-}
-
-ffnrt_status ffnrt_context_precision(const ffnrt_context *ctx, ffnrt_dtype *storage, int *fp16_arithmetic)
-{
-    ffnrt_error err;
-    ffnrt_error_clear(&err);
-    if (!ctx)
-        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_context_precision: ctx is NULL");
-    else {
-        if (storage)
-            *storage = ctx->precision.storage;
-        if (fp16_arithmetic)
-            *fp16_arithmetic = ctx->precision.fp16_arithmetic;
-    }
-    ffnrt_error_publish(&err);
-    return err.status;
-}
-
-/* --------------------------------------------------------------- settings */
-
-ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const char *value)
-{
-    if (!ctx)
-        return ffnrt_null_handle("ffnrt_context_force", "ctx");
-    return ffnrt_context_finish_call(ctx, ffnrt_settings_force(&ctx->settings, what, value, &ctx->error));
 }

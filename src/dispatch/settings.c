@@ -333,6 +333,14 @@ ffnrt_status ffnrt_settings_init(ffnrt_settings *s, const ffnrt_context_options 
         set_option(&c[FFNRT_KNOB_DEVICE], "backend/device_index/device_name", o->device_name ? o->device_name : "",
                    (uint64_t)o->backend, (uint64_t)(o->device_index + 1));
     }
+    if (o->device && *o->device) { /* the same choice as one text, read as FFNRT_DEVICE is */
+        if (c[FFNRT_KNOB_DEVICE].source != FFNRT_FROM_DEFAULT)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "options.device=%.64s: the device is chosen either "
+                              "by options.device or by options.backend/device_index/device_name, not both", o->device);
+        if (set_from(&c[FFNRT_KNOB_DEVICE], FFNRT_KNOB_DEVICE, o->device, FFNRT_FROM_OPTION, "options.device", err) !=
+            FFNRT_OK)
+            return err->status;
+    }
     if (o->validation)
         set_option(&c[FFNRT_KNOB_VALIDATION], "validation", "1", 1, 0);
     if (o->profile) {

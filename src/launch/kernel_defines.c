@@ -1,7 +1,7 @@
 /* Kernel build defines: the storage type and the activation hooks, from
  * the op table, for every kernel alike. */
 #include "launch/launch.h"
-#include "base/op_table.h"
+#include "ffnrt_op_table.h"
 #include "quant/quant.h"
 
 #include <stdarg.h>

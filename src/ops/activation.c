@@ -1,7 +1,7 @@
 /* Element-wise activations: names, validation, and the kernel each runs. */
 #include "ops/ops.h"
 #include "ops/stats.h"
-#include "base/op_table.h"
+#include "ffnrt_op_table.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,7 @@
 /* The gated family, element-wise: GLU, ReGLU, GEGLU, SwiGLU. */
 #include "ops/ops.h"
 #include "ops/stats.h"
-#include "base/op_table.h"
+#include "ffnrt_op_table.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -197,20 +197,3 @@ int ffnrt_figures_for_choice(ffnrt_disk_cache *disk, const ffnrt_device_info *in
 {
     return ffnrt_figures_load(disk, info, plain_variant, out);
 }
-
-ffnrt_status ffnrt_context_calibrate(ffnrt_context *ctx, double *copy_gbps, double *gemm_gflops, double *dispatch_us)
-{
-    if (!ctx)
-        return ffnrt_null_handle("ffnrt_context_calibrate", "ctx");
-    ffnrt_calibration cal;
-    ffnrt_status st = ffnrt_calibrate(ctx, &cal);
-    if (st == FFNRT_OK) {
-        if (copy_gbps)
-            *copy_gbps = cal.copy_gbps;
-        if (gemm_gflops)
-            *gemm_gflops = cal.gemm_gflops;
-        if (dispatch_us)
-            *dispatch_us = cal.dispatch_us;
-    }
-    return ffnrt_context_finish_call(ctx, st);
-}

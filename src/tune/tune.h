@@ -1,6 +1,8 @@
 /* The tune floor: clients of the ops. Calibration measures devices with
- * the ops' own kernels; context creation needs it for the device choice,
- * so it lives here too. */
+ * the ops' own kernels; opening a context on a device (for the device
+ * choice's measurements, for the device it chose, for the app's own) needs
+ * it, so it lives here too. The public calls that use them
+ * (ffnrt_context_create, ffnrt_context_calibrate, interop) are src/api/'s. */
 #ifndef FFNRT_TUNE_H
 #define FFNRT_TUNE_H
 

@@ -1,6 +1,6 @@
 #include "reference_grad.h"
 #include "reference.h"
-#include "base/op_table.h"
+#include "ffnrt_op_table.h"
 
 #include <math.h>
 
@@ -9,7 +9,7 @@ static const double inv_sqrt_2pi = 0.39894228040143267794;
 static const double gelu_tanh_c = 1.5957691216057307117; /* 2 sqrt(2/pi) */
 static const double gelu_tanh_a = 0.044715;
 
-/* Each op-table row's reference (src/base/op_table.h): f(x), and the terms
+/* Each op-table row's reference (include/ffnrt_op_table.h): f(x), and the terms
  * of f'(x), whose sum is the derivative, with the row's parameters a (the
  * leaky slope or ELU alpha) and b (beta). A new row needs ref_op_<name>
  * and ref_op_<name>_grad here; a missing one is a compile error. */

@@ -1,4 +1,4 @@
-/* The OpenCL backend's interop entry points (src/core/interop_opencl.c
+/* The OpenCL backend's interop entry points (src/api/interop_opencl.c
  * calls them): a device from the app's context and queue, wrapped buffers,
  * and enqueueing with the app's events. */
 #ifndef FFNRT_CL_INTEROP_H

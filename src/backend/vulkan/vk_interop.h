@@ -1,4 +1,4 @@
-/* The Vulkan backend's interop entry points (src/core/interop_vulkan.c
+/* The Vulkan backend's interop entry points (src/api/interop_vulkan.c
  * calls them): a device from the app's handles, wrapped buffers, and
  * recording into the app's command buffer. */
 #ifndef FFNRT_VK_INTEROP_H

@@ -1,7 +1,10 @@
 /* The op table: every activation and every gated (GLU) kind, once. The
  * host code (names, validation, the kernel hooks), the double reference,
  * the tests and the bench all read these lists; no other file lists the
- * ops.
+ * ops. It sits in include/ so that the lab (the double reference, the
+ * bench) reads it as the library does, without src/ headers, but it is
+ * not installed: the kernel expressions are the library's business, and
+ * an app has ffnrt_activation_name and friends.
  *
  * FFNRT_ACTIVATIONS(X) calls, per activation, in ffnrt_activation's order:
  *   X(ENUM, name, params, forward, gradient, forward_f16)

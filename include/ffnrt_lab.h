@@ -1,0 +1,52 @@
+/* ffnrt_lab.h: the few doors ffnrt's lab has into the library beyond the
+ * public headers. The lab (the compare harness libffnrt_compare, the ffnrt
+ * command, the bench harness, the double reference) is built over the
+ * public API only; where it needs something of the library's own (its
+ * error type and the way a call ends, its SHA-256), it comes through here
+ * instead of through src/ headers, and the library keeps the one
+ * definition.
+ *
+ * Not installed, and no promise of stability: an app uses ffnrt.h. */
+#ifndef FFNRT_LAB_H
+#define FFNRT_LAB_H
+
+#include "ffnrt.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+/* An error as the library keeps it, per context and per call: a status and
+ * a message. The library's own code builds its errors with these too. */
+#define FFNRT_ERROR_MESSAGE_SIZE 512
+
+typedef struct ffnrt_error {
+    ffnrt_status status;
+    char message[FFNRT_ERROR_MESSAGE_SIZE];
+} ffnrt_error;
+
+/* Records status and a printf-style message in err (which may be NULL) and
+ * returns status, so callers can write `return ffnrt_fail(err, ...)`. */
+FFNRT_API ffnrt_status ffnrt_fail(ffnrt_error *err, ffnrt_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+FFNRT_API void ffnrt_error_clear(ffnrt_error *err);
+
+/* Ends a public call of a library built on ffnrt (libffnrt_compare) as
+ * ffnrt's own calls end: err FFNRT_OK clears ctx's last error
+ * (ffnrt_context_last_error; ctx may be NULL) and this thread's
+ * (ffnrt_last_error_message); an error becomes both (its status's text
+ * where it has no message). Returns err's status. */
+FFNRT_API ffnrt_status ffnrt_lab_end_call(ffnrt_context *ctx, const ffnrt_error *err);
+
+/* ---------------------------------------------------------------- SHA-256 */
+
+/* SHA-256 (FIPS 180-4) of n bytes, as 64 lowercase hex digits and a NUL:
+ * the disk cache's digest, for the compare harness's sealed criteria. */
+FFNRT_API void ffnrt_lab_sha256_hex(const void *data, size_t n, char hex[65]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* FFNRT_LAB_H */

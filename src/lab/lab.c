@@ -1,0 +1,36 @@
+/* The lab's shared code: clocks, the time of day, medians (lab.h). */
+#include "lab.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+double lab_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void lab_now_iso(char *out, size_t len)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char day[24];
+    strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(out, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+}
+
+int lab_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double lab_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, lab_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
