@@ -33,6 +33,7 @@ check "an unknown command" 2 "" "unknown command frobnicate" "$ffnrt" frobnicate
 check "devices --bogus refused" 2 "" "unexpected argument --bogus" "$ffnrt" devices --bogus
 check "devices --help" 0 "usage: ffnrt devices" "" "$ffnrt" devices --help
 check "plan --help on stdout" 0 "usage: ffnrt plan" "" "$ffnrt" plan --help
+check "plan --help lists every setting's variable (the library's list)" 0 "FFNRT_GEMM_BLOCK" "" "$ffnrt" plan --help
 check "bench --help on stdout" 0 "usage: ffnrt bench" "" "$ffnrt" bench --help
 
 # ffnrt run: every number whole (strtof without an end check made "abc" 0).
@@ -43,6 +44,8 @@ check "run gelu 1e50 (past float)" 2 "" '"1e50" is not a number' "$ffnrt" run ge
 check "run nosuchop (read an uninitialised kind)" 2 "" '"nosuchop" is not an activation' "$ffnrt" run nosuchop 1
 check "run prelu" 2 "" "prelu needs a slope tensor" "$ffnrt" run prelu 1
 check "run --help on stdout" 0 "usage: ffnrt run" "" "$ffnrt" run --help
+check "check --help on stdout (the top usage names it)" 0 "usage: ffnrt check" "" "$ffnrt" check --help
+check "check --quant --help on stdout" 0 "usage: ffnrt check --quant" "" "$ffnrt" check --quant --help
 check "run geglu 1 (not a pair)" 2 "" '"1" is not a number pair' "$ffnrt" run geglu 1
 check "run gelu 1:2 (a pair for an activation)" 2 "" '"1:2" is not a number' "$ffnrt" run gelu 1:2
 check "run --bins 257 (past the most)" 2 "" "bad option --bins 257" "$ffnrt" run --bins 257 gelu 1

@@ -363,7 +363,7 @@ int ffnrt_check_main(int argc, char **argv)
     if (argc >= 1 && strcmp(argv[0], "--quant") == 0)
         return ffnrt_check_quant_main(argc - 1, argv + 1);
     const char *op = NULL, *device = NULL, *compare = NULL, *arg;
-    int exhaustive = 0, table = 0, bad = 0;
+    int exhaustive = 0, table = 0, bad = 0, help = 0;
     check_case c = {FFNRT_ACT_RELU, 0, FFNRT_DTYPE_F32, FFNRT_COMPUTE_F32};
     cli_args args;
     cli_args_init(&args, argc, argv);
@@ -386,21 +386,24 @@ int ffnrt_check_main(int argc, char **argv)
             device = v;
         else if (strcmp(arg, "--compare") == 0 && v)
             compare = v;
+        else if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0)
+            help = 1;
         else
             bad = 1;
     }
     uint64_t stride = exhaustive ? 1 : 257; /* 257: 16.7M inputs over every exponent and sign */
-    if (table && !bad)
+    if (table && !bad && !help)
         return check_table(stride) == 0 ? 0 : 1;
-    if (bad || !op || ffnrt_activation_from_name(op, &c.act) != FFNRT_OK) {
-        fprintf(stderr, "usage: ffnrt check [--device SPEC] [--dtype f32|f16|bf16] [--f16-arithmetic]\n"
+    if (help || bad || !op || ffnrt_activation_from_name(op, &c.act) != FFNRT_OK) {
+        /* --help: the usage on stdout, and success, as every command's --help */
+        fprintf(help ? stdout : stderr, "usage: ffnrt check [--device SPEC] [--dtype f32|f16|bf16] [--f16-arithmetic]\n"
                         "                   [--backward] [--exhaustive] [--compare SPEC] [--] OP\n"
                         "       ffnrt check --table [--exhaustive]\n"
                         "       ffnrt check --fp32-control [--dtype f16|bf16] [--f16-arithmetic] OP X [X...]\n"
                         "           the call on these numbers in that precision and again in fp32 (ffnrt run --help)\n"
                         "       ffnrt check --quant ... (a layer's loss with quantized weights: ffnrt check --quant --help)\n"
                         "SPEC as FFNRT_DEVICE takes it (\"opencl\", \"vulkan:0\", \"llvmpipe\")\n");
-        return 2;
+        return help ? 0 : 2;
     }
     check_device d, other;
     if (open_device(device, &d) != 0)
