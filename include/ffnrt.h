@@ -377,6 +377,13 @@ FFNRT_API void ffnrt_plan_destroy(ffnrt_plan *plan); /* NULL is a no-op */
  * through ffnrt_context_options. */
 FFNRT_API ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const char *value);
 
+/* Setting i (every knob of the precedence above): its name as the plan
+ * shows it, the environment variable that sets it, and whether
+ * ffnrt_context_force takes it (1) or only the options and the
+ * environment do (0); FFNRT_ERROR_INVALID_ARGUMENT past the end. For help
+ * texts and tools that list what can be set. */
+FFNRT_API ffnrt_status ffnrt_setting_info(size_t i, const char **name, const char **env, int *forceable);
+
 /* ----------------------------------------------------------- activations */
 
 typedef enum ffnrt_activation {

@@ -694,3 +694,27 @@ Test(dispatch, elementwise_divisor_is_exact)
         }
     }
 }
+
+/* The settings as the library lists them (ffnrt plan --help prints this
+ * list): each a distinct plan name with its FFNRT_ variable, the per-op
+ * ones forceable, and a clear error past the end or on NULL. */
+Test(dispatch, setting_info_lists_every_knob)
+{
+    const char *name, *env, *names[64];
+    int forceable, saw_block = 0, saw_device = 0;
+    size_t n = 0;
+    while (ffnrt_setting_info(n, &name, &env, &forceable) == FFNRT_OK) {
+        cr_assert_lt(n, 64);
+        cr_expect(name && *name && env && strncmp(env, "FFNRT_", 6) == 0, "setting %zu: %s %s", n, name, env);
+        for (size_t j = 0; j < n; j++)
+            cr_expect_neq(strcmp(names[j], name), 0, "%s listed twice", name);
+        names[n++] = name;
+        saw_block |= strcmp(name, "ffn.block") == 0 && strcmp(env, "FFNRT_GEMM_BLOCK") == 0 && forceable;
+        saw_device |= strcmp(name, "device") == 0 && strcmp(env, "FFNRT_DEVICE") == 0 && !forceable;
+    }
+    cr_expect(saw_block, "ffn.block (FFNRT_GEMM_BLOCK), forceable, is listed");
+    cr_expect(saw_device, "device (FFNRT_DEVICE), an option only, is listed");
+    cr_expect_eq(ffnrt_setting_info(n, &name, &env, &forceable), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "no such setting") != NULL, "%s", ffnrt_last_error_message());
+    cr_expect_eq(ffnrt_setting_info(0, NULL, &env, &forceable), FFNRT_ERROR_INVALID_ARGUMENT);
+}

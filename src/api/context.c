@@ -269,6 +269,22 @@ ffnrt_status ffnrt_context_force(ffnrt_context *ctx, const char *what, const cha
     return ffnrt_context_finish_call(ctx, ffnrt_settings_force(&ctx->settings, what, value, &ctx->error));
 }
 
+ffnrt_status ffnrt_setting_info(size_t i, const char **name, const char **env, int *forceable)
+{
+    ffnrt_error err;
+    ffnrt_error_clear(&err);
+    if (i >= FFNRT_KNOB_COUNT || !name || !env || !forceable) {
+        ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_setting_info: %s",
+                   i >= FFNRT_KNOB_COUNT ? "no such setting" : "name, env or forceable is NULL");
+    } else {
+        *name = ffnrt_knob_name((ffnrt_knob)i);
+        *env = ffnrt_knob_env((ffnrt_knob)i);
+        *forceable = ffnrt_knob_forceable((ffnrt_knob)i);
+    }
+    ffnrt_error_publish(&err);
+    return err.status;
+}
+
 ffnrt_status ffnrt_profile_info(size_t i, const char **name, const char **description)
 {
     static _Thread_local char text[640];

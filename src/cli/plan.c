@@ -20,8 +20,11 @@ static void usage(FILE *f)
             "  activations: --op ACT (relu, gelu, silu, ...) --elements N [--channels N (prelu: slopes on the last axis)]\n"
             "  GLU alone:   --op GLU --rows N --width N --glu-only\n"
             "  no --op: the device, limits, precision and quirks alone\n"
-            "every choice can also be forced through the environment (FFNRT_FFN_PATH, FFNRT_GEMM_KERNEL,\n"
-            "FFNRT_GEMM_TILES, FFNRT_GEMV_SHAPE, FFNRT_PRECISION, FFNRT_PROFILE, FFNRT_LIMITS, FFNRT_QUIRKS)\n");
+            "every setting can also be given through the environment (the library's own list):\n");
+    const char *name, *env;
+    int forceable;
+    for (size_t i = 0; ffnrt_setting_info(i, &name, &env, &forceable) == FFNRT_OK; i++)
+        fprintf(f, "  %-24s %s%s\n", env, name, forceable ? " (also ffnrt_context_force)" : "");
 }
 
 static int parse_dtype(const char *s, ffnrt_dtype *out)

@@ -38,6 +38,7 @@ void ffnrt_settings_describe(const ffnrt_settings *s, char *buf, size_t cap);
 void ffnrt_settings_device_text(const ffnrt_setting *device, char *buf, size_t cap);
 const char *ffnrt_knob_name(ffnrt_knob k);
 const char *ffnrt_knob_env(ffnrt_knob k);
+int ffnrt_knob_forceable(ffnrt_knob k);
 
 /* Applies the settings to a context whose device is open: limits and a
  * profile, quirk vetoes, the precision policy, autotuning. */

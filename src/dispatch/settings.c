@@ -264,6 +264,7 @@ static const knob_row knobs[FFNRT_KNOB_COUNT] = {
 
 const char *ffnrt_knob_name(ffnrt_knob k) { return (unsigned)k < FFNRT_KNOB_COUNT ? knobs[k].name : "?"; }
 const char *ffnrt_knob_env(ffnrt_knob k) { return (unsigned)k < FFNRT_KNOB_COUNT ? knobs[k].env : "?"; }
+int ffnrt_knob_forceable(ffnrt_knob k) { return (unsigned)k < FFNRT_KNOB_COUNT && knobs[k].forceable; }
 
 /* Parses text for knob k into out, from `from`; an error names both. */
 static ffnrt_status set_from(ffnrt_setting *out, ffnrt_knob k, const char *text, ffnrt_setting_source source,
