@@ -1,9 +1,9 @@
-/* Cold and warm start of a gated FFN layer (see bench_start.h).
+/* Cold and warm start of gated FFN layers (see bench_start.h).
  *
  * Also a small command when built with -DBENCH_START_MAIN (the bench_start
  * target, which `ffnrt bench` runs for the starts in a fresh process):
- * bench_start opencl|vulkan CACHE_DIR|off [runs [device index]] prints
- * one line per run with the time and the cache's hits. */
+ * bench_start opencl|vulkan CACHE_DIR|off [runs [device index [layer]]]
+ * prints one line per run with the time and the cache's hits. */
 #include "bench_start.h"
 #include "lab.h"
 #ifndef BENCH_START_MAIN
@@ -16,8 +16,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define START_D 512
-#define START_HIDDEN 1376
+/* The layers whose first call is timed: a model-sized SwiGLU in fp32 at
+ * decode, and the tiny f16 GEGLU of the busy-machine report, whose first
+ * call is nearly all kernel compilation (the README's first-call table). */
+const bench_start_layer bench_start_layers[BENCH_START_LAYERS] = {
+    {"swiglu 512x1376", FFNRT_SWIGLU, 512, 1376, 1, FFNRT_DTYPE_F32, "f32", "t1"},
+    {"geglu 32x48", FFNRT_GEGLU, 32, 48, 37, FFNRT_DTYPE_F16, "f16", "t37"},
+};
 
 static void fill(float *w, size_t n, unsigned seed)
 {
@@ -27,18 +32,25 @@ static void fill(float *w, size_t n, unsigned seed)
     }
 }
 
-double bench_start_ms(ffnrt_backend backend, uint32_t index, const char *cache_dir, uint64_t *hits)
+double bench_start_ms(const bench_start_layer *l, ffnrt_backend backend, uint32_t index, const char *cache_dir,
+                      uint64_t *hits)
 {
-    size_t wn = (size_t)START_D * START_HIDDEN;
+    size_t wn = (size_t)l->d * l->hidden, xn = (size_t)l->d * l->tokens;
+    size_t esize = l->dtype == FFNRT_DTYPE_F32 ? 4 : 2, xbytes = xn * esize;
     float *wg = malloc(wn * sizeof *wg), *wv = malloc(wn * sizeof *wv), *wo = malloc(wn * sizeof *wo);
-    float x[START_D], y[START_D];
+    float *x = malloc(xn * sizeof *x);
+    void *xs = malloc(xbytes), *ys = malloc(xbytes); /* x and y as stored */
     double ms = -1;
-    if (!wg || !wv || !wo)
+    if (!wg || !wv || !wo || !x || !xs || !ys)
         goto out;
     fill(wg, wn, 1);
     fill(wv, wn, 2);
     fill(wo, wn, 3);
-    fill(x, START_D, 4);
+    fill(x, xn, 4);
+    if (l->dtype == FFNRT_DTYPE_F32)
+        memcpy(xs, x, xbytes);
+    else
+        ffnrt_f32_to_f16_array(x, xs, xn);
 
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     o.backend = backend;
@@ -51,18 +63,19 @@ double bench_start_ms(ffnrt_backend backend, uint32_t index, const char *cache_d
     double t0 = lab_now_ms();
     if (ffnrt_context_create(&o, &ctx) != FFNRT_OK)
         goto out;
-    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, START_D, START_HIDDEN);
-    desc.glu = (ffnrt_glu_desc)FFNRT_GLU_DESC_INIT(FFNRT_SWIGLU);
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, l->d, l->hidden);
+    desc.glu = (ffnrt_glu_desc)FFNRT_GLU_DESC_INIT(l->glu);
+    desc.dtype = l->dtype;
     ffnrt_ffn_weights w = {0};
     w.w_gate = wg;
     w.w_value = wv;
     w.w_out = wo;
-    int64_t shape[2] = {1, START_D};
+    int64_t shape[2] = {(int64_t)l->tokens, (int64_t)l->d};
     int ok = ffnrt_ffn_create(ctx, &desc, &w, &layer) == FFNRT_OK &&
-             ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &tx) == FFNRT_OK &&
-             ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &ty) == FFNRT_OK &&
-             ffnrt_tensor_write(tx, x, sizeof x) == FFNRT_OK && ffnrt_ffn_forward(layer, tx, ty) == FFNRT_OK &&
-             ffnrt_tensor_read(ty, y, sizeof y) == FFNRT_OK;
+             ffnrt_tensor_create(ctx, l->dtype, 2, shape, &tx) == FFNRT_OK &&
+             ffnrt_tensor_create(ctx, l->dtype, 2, shape, &ty) == FFNRT_OK &&
+             ffnrt_tensor_write(tx, xs, xbytes) == FFNRT_OK && ffnrt_ffn_forward(layer, tx, ty) == FFNRT_OK &&
+             ffnrt_tensor_read(ty, ys, xbytes) == FFNRT_OK;
     if (ok)
         ms = lab_now_ms() - t0;
     if (hits) {
@@ -77,6 +90,9 @@ out:
     free(wg);
     free(wv);
     free(wo);
+    free(x);
+    free(xs);
+    free(ys);
     return ms;
 }
 
@@ -116,8 +132,8 @@ static int find_helper(char *exe, size_t cap, char *why, size_t why_len)
  * a process reads once) are empty directories under dir, with ffnrt's disk
  * cache in ffnrt_dir: the bench_start helper. Milliseconds, or a negative
  * number with the reason in why. */
-static double process_ms(const bench_device *dev, const char *exe, const char *dir, const char *ffnrt_dir, char *why,
-                         size_t why_len)
+static double process_ms(const bench_device *dev, size_t layer, const char *exe, const char *dir, const char *ffnrt_dir,
+                         char *why, size_t why_len)
 {
     /* The drivers' cache directories exist and are empty (Mesa disables a
      * missing one with a message). */
@@ -129,8 +145,8 @@ static double process_ms(const bench_device *dev, const char *exe, const char *d
     }
     char cmd[1600];
     snprintf(cmd, sizeof cmd,
-             "POCL_CACHE_DIR='%s/pocl' MESA_SHADER_CACHE_DIR='%s/mesa' XDG_CACHE_HOME='%s/xdg' '%s' %s '%s' 1 %u",
-             dir, dir, dir, exe, ffnrt_backend_name(dev->info.backend), ffnrt_dir, (unsigned)dev->info.index);
+             "POCL_CACHE_DIR='%s/pocl' MESA_SHADER_CACHE_DIR='%s/mesa' XDG_CACHE_HOME='%s/xdg' '%s' %s '%s' 1 %u %zu",
+             dir, dir, dir, exe, ffnrt_backend_name(dev->info.backend), ffnrt_dir, (unsigned)dev->info.index, layer);
     FILE *p = popen(cmd, "r");
     if (!p) {
         snprintf(why, why_len, "cannot start %s", exe);
@@ -151,16 +167,15 @@ static double process_ms(const bench_device *dev, const char *exe, const char *d
     return ms;
 }
 
-/* The "start" rows of a gated SwiGLU layer, host time from
+/* The "start" rows of a start layer, host time from
  * ffnrt_context_create through the first result read back: cold (every
  * cache empty, in a fresh process), ffnrt-warm (a fresh process, ffnrt's
  * disk cache filled, the drivers' empty), ffnrt-cold (in this process:
  * ffnrt's cache empty, the drivers' as found) and warm (ffnrt's cache
  * filled, the drivers' as found: an app's second launch). */
-int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_rows *rows)
+static int start_rows(const bench_device *dev, const bench_config *cfg, bench_rows *rows, size_t li)
 {
-    if (!bench_wants_op(cfg, "swiglu"))
-        return 0;
+    const bench_start_layer *l = &bench_start_layers[li];
     char base[] = "/tmp/ffnrt-bench-start-XXXXXX";
     if (!mkdtemp(base))
         return -1;
@@ -187,7 +202,7 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
             snprintf(fresh, sizeof fresh, "%s/%s%d", base, names[k], i);
             if (k == 0) /* each cold start its own ffnrt cache too; the last one's is kept for ffnrt-warm */
                 snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/ffnrt", fresh);
-            double ms = process_ms(dev, exe, fresh, ffnrt_dir, why, sizeof why);
+            double ms = process_ms(dev, li, exe, fresh, ffnrt_dir, why, sizeof why);
             if (ms >= 0)
                 ts[nt++] = 1e-3 * ms;
         }
@@ -200,10 +215,10 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
         if (!r)
             return -1;
         bench_row_device(r, dev, "start");
-        BENCH_SET(r->op, "swiglu 512x1376");
-        BENCH_SET(r->dtype, "f32");
+        BENCH_SET(r->op, l->op);
+        BENCH_SET(r->dtype, l->dtype_name);
         BENCH_SET(r->path, names[k]);
-        BENCH_SET(r->shape, "t1");
+        BENCH_SET(r->shape, l->shape);
         r->size = 1;
         bench_row_times(r, NULL, ts, nt);
         BENCH_SET(r->note, notes[k]);
@@ -211,21 +226,21 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
     }
     if (!have_helper) { /* the rows are documented: say why they are missing */
         char text[sizeof dev->meta->notes[0]];
-        snprintf(text, sizeof text, "start on %s:%u: no cold or ffnrt-warm rows: %.250s", ffnrt_backend_name(dev->info.backend),
-                 (unsigned)dev->info.index, why);
+        snprintf(text, sizeof text, "start of %s on %s:%u: no cold or ffnrt-warm rows: %.250s", l->op,
+                 ffnrt_backend_name(dev->info.backend), (unsigned)dev->info.index, why);
         bench_meta_add_note(dev->meta, text);
     }
     for (int warm = 0; warm < 2 && rc == 0; warm++) {
         if (warm) { /* fill the warm directory once */
             snprintf(dir, sizeof dir, "%s/warm", base);
-            if (bench_start_ms(dev->info.backend, dev->info.index, dir, NULL) < 0)
+            if (bench_start_ms(l, dev->info.backend, dev->info.index, dir, NULL) < 0)
                 rc = -1;
         }
         for (int i = 0; i < runs[warm] && rc == 0; i++) {
             if (!warm)
                 snprintf(dir, sizeof dir, "%s/cold%d", base, i);
             uint64_t h = 0;
-            double ms = bench_start_ms(dev->info.backend, dev->info.index, dir, &h);
+            double ms = bench_start_ms(l, dev->info.backend, dev->info.index, dir, &h);
             if (ms < 0) {
                 fprintf(stderr, "ffnrt bench: start: %s\n", ffnrt_last_error_message());
                 rc = -1;
@@ -242,10 +257,10 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
             break;
         }
         bench_row_device(r, dev, "start");
-        BENCH_SET(r->op, "swiglu 512x1376");
-        BENCH_SET(r->dtype, "f32");
+        BENCH_SET(r->op, l->op);
+        BENCH_SET(r->dtype, l->dtype_name);
         BENCH_SET(r->path, warm ? "warm" : "ffnrt-cold");
-        BENCH_SET(r->shape, "t1");
+        BENCH_SET(r->shape, l->shape);
         r->size = 1;
         bench_row_times(r, NULL, t[warm], runs[warm]);
         snprintf(r->note, sizeof r->note, "ffnrt's cache %s, drivers' as found; %llu hits",
@@ -258,22 +273,41 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
         fprintf(stderr, "ffnrt bench: could not remove %s\n", base);
     return rc;
 }
+
+/* Every start layer that --op asks for (its GLU kind's name); --quick
+ * times the first only, unless --op names the others. */
+int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_rows *rows)
+{
+    for (size_t li = 0; li < BENCH_START_LAYERS; li++) {
+        const char *kind = ffnrt_glu_name(bench_start_layers[li].glu);
+        if (!bench_wants_op(cfg, kind) || (li > 0 && cfg->quick && cfg->nops == 0))
+            continue;
+        if (start_rows(dev, cfg, rows, li) != 0)
+            return -1;
+    }
+    return 0;
+}
 #endif
 
 #ifdef BENCH_START_MAIN
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: %s opencl|vulkan CACHE_DIR|off [runs [device index]]\n", argv[0]);
+        fprintf(stderr, "usage: %s opencl|vulkan CACHE_DIR|off [runs [device index [layer]]]\n", argv[0]);
         return 2;
     }
     ffnrt_backend b = strcmp(argv[1], "vulkan") == 0 ? FFNRT_BACKEND_VULKAN : FFNRT_BACKEND_OPENCL;
     const char *dir = strcmp(argv[2], "off") == 0 ? NULL : argv[2];
     int runs = argc > 3 ? atoi(argv[3]) : 1;
     uint32_t index = argc > 4 ? (uint32_t)strtoul(argv[4], NULL, 10) : 0;
+    size_t layer = argc > 5 ? (size_t)strtoul(argv[5], NULL, 10) : 0;
+    if (layer >= BENCH_START_LAYERS) {
+        fprintf(stderr, "bench_start: layer %zu: there are %d\n", layer, BENCH_START_LAYERS);
+        return 2;
+    }
     for (int i = 0; i < runs; i++) {
         uint64_t hits = 0;
-        double ms = bench_start_ms(b, index, dir, &hits);
+        double ms = bench_start_ms(&bench_start_layers[layer], b, index, dir, &hits);
         if (ms < 0) {
             fprintf(stderr, "bench_start: %s\n", ffnrt_last_error_message());
             return 1;
