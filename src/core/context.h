@@ -156,7 +156,6 @@ struct ffnrt_context {
      * FFN forward or plan runs it (ops/stats.c sets it around them, 0
      * otherwise): a + b·(work-items) + c·(rows of the group's tile) bytes,
      * which the kernel shapes leave free (dispatch/ffn_choice.c). */
-    uint32_t stats_smem[3];
     void *stats_zeros;
     size_t stats_zeros_bytes;
     ffnrt_stats *last_stats;

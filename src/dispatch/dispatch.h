@@ -69,27 +69,37 @@ typedef struct ffnrt_blocked_shape {
 } ffnrt_blocked_shape;
 
 /* What one FFN forward runs (dispatch/ffn_choice.c); its plan says why. */
+/* Shared memory a product kernel's statistics variant takes (bytes: base
+ * + per_item x work-items + per_row x the tile's rows), left out of what
+ * its shape may use; zeros when statistics are off. */
+typedef struct ffnrt_smem_reserve {
+    uint32_t base, per_item, per_row;
+} ffnrt_smem_reserve;
+
 typedef struct ffnrt_ffn_choice {
     int unfused;
     ffnrt_product_kernel kernel;
     uint32_t matvec_tokens;  /* MATVEC: tokens a dispatch takes */
     ffnrt_tiled_shape tiled; /* TILED */
     int fp16;                /* the activation and gating in fp16 arithmetic, on every path */
+    ffnrt_smem_reserve stats; /* what the products' statistics variant takes (the launches' shapes too) */
 } ffnrt_ffn_choice;
 
-/* The path, kernel, arithmetic and tiles of a forward of `tokens` tokens. */
+/* The path, kernel, arithmetic and tiles of a forward of `tokens` tokens,
+ * leaving `stats` (NULL: none) of shared memory to the statistics. */
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
-                              ffnrt_ffn_choice *c, ffnrt_plan *plan, ffnrt_error *err);
-/* The largest tiles that fit the device from its start (or the forced
- * ones, an error if they do not fit). */
-ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out, ffnrt_plan *plan,
-                                ffnrt_error *err);
-ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnrt_matvec_shape *out,
-                                 ffnrt_error *err);
+                              const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
+                              ffnrt_error *err);
+/* The largest tiles that fit the device, less `stats`, from its start (or
+ * the forced ones, an error if they do not fit). */
+ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, ffnrt_tiled_shape *out,
+                                ffnrt_plan *plan, ffnrt_error *err);
+ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint32_t tokens,
+                                 ffnrt_matvec_shape *out, ffnrt_error *err);
 /* BLOCKED's shape for m rows and n outputs (staged: 16-bit outputs go
  * through shared memory; wide: block-format weights 16 a step). */
-ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged,
-                                         int wide);
+ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint64_t m,
+                                         uint64_t n, int gated, int staged, int wide);
 uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t);
 uint64_t ffnrt_matvec_smem_floats(ffnrt_matvec_shape s, uint32_t tokens);
 uint32_t ffnrt_ffn_matvec_tokens(const ffnrt_context *ctx, const ffnrt_ffn_desc *d);

@@ -29,10 +29,10 @@ static uint64_t shared_memory(const ffnrt_context *ctx)
 
 /* What a kernel of wg work-items and a tile of `rows` rows has for its own
  * shared memory: all of it, less what its statistics variant takes when
- * that runs (ctx->stats_smem; 0 otherwise). */
-static uint64_t shared_for(const ffnrt_context *ctx, uint64_t wg, uint64_t rows)
+ * that runs (r; NULL: none). */
+static uint64_t shared_for(const ffnrt_context *ctx, const ffnrt_smem_reserve *r, uint64_t wg, uint64_t rows)
 {
-    uint64_t stats = ctx->stats_smem[0] + ctx->stats_smem[1] * wg + ctx->stats_smem[2] * rows;
+    uint64_t stats = r ? r->base + (uint64_t)r->per_item * wg + (uint64_t)r->per_row * rows : 0;
     uint64_t all = shared_memory(ctx);
     return stats < all ? all - stats : 0;
 }
@@ -51,16 +51,16 @@ uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t)
     return staged > (uint64_t)t.bm * t.bn ? staged : (uint64_t)t.bm * t.bn;
 }
 
-static int tiled_fits(const ffnrt_context *ctx, ffnrt_tiled_shape t)
+static int tiled_fits(const ffnrt_context *ctx, const ffnrt_smem_reserve *r, ffnrt_tiled_shape t)
 {
     uint64_t wg = (uint64_t)(t.bm / t.tm) * (t.bn / t.tn);
     if (wg == 2 && (ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES))
         return 0; /* the quirk table: the driver's compiler aborts on it */
-    return wg <= ctx->limits.max_workgroup_size && 4 * ffnrt_tiled_smem_floats(t) <= shared_for(ctx, wg, t.bm);
+    return wg <= ctx->limits.max_workgroup_size && 4 * ffnrt_tiled_smem_floats(t) <= shared_for(ctx, r, wg, t.bm);
 }
 
-ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out, ffnrt_plan *plan,
-                                ffnrt_error *err)
+ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, ffnrt_tiled_shape *out,
+                                ffnrt_plan *plan, ffnrt_error *err)
 {
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
@@ -70,7 +70,7 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
     if (forced) {
         t = (ffnrt_tiled_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1], (uint32_t)forced->v[2],
                                 (uint32_t)forced->v[3], (uint32_t)forced->v[4]};
-        if (!tiled_fits(ctx, t))
+        if (!tiled_fits(ctx, stats, t))
             return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED,
                               "%s=%s does not fit %s: %u work-items (limit %u%s) or its staged slices in %llu bytes of "
                               "shared memory",
@@ -83,9 +83,9 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
         return FFNRT_OK;
     }
     int halved = 0;
-    while (!tiled_fits(ctx, t)) {
+    while (!tiled_fits(ctx, stats, t)) {
         halved++;
-        if (4 * ffnrt_tiled_smem_floats(t) > shared_for(ctx, (uint64_t)(t.bm / t.tm) * (t.bn / t.tn), t.bm) && t.bk > 4)
+        if (4 * ffnrt_tiled_smem_floats(t) > shared_for(ctx, stats, (uint64_t)(t.bm / t.tm) * (t.bn / t.tn), t.bm) && t.bk > 4)
             t.bk /= 2;
         else if (t.bm >= t.bn && t.bm > 1)
             t.bm /= 2, t.tm = t.tm > t.bm ? t.bm : t.tm;
@@ -101,7 +101,7 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, ffnrt_tiled_shape *out
     ffnrt_plan_add(plan, "ffn.tiles", choice, "%s %ux%ux%u until the staged slices and the workgroup fit "
                    "(%u work-items allowed, %llu B shared memory%s)", halved ? "halved from" : "the start fits:",
                    kp.tiled_bm, kp.tiled_bn, kp.tiled_bk, ctx->limits.max_workgroup_size, (unsigned long long)shared,
-                   ctx->stats_smem[0] ? ", less what the statistics variant takes" : "");
+                   stats && stats->base ? ", less what the statistics variant takes" : "");
     return FFNRT_OK;
 }
 
@@ -117,7 +117,8 @@ uint64_t ffnrt_matvec_smem_floats(ffnrt_matvec_shape s, uint32_t tokens)
  * barriers are costly on CPU drivers), else 4; 256 work-items, halved to
  * fit. Measured here: lavapipe (subgroup 8) 32 x 8 is 2.5x faster than
  * 4 x 64; PoCL 64 x 4 is 1.6x faster. Lanes stay a power of two. */
-ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnrt_matvec_shape *out, ffnrt_error *err)
+ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint32_t tokens,
+                                 ffnrt_matvec_shape *out, ffnrt_error *err)
 {
     uint32_t sub = ctx->info.subgroup_size;
     uint32_t lanes = sub >= 2 && sub <= 64 && (sub & (sub - 1)) == 0 ? sub : 4;
@@ -127,7 +128,7 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
     if (forced) {
         s = (ffnrt_matvec_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1]};
         if ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
-            4 * ffnrt_matvec_smem_floats(s, tokens) > shared_for(ctx, (uint64_t)s.rows * s.lanes, tokens))
+            4 * ffnrt_matvec_smem_floats(s, tokens) > shared_for(ctx, stats, (uint64_t)s.rows * s.lanes, tokens))
             return ffnrt_fail(err, FFNRT_ERROR_LIMIT_EXCEEDED, "%s=%s does not fit %s (%u work-items, %llu B shared memory)",
                               forced->from, forced->text, ctx->info.name, ctx->limits.max_workgroup_size,
                               (unsigned long long)shared);
@@ -135,7 +136,7 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
         return FFNRT_OK;
     }
     while ((uint64_t)s.rows * s.lanes > ctx->limits.max_workgroup_size ||
-           4 * ffnrt_matvec_smem_floats(s, tokens) > shared_for(ctx, (uint64_t)s.rows * s.lanes, tokens)) {
+           4 * ffnrt_matvec_smem_floats(s, tokens) > shared_for(ctx, stats, (uint64_t)s.rows * s.lanes, tokens)) {
         if (s.rows > 1)
             s.rows /= 2;
         else if (s.lanes > 1)
@@ -156,8 +157,8 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, uint32_t tokens, ffnr
  * Groups narrowed while that leaves fewer than 16 groups so every core
  * gets work; then fitted to the workgroup size and, for 16-bit outputs
  * staged in shared memory, its size. */
-ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, uint64_t n, int gated, int staged,
-                                         int wide)
+ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint64_t m,
+                                         uint64_t n, int gated, int staged, int wide)
 {
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
@@ -181,8 +182,8 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, uint64_t m, u
         b.wg_m /= 2;
     while ((uint64_t)b.wg_n * b.wg_m > ctx->limits.max_workgroup_size ||
            (staged ? 4ull * b.wg_n * b.tn * b.wg_m * b.tm : 0) >
-               shared_for(ctx, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) ||
-           shared_for(ctx, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) == 0) {
+               shared_for(ctx, stats, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) ||
+           shared_for(ctx, stats, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) == 0) {
         if (b.wg_m > 1)
             b.wg_m /= 2;
         else if (b.wg_n > 1)
@@ -562,9 +563,12 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
 }
 
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
-                              ffnrt_ffn_choice *c, ffnrt_plan *plan, ffnrt_error *err)
+                              const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
+                              ffnrt_error *err)
 {
     memset(c, 0, sizeof *c);
+    if (stats)
+        c->stats = *stats;
     /* A stored tuning result, unless set aside (ffn.tuning off). */
     char key[160];
     ffnrt_ffn_tuning_key(d, tokens, key, sizeof key);
@@ -599,6 +603,6 @@ ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d,
                        "the activation%s in %s (%s); products accumulate in fp32 on every path",
                        is_gated(d) ? " and the gating product" : "", c->fp16 ? "fp16 registers" : "fp32", why);
     if (st == FFNRT_OK && c->kernel == FFNRT_KERNEL_TILED)
-        st = ffnrt_choose_tiled(ctx, &c->tiled, plan, err);
+        st = ffnrt_choose_tiled(ctx, &c->stats, &c->tiled, plan, err);
     return st;
 }

@@ -86,7 +86,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     int wide = blocked && ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
     if (blocked) {
         /* One kernel for decode and prefill: the shape follows the rows. */
-        bs = ffnrt_choose_blocked(ctx, pr->m, pr->n, gated, esize != 4, wide);
+        bs = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, gated, esize != 4, wide);
         /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
          * binding offsets) or 2 (16-bit words) when K is. */
         int aligned = esize == 4 ? pr->k % 4 == 0 && align % 16 == 0 : pr->k % 2 == 0 && align % 4 == 0;
@@ -113,7 +113,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
                  wide ? ", 16 weights a step (16-wide vectors)" : sumx ? ", each group's codes dotted before scaling" : "");
     } else if (matvec) {
         tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
-        ffnrt_status mst = ffnrt_choose_matvec(ctx, tokens, &mv, &ctx->error);
+        ffnrt_status mst = ffnrt_choose_matvec(ctx, &c->stats, tokens, &mv, &ctx->error);
         if (mst != FFNRT_OK)
             return mst;
         smem_floats = ffnrt_matvec_smem_floats(mv, tokens);

@@ -100,9 +100,9 @@ ffnrt_stats_params ffnrt_stats_params_of(const ffnrt_stats_run *r, uint64_t row0
  * with its stash of `stash` elements, a GEMM's (stash 0) with gemm_rows
  * rows a group. */
 uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms2, uint32_t stash, uint32_t gemm_rows);
-/* The same for a GEMM as a + b·wg + c·rows (for the kernel shapes, which
- * leave it room: ffnrt_context's stats_smem). */
-void ffnrt_stats_gemm_smem(const ffnrt_stats_run *r, uint32_t out[3]);
+/* The same for a GEMM as base + per_item·wg + per_row·rows (the room the
+ * FFN choice's kernel shapes leave it: ffnrt_ffn_choice.stats). */
+ffnrt_smem_reserve ffnrt_stats_gemm_smem(const ffnrt_stats_run *r);
 /* Records the finish pass (shaders/stats.kernel: the token norms' sums and
  * maxima) into the open batch; nothing when the run has no token norms. */
 ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run *r);

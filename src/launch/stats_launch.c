@@ -93,12 +93,12 @@ uint64_t ffnrt_stats_smem_bytes(const ffnrt_stats_run *r, uint32_t wg, int norms
     return 4 * words;
 }
 
-void ffnrt_stats_gemm_smem(const ffnrt_stats_run *r, uint32_t out[3])
+ffnrt_smem_reserve ffnrt_stats_gemm_smem(const ffnrt_stats_run *r)
 {
     uint64_t base = ffnrt_stats_smem_bytes(r, 0, 0, 0, 0);
-    out[0] = (uint32_t)base;
-    out[1] = (uint32_t)(ffnrt_stats_smem_bytes(r, 1, 0, 0, 0) - base);
-    out[2] = (uint32_t)(ffnrt_stats_smem_bytes(r, 0, 0, 0, 1) - base);
+    ffnrt_smem_reserve out = {(uint32_t)base, (uint32_t)(ffnrt_stats_smem_bytes(r, 1, 0, 0, 0) - base),
+                              (uint32_t)(ffnrt_stats_smem_bytes(r, 0, 0, 0, 1) - base)};
+    return out;
 }
 
 /* shaders/stats.kernel's Params. */

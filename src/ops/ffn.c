@@ -280,6 +280,19 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
     return st;
 }
 
+/* The shared memory the product kernels' statistics variant takes, which
+ * their shapes leave it (the first product's, the larger): zeros when the
+ * call has no statistics. */
+static ffnrt_smem_reserve stats_reserve(const ffnrt_ffn_desc *d, const ffnrt_stats_call *sc)
+{
+    ffnrt_smem_reserve none = {0, 0, 0};
+    if (!sc || !sc->choice.on)
+        return none;
+    ffnrt_stats_run up = sc->run;
+    up.roles |= FFN_FIRST | FFN_HIDDEN(ffnrt_ffn_gated(d));
+    return ffnrt_stats_gemm_smem(&up);
+}
+
 ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn,
                            ffnrt_stats_call *stats)
 {
@@ -298,7 +311,8 @@ ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor
     }
     if (st == FFNRT_OK && tokens > 0) {
         ffnrt_ffn_choice c;
-        st = ffnrt_choose_ffn(ctx, d, tokens, &c, NULL, &ctx->error);
+        ffnrt_smem_reserve reserve = stats_reserve(d, stats);
+        st = ffnrt_choose_ffn(ctx, d, tokens, &reserve, &c, NULL, &ctx->error);
         if (stats)
             stats->fp16 = c.fp16;
         if (st == FFNRT_OK)
@@ -309,8 +323,7 @@ ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor
 }
 
 /* A forward's (or plan's) statistics: begun with the layer's options over
- * the context's, the product kernels' shapes leaving room for what their
- * statistics variant takes (ctx->stats_smem) until stats_done. */
+ * the context's. */
 static ffnrt_status stats_begin(ffnrt_context *ctx, const ffnrt_ffn_desc *d, const ffnrt_ffn *layer, uint64_t tokens,
                                 const char *fn, ffnrt_stats_call *sc)
 {
@@ -325,18 +338,11 @@ static ffnrt_status stats_begin(ffnrt_context *ctx, const ffnrt_ffn_desc *d, con
     sc->pre = sc->activations = tokens * (uint64_t)d->hidden;
     sc->tokens = gated ? tokens : 0;
     sc->hidden = (uint64_t)d->hidden;
-    ffnrt_status st = ffnrt_stats_begin(ctx, layer && layer->stats_set ? &layer->stats_options : NULL, sc);
-    if (st == FFNRT_OK && sc->choice.on) {
-        ffnrt_stats_run up = sc->run;
-        up.roles |= FFN_FIRST | FFN_HIDDEN(gated);
-        ffnrt_stats_gemm_smem(&up, ctx->stats_smem);
-    }
-    return st;
+    return ffnrt_stats_begin(ctx, layer && layer->stats_set ? &layer->stats_options : NULL, sc);
 }
 
 static ffnrt_status stats_done(ffnrt_context *ctx, ffnrt_stats_call *sc, ffnrt_status st, ffnrt_ffn *layer)
 {
-    memset(ctx->stats_smem, 0, sizeof ctx->stats_smem);
     return ffnrt_stats_end(ctx, sc, st, layer ? &layer->last_stats : NULL, layer ? &layer->feature_bits : NULL);
 }
 
@@ -404,8 +410,9 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
         st = stats_begin(ctx, desc, NULL, (uint64_t)tokens, fn, &sc);
         ctx->plan_sink = NULL;
         ffnrt_ffn_choice c;
+        ffnrt_smem_reserve reserve = stats_reserve(desc, &sc);
         if (st == FFNRT_OK)
-            st = ffnrt_choose_ffn(ctx, desc, (uint64_t)tokens, &c, plan, &ctx->error);
+            st = ffnrt_choose_ffn(ctx, desc, (uint64_t)tokens, &reserve, &c, plan, &ctx->error);
         char list[128] = "";
         for (int unfused = 0; unfused < 2; unfused++)
             for (int k = 0; k < FFNRT_PRODUCT_KERNEL_COUNT; k++)
@@ -420,7 +427,6 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
         ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL};
         if (st == FFNRT_OK)
             st = c.unfused ? forward_unfused(&r, NULL, NULL) : forward_fused(&r, NULL, NULL);
-        memset(ctx->stats_smem, 0, sizeof ctx->stats_smem);
     }
     if (st == FFNRT_OK)
         *out = plan;
