@@ -5,7 +5,7 @@
  *
  * Weights are random, quantized by ffnrt_quantize (so each matrix is
  * GGUF's bytes), and the reference dequantizes those bytes with
- * tests/reference_quant.c's decoder, written from GGUF's block layouts and
+ * tools/reference/reference_quant.c's decoder, written from GGUF's block layouts and
  * independent of src/quant/. Dequantization is exact in both (every
  * weight is code * s + m, rounded once, as ggml's), so the error is the
  * accumulation's and the bound is test_ffn.c's for the same storage type:
