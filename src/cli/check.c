@@ -353,11 +353,13 @@ static const char matrix_usage[] =
     "usage: ffnrt check --matrix [--op LIST] [--dtype LIST] [--path LIST] [--weights LIST] [--kernel LIST]\n"
     "                   [--stats LIST] [--device LIST] [--profile LIST] [--bound-scale S]\n"
     "  every op (activation, GLU kind) x storage (f32,f16,bf16) x path (op = the element-wise call;\n"
-    "  fused,unfused = an FFN layer with that op) x weights (dense = the dtype's own, q8_0,q4_0,q4_1,q4_k,\n"
-    "  q6_k) x kernel (matvec,tiled) x stats (off,on: bit-identical output, sane counts) x device x\n"
-    "  profile (none, or ffnrt devices --profiles' names) against the double reference under the\n"
-    "  accuracy contract's bounds (docs/accuracy.md); one line per case, then a summary.\n"
-    "  LIST: comma-separated values, or all; by default every value of every axis, profile none\n"
+    "  fused,unfused = an FFN layer with that op) x weights (dense = the dtype's own, or any block format\n"
+    "  of the library, as ffnrt_weight_format_name spells it) x kernel (matvec,tiled) x stats (off,on:\n"
+    "  bit-identical output, sane counts) x device x profile (none, or ffnrt devices --profiles'\n"
+    "  names) against the double reference under the accuracy contract's bounds (docs/accuracy.md);\n"
+    "  one line per case, then a summary.\n"
+    "  LIST: comma-separated values, or all (an unknown value's message lists an axis's values);\n"
+    "  by default every value of every axis, profile none\n"
     "  (the element-wise rows take weights and kernel \"-\"). --bound-scale multiplies every bound\n"
     "  (0: any error fails). Exit 0 when every case run passed, 1 otherwise, 2 for bad arguments.\n";
 
