@@ -39,11 +39,11 @@ selection() { # description, then the options
     "$ffnrt" check --matrix "$@" >"$dir/out" 2>"$dir/err"
     local rc=$?
     cat "$dir/out"
+    cat "$dir/err" >&2 # ctest looks for validation messages in it
     if [ "$rc" != 0 ] || grep -q -E '^(FAIL|skip) ' "$dir/out" ||
        ! grep -q -E "^matrix: [1-9][0-9]* cases run, [0-9]+ passed, 0 FAILED, 0 skipped, on ([0-9]+) device" "$dir/out" ||
        [ "$(sed -n 's/.* on \([0-9]*\) device\/profile pairs$/\1/p' "$dir/out")" != "$devices" ]; then
         echo "FAIL: $what: exit $rc"
-        cat "$dir/err"
         fail=1
     else
         echo "ok: $what ($((SECONDS - t0)) s)"
@@ -60,6 +60,7 @@ selection "a GPU profile" --profile vulkan-minimum --op swiglu --path op,fused -
 # The runner can fail: every bound scaled to 0, GELU's few-ULP error fails.
 "$ffnrt" check --matrix --op gelu --path op --dtype f32 --stats off --bound-scale 0 >"$dir/out" 2>"$dir/err"
 rc=$?
+cat "$dir/err" >&2
 if [ "$rc" = 1 ] && grep -q '^FAIL gelu ' "$dir/out" && grep -q ' [1-9][0-9]* FAILED' "$dir/out"; then
     echo "ok: --bound-scale 0 fails (exit 1, FAIL lines)"
 else
