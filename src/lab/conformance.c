@@ -400,7 +400,7 @@ static void run_layer(ffnrt_context *ctx, const conf_case *c, double scale, conf
     ffnrt_activation act = gated ? ffnrt_glu_gate_activation((ffnrt_glu)c->op->id) : (ffnrt_activation)c->op->id;
     rng = 0x9e3779b9u ^ (uint32_t)(c->op - ops) * 977u ^ (uint32_t)c->format * 131u ^ (uint32_t)c->dtype;
     size_t es = ffnrt_dtype_size(c->dtype);
-    double *dx = malloc((size_t)(t * d) * sizeof(double)), *dw[3], *db[3], *yref = malloc((size_t)(t * d) * 8);
+    double *dx = malloc((size_t)(t * d) * sizeof(double)), *dw[3], *db[3], *yref = malloc((size_t)(t * d) * sizeof(double));
     void *wb[3] = {NULL, NULL, NULL}, *bb[3] = {NULL, NULL, NULL};
     unsigned char *x = malloc((size_t)(t * d) * es), *y = malloc((size_t)(t * d) * es), *y0 = malloc((size_t)(t * d) * es);
     float *yf = malloc((size_t)(t * d) * sizeof *yf);
