@@ -35,6 +35,12 @@ check "devices --help" 0 "usage: ffnrt devices" "" "$ffnrt" devices --help
 check "plan --help on stdout" 0 "usage: ffnrt plan" "" "$ffnrt" plan --help
 check "plan --help lists every setting's variable (the library's list)" 0 "FFNRT_GEMM_BLOCK" "" "$ffnrt" plan --help
 check "bench --help on stdout" 0 "usage: ffnrt bench" "" "$ffnrt" bench --help
+check "check --matrix --help on stdout" 0 "usage: ffnrt check --matrix" "" "$ffnrt" check --matrix --help
+check "check --help names --matrix" 0 "ffnrt check --matrix" "" "$ffnrt" check --help
+check "check --matrix --op nosuchop: named, exit 2" 2 "" 'unknown --op value "nosuchop"' "$ffnrt" check --matrix --op nosuchop
+check "check --matrix --weights q9_9 refused" 2 "" 'unknown --weights value "q9_9"' "$ffnrt" check --matrix --weights q9_9
+check "check --matrix --bound-scale abc refused" 2 "" "--bound-scale abc" "$ffnrt" check --matrix --bound-scale abc
+check "check --matrix --frob refused" 2 "" "unknown option --frob" "$ffnrt" check --matrix --frob
 
 # ffnrt run: every number whole (strtof without an end check made "abc" 0).
 check "run gelu abc" 2 "" '"abc" is not a number' "$ffnrt" run gelu abc

@@ -14,16 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The accuracy contract for fp32 storage and arithmetic (docs/accuracy.md's table). */
-static double ulp_bound(ffnrt_activation act)
-{
-    switch (act) {
-    case FFNRT_ACT_RELU: return 0.0;
-    case FFNRT_ACT_LEAKY_RELU:
-    case FFNRT_ACT_PRELU: return 0.5; /* one rounding of slope*x */
-    default: return 4.0;
-    }
-}
+/* The accuracy contract for fp32 storage and arithmetic (docs/accuracy.md's
+ * table, tools/reference/contract.h). */
+static double ulp_bound(ffnrt_activation act) { return contract_ulp_bound(act, FFNRT_DTYPE_F32); }
 
 static double reference(ffnrt_activation act, double x)
 {

@@ -20,6 +20,7 @@
  * through tokens 1, 7, 64 and bias on/off), precisions and odd shapes on a
  * few kinds, and lowered limits on small shapes. */
 #include "device_fixture.h"
+#include "contract.h"
 #include "reference.h"
 #include "reference_grad.h"
 
@@ -28,9 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define LEAKY_SLOPE 0.1f
-#define ELU_ALPHA 1.5f
-#define SWISH_BETA 1.7f
 
 typedef struct ffn_case {
     ffnrt_backend backend;
@@ -204,11 +202,7 @@ static double bound_for(const ffn_case *c)
 {
     const char *scale_env = getenv("FFNRT_TEST_BOUND_SCALE");
     double scale = scale_env ? atof(scale_env) : 1.0;
-    switch (c->dtype) {
-    case FFNRT_DTYPE_F16: return scale * 4.0 * ldexp(1.0, -11);
-    case FFNRT_DTYPE_BF16: return scale * 4.0 * ldexp(1.0, -8);
-    default: return scale * 4.0 * (sqrt((double)c->d_model) + sqrt((double)c->hidden) + 2.0) * ldexp(1.0, -24);
-    }
+    return scale * contract_ffn_bound(c->dtype, c->d_model, c->hidden);
 }
 
 static void read_output(const ffnrt_tensor *y, ffnrt_dtype dtype, size_t n, float *out)

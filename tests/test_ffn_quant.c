@@ -5,7 +5,7 @@
  *
  * Weights are random, quantized by ffnrt_quantize (so each matrix is
  * GGUF's bytes), and the reference dequantizes those bytes with
- * tests/reference_quant.c's decoder, written from GGUF's block layouts and
+ * tools/reference/reference_quant.c's decoder, written from GGUF's block layouts and
  * independent of src/quant/. Dequantization is exact in both (every
  * weight is code * s + m, rounded once, as ggml's), so the error is the
  * accumulation's and the bound is test_ffn.c's for the same storage type:
@@ -19,6 +19,7 @@
 #include "device_fixture.h"
 #include "reference_grad.h"
 #include "reference_quant.h"
+#include "contract.h"
 
 #include <criterion/parameterized.h>
 #include <math.h>
@@ -160,9 +161,7 @@ static double bound_for(const qcase *c)
 {
     const char *scale_env = getenv("FFNRT_TEST_BOUND_SCALE");
     double scale = scale_env ? atof(scale_env) : 1.0;
-    if (c->dtype == FFNRT_DTYPE_F16)
-        return scale * 4.0 * ldexp(1.0, -11);
-    return scale * 4.0 * (sqrt((double)c->d_model) + sqrt((double)c->hidden) + 2.0) * ldexp(1.0, -24);
+    return scale * contract_ffn_bound(c->dtype, c->d_model, c->hidden);
 }
 
 static double rel_error(const float *y, const double *ref, size_t n)

@@ -28,7 +28,7 @@ trap 'rm -rf "$tmp"' EXIT
 # src/ is the library's. tests, fuzz and examples are clients of both.
 lab="cli compare lab bench tools/reference"
 # The lab's targets, whose objects the call graph reads beside the library's.
-lab_targets="ffnrt_lab ffnrt_reference ffnrt_compare ffnrt_bench ffnrt_cli"
+lab_targets="ffnrt_lab ffnrt_conformance ffnrt_reference ffnrt_compare ffnrt_bench ffnrt_cli"
 
 is_lab() { # folder
     for l in $lab; do [ "$1" = "$l" ] && return 0; done

@@ -10,6 +10,8 @@
 #include "args.h"
 #include "run.h"
 #include "check_quant.h"
+#include "conformance.h"
+#include "numbers.h"
 #include "ffnrt.h"
 #include "contract.h"
 #include "reference.h"
@@ -72,18 +74,10 @@ static void encode(ffnrt_dtype t, void *buf, size_t i, float v)
 
 static int min_exponent(ffnrt_dtype t) { return t == FFNRT_DTYPE_F16 ? -14 : -126; }
 
-/* |got - ref| in ULP of t at scale (>= |ref|); INFINITY for a lost NaN or
- * a finite value that became Inf or NaN. */
+/* |got - ref| in ULP of t at scale (>= |ref|): tools/reference's measure. */
 static double error_ulp(ffnrt_dtype t, double got, double ref, double scale)
 {
-    if (isnan(ref) || isnan(got))
-        return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
-    double overflow = max_finite_of_type(t) + ulp_of_type(t, max_finite_of_type(t)) / 2; /* rounds to inf from here */
-    if (isinf(got))
-        return (got > 0) == (ref > 0) && fabs(ref) >= overflow ? 0.0 : INFINITY;
-    if (isinf(ref))
-        return INFINITY;
-    return fabs(got - ref) / ulp_of_type(t, scale);
+    return ulp_error_of_type(t, got, ref, scale);
 }
 
 /* ------------------------------------------------------------ reference */
@@ -355,8 +349,82 @@ static int takes_value(const char *option)
            strcmp(option, "--bins") == 0 || strcmp(option, "--range") == 0;
 }
 
+static const char matrix_usage[] =
+    "usage: ffnrt check --matrix [--op LIST] [--dtype LIST] [--path LIST] [--weights LIST] [--kernel LIST]\n"
+    "                   [--stats LIST] [--device LIST] [--profile LIST] [--bound-scale S]\n"
+    "  every op (activation, GLU kind) x storage (f32,f16,bf16) x path (op = the element-wise call;\n"
+    "  fused,unfused = an FFN layer with that op) x weights (dense = the dtype's own, or any block format\n"
+    "  of the library, as ffnrt_weight_format_name spells it) x kernel (matvec,tiled) x stats (off,on:\n"
+    "  bit-identical output, sane counts) x device x profile (none, or ffnrt devices --profiles'\n"
+    "  names) against the double reference under the accuracy contract's bounds (docs/accuracy.md);\n"
+    "  one line per case, then a summary.\n"
+    "  LIST: comma-separated values, or all (an unknown value's message lists an axis's values);\n"
+    "  by default every value of every axis, profile none\n"
+    "  (the element-wise rows take weights and kernel \"-\"). --bound-scale multiplies every bound\n"
+    "  (0: any error fails). Exit 0 when every case run passed, 1 otherwise, 2 for bad arguments.\n";
+
+static int matrix_takes_value(const char *o)
+{
+    static const char *const names[] = {"--op", "--dtype", "--path", "--weights", "--kernel",
+                                        "--stats", "--device", "--profile", "--bound-scale"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(o, names[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* ffnrt check --matrix: the conformance matrix (src/lab/conformance.c). */
+static int check_matrix_main(int argc, char **argv)
+{
+    conf_selection s = CONF_SELECTION_INIT;
+    const char **fields[] = {&s.op, &s.dtype, &s.path, &s.weights, &s.kernel, &s.stats, &s.device, &s.profile};
+    static const char *const names[] = {"--op", "--dtype", "--path", "--weights", "--kernel",
+                                        "--stats", "--device", "--profile"};
+    const char *arg;
+    int bad = 0, help = 0;
+    cli_args args;
+    cli_args_init(&args, argc, argv);
+    cli_arg_kind kind;
+    while (!bad && (kind = cli_args_next(&args, &arg)) != CLI_END) {
+        if (kind != CLI_OPTION) {
+            fprintf(stderr, "ffnrt check --matrix: unexpected argument %s\n", arg);
+            bad = 1;
+            break;
+        }
+        if (strcmp(arg, "--matrix") == 0)
+            continue;
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            help = 1;
+            continue;
+        }
+        const char *v = matrix_takes_value(arg) ? cli_args_value(&args) : NULL;
+        if (!v) {
+            fprintf(stderr, "ffnrt check --matrix: %s %s\n", matrix_takes_value(arg) ? "a value is missing after" : "unknown option", arg);
+            bad = 1;
+            break;
+        }
+        if (strcmp(arg, "--bound-scale") == 0) {
+            if (cli_parse_double(v, 0.0, 1e9, &s.bound_scale) != 0) {
+                fprintf(stderr, "ffnrt check --matrix: --bound-scale %s: a number in [0, 1e9]\n", v);
+                bad = 1;
+            }
+            continue;
+        }
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+            if (strcmp(arg, names[i]) == 0)
+                *fields[i] = v;
+    }
+    if (help || bad) {
+        fputs(matrix_usage, help && !bad ? stdout : stderr);
+        return help && !bad ? 0 : 2;
+    }
+    return conf_run(&s, stdout, stderr);
+}
+
 int ffnrt_check_main(int argc, char **argv)
 {
+    if (cli_args_has_option(argc, argv, "--matrix", matrix_takes_value))
+        return check_matrix_main(argc, argv);
     /* The fp32 control checks a given call, not a sweep: `ffnrt run`'s. */
     if (cli_args_has_option(argc, argv, "--fp32-control", takes_value))
         return ffnrt_run_main(argc, argv);
@@ -402,6 +470,10 @@ int ffnrt_check_main(int argc, char **argv)
                         "       ffnrt check --fp32-control [--dtype f16|bf16] [--f16-arithmetic] OP X [X...]\n"
                         "           the call on these numbers in that precision and again in fp32 (ffnrt run --help)\n"
                         "       ffnrt check --quant ... (a layer's loss with quantized weights: ffnrt check --quant --help)\n"
+                        "       ffnrt check --matrix [--op LIST] [--dtype LIST] [--path LIST] [--weights LIST] [--kernel LIST]\n"
+                        "                   [--stats LIST] [--device LIST] [--profile LIST] [--bound-scale S]\n"
+                        "           every op x storage x weight format x path x kernel x statistics x device x profile\n"
+                        "           against the double reference (ffnrt check --matrix --help)\n"
                         "SPEC as FFNRT_DEVICE takes it (\"opencl\", \"vulkan:0\", \"llvmpipe\")\n");
         return help ? 0 : 2;
     }

@@ -22,6 +22,18 @@ double ulp_of_type(ffnrt_dtype t, double a)
     return ldexp(1.0, ilogb(a) - mantissa_bits(t));
 }
 
+double ulp_error_of_type(ffnrt_dtype t, double got, double ref, double scale)
+{
+    if (isnan(ref) || isnan(got))
+        return isnan(ref) && isnan(got) ? 0.0 : INFINITY;
+    double overflow = max_finite_of_type(t) + ulp_of_type(t, max_finite_of_type(t)) / 2; /* rounds to inf from here */
+    if (isinf(got))
+        return (got > 0) == (ref > 0) && fabs(ref) >= overflow ? 0.0 : INFINITY;
+    if (isinf(ref))
+        return INFINITY;
+    return fabs(got - ref) / ulp_of_type(t, scale);
+}
+
 static double ulp_error_16(double g, double ref, int mant_bits, int min_exp, double max_finite, double overflow)
 {
     if (isnan(ref))

@@ -12,6 +12,11 @@ double ulp_of_type(ffnrt_dtype t, double a);
 /* The largest finite value of t. */
 double max_finite_of_type(ffnrt_dtype t);
 
+/* |got - ref| in ULP of t at scale (>= |ref|), any storage type: NaN vs
+ * NaN 0; a lost NaN, or a finite result that became Inf or NaN, INFINITY;
+ * an infinite got of ref's sign 0 where ref rounds to it. */
+double ulp_error_of_type(ffnrt_dtype t, double got, double ref, double scale);
+
 /* |got - ref| in ULP of fp16 (binade e: 2^(e-10); 2^-24 below 2^-14;
  * a result past 65504 counts against 65536, so +inf for ref >= 65520 is 0).
  * NaN vs NaN: 0; NaN mismatch: INFINITY. */

@@ -5,8 +5,8 @@
  * weights, the reference that layers with quantized weights are compared
  * against. Host only; plain C11 + libm (and ffnrt.h / ffnrt_gguf.h for
  * the format enum and the layer description). */
-#ifndef FFNRT_TESTS_REFERENCE_QUANT_H
-#define FFNRT_TESTS_REFERENCE_QUANT_H
+#ifndef FFNRT_REFERENCE_QUANT_H
+#define FFNRT_REFERENCE_QUANT_H
 
 #include <ffnrt.h>
 #include <ffnrt_gguf.h>
