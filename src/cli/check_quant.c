@@ -20,6 +20,7 @@
 
 #include "ffnrt.h"
 #include "ffnrt_gguf.h"
+#include "reference_ffn.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -100,16 +101,6 @@ static int reference(const ffnrt_ffn_desc *d, float *const w[3], float *const b[
     }
     free(a);
     return a ? 0 : -1;
-}
-
-static double rel_error(const float *y, const double *ref, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        num += ((double)y[i] - ref[i]) * ((double)y[i] - ref[i]);
-        den += ref[i] * ref[i];
-    }
-    return isnan(num) ? INFINITY : den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
 /* ------------------------------------------------------------ the layer */
@@ -296,8 +287,8 @@ static int run_format(ffnrt_context *ctx, const layer_f32 *l, ffnrt_weight_forma
             ffnrt_dequantize(f, ys, 2 * n, t, dm, y);
         else
             memcpy(y, ys, 4 * n);
-        *loss = rel_error(y, y_f32, n);
-        *dev = rel_error(y, y_deq, n);
+        *loss = ref_normwise_error(y, y_f32, (int64_t)n);
+        *dev = ref_normwise_error(y, y_deq, (int64_t)n);
     }
     ffnrt_tensor_destroy(tx);
     ffnrt_tensor_destroy(ty);
