@@ -633,12 +633,18 @@ typedef struct run_result {
 /* SiLU on N values with the cache in dir (NULL: off), checked against the
  * reference; the cache's counters after the op. */
 static int without_validation; /* run_op's context without the validation layer */
+/* The suite's contexts ignore the quirk table, so that on PoCL too the
+ * disk cache keeps the driver's binaries (as on every driver the table
+ * leaves alone) and their entries' handling is tested; the table's veto
+ * is tested on its own (driver_binary_veto). */
+static int honour_quirks;
 
 static void run_op(ffnrt_backend backend, const char *dir, int disable, run_result *r)
 {
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     o.cache_dir = dir;
     o.disable_disk_cache = disable;
+    o.ignore_quirks = !honour_quirks;
     ffnrt_context *ctx = NULL;
     if (without_validation) {
         o.backend = backend;
@@ -709,6 +715,50 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, cold_then_warm)
         cr_assert_eq(binary, 1);
     }
     expect_warm(*b, dir, cold.y);
+    remove_dir(dir);
+}
+
+/* With the quirk table honoured, a driver it vetoes keeping binaries for
+ * (PoCL: asking for one compiles the program a second time) gets no
+ * binary entry, says so in its plan and runs the same from its own cache
+ * in the next process; every other device keeps its entries as above. */
+BACKEND_PARAMETERS(disk_cache, driver_binary_veto)
+ParameterizedTest(ffnrt_backend *b, disk_cache, driver_binary_veto)
+{
+    char *dir = temp_dir();
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.cache_dir = dir;
+    ffnrt_context *ctx = test_context(*b, &o);
+    ffnrt_plan *plan;
+    cr_assert_eq(ffnrt_context_plan(ctx, &plan), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    const char *quirks = ffnrt_plan_choice(plan, "quirks");
+    int vetoed = quirks && strstr(quirks, "driver binaries") != NULL;
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    cr_expect_eq(vetoed, *b == FFNRT_BACKEND_OPENCL && strstr(info.api_version, "PoCL") != NULL,
+                 "%s: quirks \"%s\"", info.name, quirks ? quirks : "");
+    cr_log_info("%s: %s", info.name, vetoed ? "keeps no driver binary (quirk table)" : "keeps its binaries");
+    ffnrt_plan_destroy(plan);
+    test_context_done(ctx);
+
+    honour_quirks = 1;
+    run_result cold, warm;
+    run_op(*b, dir, 0, &cold);
+    run_op(*b, dir, 0, &warm);
+    honour_quirks = 0;
+    cr_assert_eq(memcmp(warm.y, cold.y, sizeof cold.y), 0);
+    file_list entries, temps;
+    list_files(dir, &entries, &temps);
+    int binary = 0;
+    for (int i = 0; i < entries.count; i++)
+        binary += strncmp(entries.names[i], "cl-binary-", 10) == 0;
+    if (vetoed) {
+        cr_assert_eq(binary, 0, "a binary was kept although the quirk table vetoes it");
+        cr_assert_eq(warm.stats.hits + warm.stats.rejected, 0, "%s", warm.note);
+    } else {
+        cr_assert_eq(binary, *b == FFNRT_BACKEND_OPENCL, "%d binaries", binary);
+        cr_assert_geq(warm.stats.hits, 1, "%s", warm.note);
+    }
     remove_dir(dir);
 }
 
@@ -940,6 +990,7 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, unusable_directory_is_not_fatal)
     snprintf(sub, sizeof sub, "%s/gone", dir);
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     o.cache_dir = sub;
+    o.ignore_quirks = 1; /* a binary to write on PoCL too (run_op says why) */
     ffnrt_context *ctx = test_context(*b, &o);
     cr_assert_eq(rmdir(sub), 0, "%s", strerror(errno));
     float x[N], y[N];
@@ -1023,6 +1074,7 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, first_call_cost)
     char *dir = temp_dir();
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     o.cache_dir = dir;
+    o.ignore_quirks = 1; /* the driver's binary kept (from the disk cache: counted as such) */
     ffnrt_plan *plan;
     ffnrt_context *ctx = test_context(*b, &o);
     cr_assert_str_eq(first_call(ctx, &plan), "not measured yet");
@@ -1064,6 +1116,7 @@ static int child_run(ffnrt_backend backend, const char *dir, int go_fd, const fl
     o.validation = backend == FFNRT_BACKEND_VULKAN;
     o.cache_dir = dir;
     o.disable_disk_cache = dir == NULL;
+    o.ignore_quirks = 1; /* binaries kept on PoCL too (run_op says why) */
     ffnrt_context *ctx;
     if (ffnrt_context_create(&o, &ctx) != FFNRT_OK)
         return 11;

@@ -23,6 +23,11 @@ typedef struct ffnrt_kernel_cache {
     void *(*load)(void *user, ffnrt_cache_kind kind, size_t *len);
     void (*store)(void *user, ffnrt_cache_kind kind, const void *data, size_t len);
     void (*unusable)(void *user, ffnrt_cache_kind kind, const char *why);
+    /* 0 where the quirk table says the driver's compiled binary must not
+     * be asked for (PoCL compiles the program a second time to make one):
+     * a backend then keeps only what it makes itself (SPIR-V), and the
+     * driver's own cache serves the next process. */
+    int driver_binary;
 } ffnrt_kernel_cache;
 
 /* What a kernel build needs. The core assembles the source from the API's

@@ -404,7 +404,8 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
      * alone would let a collision pass unseen). */
     char *disk_key = NULL;
     kernel_cache_user user = {ctx, NULL, 0};
-    ffnrt_kernel_cache cache = {&user, kernel_cache_load, kernel_cache_store, kernel_cache_unusable};
+    ffnrt_kernel_cache cache = {&user, kernel_cache_load, kernel_cache_store, kernel_cache_unusable,
+                                ctx->keeps_driver_binary};
     if (ctx->disk.enabled && ctx->cache_identity) {
         char digest[64];
         source_digest(source, digest, sizeof digest);

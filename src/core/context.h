@@ -128,7 +128,8 @@ struct ffnrt_context {
     ffnrt_precision_choice precision;
     ffnrt_half_conversion_choice half_conversion;
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
-    char quirk_notes[256];
+    char quirk_notes[384];
+    int keeps_driver_binary;           /* the disk cache may hold the driver's binaries (no quirk vetoes it) */
     int autotune;
     ffnrt_tuning_table tuning;
     ffnrt_calibration calibration;     /* valid once measured or loaded */

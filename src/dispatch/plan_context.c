@@ -30,10 +30,19 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, ffnrt_context *ctx)
     ffnrt_plan_add(plan, "precision", choice, "%s", ctx->precision.reason);
     ffnrt_plan_add(plan, "f16 conversion", ffnrt_half_conversion_name(ctx->half_conversion.kind), "%s",
                    ctx->half_conversion.reason);
-    char vetoes[96];
-    snprintf(vetoes, sizeof vetoes, "%s%s%s", ctx->vetoes & FFNRT_QUIRK_FP16_ARITHMETIC ? "veto fp16 arithmetic " : "",
-             ctx->vetoes & FFNRT_QUIRK_STORAGE_16BIT ? "veto 16-bit storage " : "",
-             ctx->vetoes & FFNRT_QUIRK_TWO_ITEM_TILES ? "veto 2-item GEMM tiles" : "");
+    static const struct {
+        unsigned bit;
+        const char *name;
+    } veto_names[] = {{FFNRT_QUIRK_FP16_ARITHMETIC, "fp16 arithmetic"},
+                      {FFNRT_QUIRK_STORAGE_16BIT, "16-bit storage"},
+                      {FFNRT_QUIRK_TWO_ITEM_TILES, "2-item GEMM tiles"},
+                      {FFNRT_QUIRK_PROGRAM_BINARY, "driver binaries in the disk cache"}};
+    char vetoes[160] = "";
+    for (size_t i = 0; i < sizeof veto_names / sizeof veto_names[0]; i++)
+        if (ctx->vetoes & veto_names[i].bit) {
+            size_t len = strlen(vetoes);
+            snprintf(vetoes + len, sizeof vetoes - len, "%s%s", len ? ", " : "veto ", veto_names[i].name);
+        }
     if (ctx->calibration.valid)
         snprintf(choice, sizeof choice, "copy %.2f GB/s, GEMM %.2f GFLOP/s, dispatch %.1f us",
                  ctx->calibration.copy_gbps, ctx->calibration.gemm_gflops, ctx->calibration.dispatch_us);

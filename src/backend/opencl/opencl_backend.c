@@ -411,7 +411,7 @@ static ffnrt_status cl_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
     k->buffer_count = src->buffer_count;
     k->params_size = src->params_size;
     k->workgroup_size = src->workgroup_size;
-    if (src->cache && cl_program_from_binary(dev, src, k)) {
+    if (src->cache && src->cache->driver_binary && cl_program_from_binary(dev, src, k)) {
         *out = k;
         return FFNRT_OK;
     }
@@ -435,7 +435,7 @@ static ffnrt_status cl_kernel_build(ffnrt_bdevice *dev, const ffnrt_kernel_sourc
         cl_kernel_destroy(dev, k);
         return cl_fail(err, rc, "clCreateKernel");
     }
-    if (src->cache)
+    if (src->cache && src->cache->driver_binary)
         cl_store_binary(dev, src, k->program);
     *out = k;
     return FFNRT_OK;
