@@ -695,6 +695,35 @@ Test(dispatch, elementwise_divisor_is_exact)
     }
 }
 
+/* The register-blocked product's row block (TM) for every row count is a
+ * power of two up to the device's tm_max: each TM is another kernel to
+ * compile (lavapipe's 16 x 16 block took 7 s), so that 5 to 8 rows share
+ * one. It covers every row up to tm_max unless the device's limits made
+ * the loop narrow TM (only after TN is down to 1). */
+BACKEND_PARAMETERS(dispatch, blocked_rows_share_kernels)
+ParameterizedTest(ffnrt_backend *b, dispatch, blocked_rows_share_kernels)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&info, &kp, NULL, 0);
+    const ffnrt_smem_reserve none = {0, 0, 0};
+    for (int gated = 0; gated < 2; gated++)
+        for (uint64_t m = 1; m <= 70; m++) {
+            ffnrt_blocked_shape s = ffnrt_choose_blocked(ctx, &none, m, 3072, gated, 0, 0);
+            cr_assert(s.tm && (s.tm & (s.tm - 1)) == 0, "%s, %llu rows: TM %u is not a power of two", info.name,
+                      (unsigned long long)m, s.tm);
+            cr_assert_leq(s.tm, kp.blocked_tm_max, "%s, %llu rows", info.name, (unsigned long long)m);
+            if (s.tn > 1)
+                cr_assert_geq(s.tm, m < kp.blocked_tm_max ? m : kp.blocked_tm_max, "%s, %llu rows: TM %u", info.name,
+                              (unsigned long long)m, s.tm);
+        }
+    test_context_done(ctx);
+}
+
 /* The settings as the library lists them (ffnrt plan --help prints this
  * list): each a distinct plan name with its FFNRT_ variable, the per-op
  * ones forceable, and a clear error past the end or on NULL. */

@@ -153,7 +153,11 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, const ffnrt_smem_rese
 /* BLOCKED shape for m rows of x and n outputs, from the device's kernel
  * params (dispatch/kernel_params.inc says what bounds it on each kind of
  * driver), or from the forced start (ffn.block). TM takes every row up to
- * tm_max (decode reads W once), TN the decode width at 4 rows or fewer.
+ * tm_max (decode reads W once), rounded up to a power of two: each TM is
+ * another kernel to compile (lavapipe's 16 x 16 block takes 7 s), so 5 to
+ * 8 rows share the 8-row kernel rather than building four, and the rows
+ * past m cost arithmetic only, not another read of W. TN the decode width
+ * at 4 rows or fewer.
  * Groups narrowed while that leaves fewer than 16 groups so every core
  * gets work; then fitted to the workgroup size and, for 16-bit outputs
  * staged in shared memory, its size. */
@@ -163,7 +167,10 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_s
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
     ffnrt_blocked_shape b;
-    b.tm = m < kp.blocked_tm_max ? (uint32_t)m : kp.blocked_tm_max;
+    b.tm = 1;
+    while (b.tm < m && b.tm < kp.blocked_tm_max)
+        b.tm *= 2;
+    b.tm = b.tm < kp.blocked_tm_max ? b.tm : kp.blocked_tm_max;
     if (m <= 4)
         b.tn = kp.blocked_tn_decode, b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
     else
