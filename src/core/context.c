@@ -405,7 +405,7 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
     char *disk_key = NULL;
     kernel_cache_user user = {ctx, NULL, 0};
     ffnrt_kernel_cache cache = {&user, kernel_cache_load, kernel_cache_store, kernel_cache_unusable,
-                                ctx->keeps_driver_binary};
+                                !(ctx->vetoes & FFNRT_QUIRK_PROGRAM_BINARY)};
     if (ctx->disk.enabled && ctx->cache_identity) {
         char digest[64];
         source_digest(source, digest, sizeof digest);

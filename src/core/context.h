@@ -102,6 +102,14 @@ struct ffnrt_tensor {
     struct ffnrt_tensor *prev, *next; /* the context's live tensors */
 };
 
+/* Features a quirk can veto (the table is dispatch/quirks.inc). */
+enum {
+    FFNRT_QUIRK_FP16_ARITHMETIC = 1,
+    FFNRT_QUIRK_STORAGE_16BIT = 2,
+    FFNRT_QUIRK_TWO_ITEM_TILES = 4,
+    FFNRT_QUIRK_PROGRAM_BINARY = 8 /* the disk cache keeps no driver binary (it would cost a second compile) */
+};
+
 struct ffnrt_context {
     const ffnrt_backend_ops *ops;
     ffnrt_bdevice *dev;
@@ -129,7 +137,6 @@ struct ffnrt_context {
     ffnrt_half_conversion_choice half_conversion;
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
     char quirk_notes[384];
-    int keeps_driver_binary;           /* the disk cache may hold the driver's binaries (no quirk vetoes it) */
     int autotune;
     ffnrt_tuning_table tuning;
     ffnrt_calibration calibration;     /* valid once measured or loaded */

@@ -34,7 +34,6 @@ ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
     int ignore = q && q->v[0];
     unsigned asked = (unsigned)s->env[FFNRT_KNOB_QUIRKS].v[1];
     ctx->vetoes = ffnrt_quirks_for(&ctx->info, ignore, asked, ctx->quirk_notes, sizeof ctx->quirk_notes);
-    ctx->keeps_driver_binary = !(ctx->vetoes & FFNRT_QUIRK_PROGRAM_BINARY);
     const ffnrt_setting *pr = ffnrt_setting_get(s, FFNRT_KNOB_PRECISION, NULL, NULL);
     ctx->policy = pr ? (ffnrt_precision)pr->v[0] : FFNRT_PRECISION_EXACT;
     ffnrt_precision_resolve(ctx->policy, &ctx->info, ctx->vetoes, &ctx->precision);

@@ -244,13 +244,8 @@ const char *ffnrt_half_conversion_define(ffnrt_half_conversion kind);
 
 /* -------------------------------------------------------------- precision */
 
-/* Features a quirk can veto. */
-enum {
-    FFNRT_QUIRK_FP16_ARITHMETIC = 1,
-    FFNRT_QUIRK_STORAGE_16BIT = 2,
-    FFNRT_QUIRK_TWO_ITEM_TILES = 4,
-    FFNRT_QUIRK_PROGRAM_BINARY = 8 /* the disk cache keeps no driver binary (it would cost a second compile) */
-};
+/* The features a quirk can veto (FFNRT_QUIRK_*) are in core/context.h,
+ * beside the context's vetoes, which the core's kernel cache reads too. */
 
 /* The quirk table's vetoes for a device, with their reasons; ignore drops
  * the table's, asked adds vetoes for the device at hand (FFNRT_QUIRKS). */
