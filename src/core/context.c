@@ -316,8 +316,8 @@ void ffnrt_context_destroy(ffnrt_context *ctx)
 
 /* Kernel text: the API's prelude, the build defines, then the shared
  * files every kernel may use (with the statistics' where `with` asks),
- * then the op's own file. */
-static char *concat_source(const ffnrt_context *ctx, const char *file, ffnrt_kernel_parts with,
+ * then the op's own file and its level's. */
+static char *concat_source(const ffnrt_context *ctx, const char *file, const char *level, ffnrt_kernel_parts with,
                            const char *defines, uint32_t workgroup_size, int inject_error)
 {
     const char *parts[] = {
@@ -332,6 +332,7 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, ffnrt_ker
         with == FFNRT_KERNEL_STATS ? ffnrt_shader_source("stats.inc") : NULL,
         ffnrt_shader_source("quant.inc"),
         ffnrt_shader_source(file),
+        level ? ffnrt_shader_source(level) : "",
     };
     const size_t first_optional = 7, last_optional = 8; /* may be left out (NULL) */
     char head[64];
@@ -354,18 +355,20 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, ffnrt_ker
     return src;
 }
 
-ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const char *entry,
+ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const char *level, const char *entry,
                                   ffnrt_kernel_parts parts, const char *defines, uint32_t buffer_count,
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out)
 {
-    /* The key is the whole build: file, entry, workgroup size, parts and
+    /* The key is the whole build: files, entry, workgroup size, parts and
      * defines (never truncated: two builds must not share a key). */
-    size_t key_len = strlen(file) + strlen(entry) + strlen(defines) + 24;
+    if (!level)
+        level = "";
+    size_t key_len = strlen(file) + strlen(level) + strlen(entry) + strlen(defines) + 25;
     char *key_copy = malloc(key_len);
     if (!key_copy)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "kernel cache: out of host memory");
-    snprintf(key_copy, key_len, "%s|%s|%u|%d|%s", file, entry, workgroup_size, (int)parts, defines);
+    snprintf(key_copy, key_len, "%s+%s|%s|%u|%d|%s", file, level, entry, workgroup_size, (int)parts, defines);
     for (size_t i = 0; i < ctx->kernel_count; i++)
         if (strcmp(ctx->kernels[i].key, key_copy) == 0) {
             free(key_copy);
@@ -392,7 +395,8 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
                           "FFNRT_INJECT_COMPILE_ERROR=%s: expected 1 (every build fails) or 0", inject);
     }
-    char *source = concat_source(ctx, file, parts, defines, workgroup_size, inject && strcmp(inject, "1") == 0);
+    char *source = concat_source(ctx, file, *level ? level : NULL, parts, defines, workgroup_size,
+                                 inject && strcmp(inject, "1") == 0);
     if (!key_copy || !source) {
         free(key_copy);
         free(source);

@@ -236,9 +236,11 @@ typedef enum ffnrt_kernel_parts {
     FFNRT_KERNEL_STATS,        /* + stats_layout.h and stats.inc: a statistics variant */
 } ffnrt_kernel_parts;
 
-/* Gets the kernel built from the shader file `file` with its `parts` and
- * `defines` (newline-separated "#define" lines), building it on first use. */
-ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const char *entry,
+/* Gets the kernel built from the shader file `file`, then `level` (a file
+ * with the body of one of its levels, as gemm.kernel's; NULL: none), with
+ * its `parts` and `defines` (newline-separated "#define" lines), building
+ * it on first use. */
+ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const char *level, const char *entry,
                                   ffnrt_kernel_parts parts, const char *defines, uint32_t buffer_count,
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out);

@@ -106,7 +106,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = FFNRT_OK;
     if (!ctx->plan_sink)
-        st = ffnrt_context_kernel(ctx, l->file, "ffnrt_elementwise", defines.stats ? FFNRT_KERNEL_STATS
+        st = ffnrt_context_kernel(ctx, l->file, NULL, "ffnrt_elementwise", defines.stats ? FFNRT_KERNEL_STATS
                                   : FFNRT_KERNEL_PLAIN, defines.text, bindings, params_size, wg, &kernel);
     if (st != FFNRT_OK)
         return st;

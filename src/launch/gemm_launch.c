@@ -154,9 +154,13 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     ffnrt_status st = FFNRT_OK;
     if (defines.overflow)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "gemm.kernel: build defines too long");
+    /* gemm.kernel, then the body of the level chosen (the define above
+     * selects nothing more in it: each file holds one level). */
+    const char *level = blocked ? "gemm_blocked.inc" : matvec ? "gemm_matvec.inc" : "gemm_tiled.inc";
     if (!plan)
-        st = ffnrt_context_kernel(ctx, "gemm.kernel", "ffnrt_gemm", defines.stats ? FFNRT_KERNEL_STATS
-                                  : FFNRT_KERNEL_PLAIN, defines.text, bindings, params_size, (uint32_t)wg, &kernel);
+        st = ffnrt_context_kernel(ctx, "gemm.kernel", level, "ffnrt_gemm",
+                                  defines.stats ? FFNRT_KERNEL_STATS : FFNRT_KERNEL_PLAIN, defines.text, bindings,
+                                  params_size, (uint32_t)wg, &kernel);
     if (st != FFNRT_OK)
         return st;
 

@@ -117,7 +117,7 @@ ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run
     ffnrt_defines_storage(&defines, FFNRT_DTYPE_F32, FFNRT_HALF_CONVERSION_BITS); /* storage.inc wants one */
     ffnrt_defines_add(&defines, "#define STATS_TREE_TOP %uu", tree_top(wg));
     ffnrt_bkernel *kernel = NULL;
-    ffnrt_status st = ffnrt_context_kernel(ctx, "stats.kernel", "ffnrt_stats_finish", FFNRT_KERNEL_STATS_LAYOUT,
+    ffnrt_status st = ffnrt_context_kernel(ctx, "stats.kernel", NULL, "ffnrt_stats_finish", FFNRT_KERNEL_STATS_LAYOUT,
                                            defines.text, 1,
                                            sizeof(finish_params), wg, &kernel);
     if (st != FFNRT_OK)
