@@ -355,20 +355,44 @@ static char *concat_source(const ffnrt_context *ctx, const char *file, const cha
     return src;
 }
 
+/* The key is the whole build: files, entry, workgroup size, parts and
+ * defines (never truncated: two builds must not share a key). */
+static char *kernel_key(const char *file, const char *level, const char *entry, uint32_t workgroup_size,
+                        ffnrt_kernel_parts parts, const char *defines)
+{
+    size_t len = strlen(file) + (level ? strlen(level) : 0) + strlen(entry) + strlen(defines) + 25;
+    char *key = malloc(len);
+    if (key)
+        snprintf(key, len, "%s+%s|%s|%u|%d|%s", file, level ? level : "", entry, workgroup_size, (int)parts, defines);
+    return key;
+}
+
+ffnrt_status ffnrt_context_plan_kernel(ffnrt_context *ctx, const char *file, const char *level, const char *entry,
+                                       ffnrt_kernel_parts parts, const char *defines, uint32_t workgroup_size)
+{
+    if (!ctx->source_sink)
+        return FFNRT_OK;
+    char *source = concat_source(ctx, file, level, parts, defines, workgroup_size, 0);
+    char *key = kernel_key(file, level, entry, workgroup_size, parts, defines);
+    if (!source || !key) {
+        free(source);
+        free(key);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "planning %s: out of host memory", file);
+    }
+    ctx->source_sink(ctx->source_sink_user, ctx->ops->name, key, source);
+    free(key);
+    free(source);
+    return FFNRT_OK;
+}
+
 ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const char *level, const char *entry,
                                   ffnrt_kernel_parts parts, const char *defines, uint32_t buffer_count,
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out)
 {
-    /* The key is the whole build: files, entry, workgroup size, parts and
-     * defines (never truncated: two builds must not share a key). */
-    if (!level)
-        level = "";
-    size_t key_len = strlen(file) + strlen(level) + strlen(entry) + strlen(defines) + 25;
-    char *key_copy = malloc(key_len);
+    char *key_copy = kernel_key(file, level, entry, workgroup_size, parts, defines);
     if (!key_copy)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "kernel cache: out of host memory");
-    snprintf(key_copy, key_len, "%s+%s|%s|%u|%d|%s", file, level, entry, workgroup_size, (int)parts, defines);
     for (size_t i = 0; i < ctx->kernel_count; i++)
         if (strcmp(ctx->kernels[i].key, key_copy) == 0) {
             free(key_copy);
@@ -395,7 +419,7 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
                           "FFNRT_INJECT_COMPILE_ERROR=%s: expected 1 (every build fails) or 0", inject);
     }
-    char *source = concat_source(ctx, file, *level ? level : NULL, parts, defines, workgroup_size,
+    char *source = concat_source(ctx, file, level, parts, defines, workgroup_size,
                                  inject && strcmp(inject, "1") == 0);
     if (!key_copy || !source) {
         free(key_copy);

@@ -142,6 +142,11 @@ struct ffnrt_context {
     ffnrt_calibration calibration;     /* valid once measured or loaded */
     ffnrt_build_times build_times;     /* this context's builds (merged into the device's at destroy) */
     ffnrt_plan *plan_sink;             /* non-NULL: launches describe themselves here and run nothing */
+    /* Non-NULL: a plan's launches also hand it the source of every kernel
+     * they would build (ffnrt_context_plan_kernel), so that a test can
+     * compile each variant the dispatcher reaches (tests/test_variants.c). */
+    void (*source_sink)(void *user, const char *api, const char *key, const char *source);
+    void *source_sink_user;
     /* Interop (src/core/interop_*.c). */
     int app_handles; /* made from the app's device/context: its buffers may be wrapped */
     int async;       /* ffnrt_context_set_async: batches are submitted without waiting */
@@ -244,6 +249,10 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
                                   ffnrt_kernel_parts parts, const char *defines, uint32_t buffer_count,
                                   uint32_t params_size, uint32_t workgroup_size,
                                   ffnrt_bkernel **out);
+/* A plan's stand-in for ffnrt_context_kernel: builds nothing, and hands
+ * the source the build would compile to ctx->source_sink where one is set. */
+ffnrt_status ffnrt_context_plan_kernel(ffnrt_context *ctx, const char *file, const char *level, const char *entry,
+                                       ffnrt_kernel_parts parts, const char *defines, uint32_t workgroup_size);
 
 /* Calibration and tuning results: an opaque blob per (kind, name) and
  * device, kept in the disk cache (kind FFNRT_CACHE_CALIBRATION or

@@ -105,9 +105,12 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: build defines too long", l->file);
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = FFNRT_OK;
+    ffnrt_kernel_parts parts = defines.stats ? FFNRT_KERNEL_STATS : FFNRT_KERNEL_PLAIN;
     if (!ctx->plan_sink)
-        st = ffnrt_context_kernel(ctx, l->file, NULL, "ffnrt_elementwise", defines.stats ? FFNRT_KERNEL_STATS
-                                  : FFNRT_KERNEL_PLAIN, defines.text, bindings, params_size, wg, &kernel);
+        st = ffnrt_context_kernel(ctx, l->file, NULL, "ffnrt_elementwise", parts, defines.text, bindings, params_size,
+                                  wg, &kernel);
+    else
+        st = ffnrt_context_plan_kernel(ctx, l->file, NULL, "ffnrt_elementwise", parts, defines.text, wg);
     if (st != FFNRT_OK)
         return st;
     ctx->last_op_ns = 0;

@@ -157,10 +157,12 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     /* gemm.kernel, then the body of the level chosen (the define above
      * selects nothing more in it: each file holds one level). */
     const char *level = blocked ? "gemm_blocked.inc" : matvec ? "gemm_matvec.inc" : "gemm_tiled.inc";
+    ffnrt_kernel_parts parts = defines.stats ? FFNRT_KERNEL_STATS : FFNRT_KERNEL_PLAIN;
     if (!plan)
-        st = ffnrt_context_kernel(ctx, "gemm.kernel", level, "ffnrt_gemm",
-                                  defines.stats ? FFNRT_KERNEL_STATS : FFNRT_KERNEL_PLAIN, defines.text, bindings,
-                                  params_size, (uint32_t)wg, &kernel);
+        st = ffnrt_context_kernel(ctx, "gemm.kernel", level, "ffnrt_gemm", parts, defines.text, bindings, params_size,
+                                  (uint32_t)wg, &kernel);
+    else
+        st = ffnrt_context_plan_kernel(ctx, "gemm.kernel", level, "ffnrt_gemm", parts, defines.text, (uint32_t)wg);
     if (st != FFNRT_OK)
         return st;
 
