@@ -101,6 +101,48 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, const ffnrt_smem_rese
 ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint64_t m,
                                          uint64_t n, int gated, int staged, int wide);
 uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t);
+
+/* One product y = epilogue(x · Wᵀ) of a layer, as the variant depends on
+ * it: x [m, k], W [n, k] in `format` (its dtype's own for a dense one). */
+typedef struct ffnrt_gemm_problem {
+    uint64_t m, n, k;
+    ffnrt_dtype dtype;
+    ffnrt_weight_format format, value_format; /* value_format: Wv's, when gated */
+    ffnrt_activation act;                     /* the epilogue's; FFNRT_ACT_COUNT: none */
+    int gated, bias, stats;
+} ffnrt_gemm_problem;
+
+/* gemm.kernel's variant for one product, chosen whole here
+ * (dispatch/gemm_variant.c) from the FFN choice, the device and the
+ * problem: launch/ turns it into build defines (and so the cache key) and
+ * dispatches, and the plan prints it (ffnrt_gemm_variant_text). */
+typedef struct ffnrt_gemm_variant {
+    ffnrt_product_kernel level; /* the body file: blocked, matrix-vector or tiled */
+    ffnrt_dtype storage;
+    ffnrt_weight_format weights;
+    ffnrt_activation act; /* FFNRT_ACT_COUNT: no activation */
+    int gated, bias;
+    int fp16_epilogue; /* the activation and gating product in fp16 arithmetic */
+    int aligned4;      /* vector loads: K and every base a multiple of 4 (fp32) or 2 (16-bit) */
+    int vec_acc;       /* blocked: a vector of partial sums per output (else dot()) */
+    int wide_codes;    /* blocked, block formats: 16 weights a step in 16-wide vectors */
+    int sum_x;         /* blocked, block formats: each group's codes dotted with x before scaling */
+    ffnrt_blocked_shape blocked;
+    ffnrt_matvec_shape matvec;
+    uint32_t tokens; /* matrix-vector: tokens a dispatch */
+    ffnrt_tiled_shape tiled;
+    uint32_t workgroup;        /* work-items a group */
+    uint32_t rows_per_group;   /* rows of x (tokens) a group covers (the statistics' row sums) */
+    uint32_t columns_per_group; /* outputs a group covers */
+    uint64_t smem_floats;
+    int stats; /* the statistics variant */
+} ffnrt_gemm_variant;
+
+ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn_choice *c,
+                                       const ffnrt_gemm_problem *pr, ffnrt_gemm_variant *out, ffnrt_error *err);
+/* The whole variant in words, for the plan (no "fp16" unless the epilogue
+ * runs in fp16: the plan's arithmetic claim is read from it). */
+void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap);
 uint64_t ffnrt_matvec_smem_floats(ffnrt_matvec_shape s, uint32_t tokens);
 uint32_t ffnrt_ffn_matvec_tokens(const ffnrt_context *ctx, const ffnrt_ffn_desc *d);
 /* A layer's weight matrices, and the block format each is stored in:

@@ -45,124 +45,98 @@ static ffnrt_binding bind_elements(const ffnrt_context *ctx, const ffnrt_tensor 
     return (ffnrt_binding){t->buffer, t->offset + offset, end - offset};
 }
 
+/* gemm.kernel's build defines for a variant: the one place a variant
+ * becomes text (and so the kernel cache's key). */
+static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *v, ffnrt_defines *d)
+{
+    ffnrt_defines_storage(d, v->storage, ctx->half_conversion.kind);
+    ffnrt_defines_weights(d, v->weights);
+    ffnrt_defines_activation(d, v->act);
+    if (v->gated)
+        ffnrt_defines_add(d, "#define GATED 1");
+    if (v->bias)
+        ffnrt_defines_add(d, "#define BIAS 1");
+    ffnrt_defines_arithmetic(d, v->fp16_epilogue);
+    switch (v->level) {
+    case FFNRT_KERNEL_BLOCKED:
+        ffnrt_defines_add(d, "#define BLOCKED %u", 1);
+        if (v->vec_acc)
+            ffnrt_defines_add(d, "#define VEC_ACC 1");
+        if (v->wide_codes)
+            ffnrt_defines_add(d, "#define WQ_WIDE 1");
+        if (v->sum_x)
+            ffnrt_defines_add(d, "#define WQ_SUMX 1");
+        if (v->aligned4)
+            ffnrt_defines_add(d, "#define ALIGNED4 %u", 1);
+        ffnrt_defines_add(d, "#define TM %uu", v->blocked.tm);
+        ffnrt_defines_add(d, "#define TN %uu", v->blocked.tn);
+        ffnrt_defines_add(d, "#define WG_N %uu", v->blocked.wg_n);
+        ffnrt_defines_add(d, "#define WG_M %uu", v->blocked.wg_m);
+        break;
+    case FFNRT_KERNEL_MATVEC:
+        ffnrt_defines_add(d, "#define GEMV %u", 1);
+        if (v->aligned4)
+            ffnrt_defines_add(d, "#define ALIGNED4 %u", 1);
+        ffnrt_defines_add(d, "#define TOKENS %uu", v->tokens);
+        ffnrt_defines_add(d, "#define GEMV_ROWS %uu", v->matvec.rows);
+        ffnrt_defines_add(d, "#define GEMV_LANES %uu", v->matvec.lanes);
+        break;
+    default:
+        ffnrt_defines_add(d, "#define BM %uu", v->tiled.bm);
+        ffnrt_defines_add(d, "#define BN %uu", v->tiled.bn);
+        ffnrt_defines_add(d, "#define BK %uu", v->tiled.bk);
+        ffnrt_defines_add(d, "#define TM %uu", v->tiled.tm);
+        ffnrt_defines_add(d, "#define TN %uu", v->tiled.tn);
+        break;
+    }
+    ffnrt_defines_add(d, "#define SMEM_FLOATS %uu", (unsigned)v->smem_floats);
+}
+
+/* The body file of each level (gemm.kernel's header says which holds what). */
+static const char *const level_files[FFNRT_PRODUCT_KERNEL_COUNT] = {
+    [FFNRT_KERNEL_BLOCKED] = "gemm_blocked.inc",
+    [FFNRT_KERNEL_MATVEC] = "gemm_matvec.inc",
+    [FFNRT_KERNEL_TILED] = "gemm_tiled.inc",
+};
+
 ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_gemm_launch *pr,
                                ffnrt_plan *plan, const char *name)
 {
     const ffnrt_limits *lim = &ctx->limits;
     int gated = pr->gated, bias = pr->bias;
-    int blocked = c->kernel == FFNRT_KERNEL_BLOCKED, matvec = c->kernel == FFNRT_KERNEL_MATVEC;
-    uint32_t tokens = 0;
-    ffnrt_matvec_shape mv = {0, 0};
-    ffnrt_tiled_shape tl = c->tiled;
-    ffnrt_defines defines = {0};
-    char shape_text[160] = "";
+    const ffnrt_gemm_problem problem = {pr->m,   pr->n,   pr->k,     pr->dtype,       pr->w.format, pr->wv.format,
+                                        pr->act, pr->gated, pr->bias, pr->stats != NULL};
+    ffnrt_gemm_variant v;
+    ffnrt_status st = ffnrt_choose_gemm_variant(ctx, c, &problem, &v, &ctx->error);
+    if (st != FFNRT_OK)
+        return st;
+    int matvec = v.level == FFNRT_KERNEL_MATVEC;
     const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(pr->w.format);
-    if (gated && pr->wv.format != pr->w.format)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED, "gemm.kernel: gate and value in two formats (%s, %s)",
-                          ffnrt_weight_format_name(pr->w.format), ffnrt_weight_format_name(pr->wv.format));
-    if (ql && pr->k % ql->k_multiple != 0)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "gemm.kernel: K %llu is not a multiple of %s's block",
-                          (unsigned long long)pr->k, ffnrt_weight_format_name(pr->w.format));
-    ffnrt_defines_storage(&defines, pr->dtype, ctx->half_conversion.kind);
-    ffnrt_defines_weights(&defines, pr->w.format);
-    ffnrt_defines_activation(&defines, pr->act);
-    if (gated)
-        ffnrt_defines_add(&defines, "#define GATED 1");
-    if (bias)
-        ffnrt_defines_add(&defines, "#define BIAS 1");
-    /* The epilogue's activation and gating product in the layer's
-     * arithmetic (a product with neither has none to choose). */
-    int fp16 = c->fp16 && (gated || pr->act != FFNRT_ACT_COUNT);
-    ffnrt_defines_arithmetic(&defines, fp16);
-    uint64_t smem_floats, wg;
     uint64_t esize = ffnrt_dtype_size(pr->dtype);
     uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
-    ffnrt_blocked_shape bs = {0, 0, 0, 0};
-    ffnrt_kernel_params kp;
-    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
-    /* Block formats on drivers that run a work-item as vector code: 16
-     * weights a step (the prelude's 16-wide vectors, where it has them),
-     * which dequantizing needs to keep up with the bytes. */
-    int wide = blocked && ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
-    if (blocked) {
-        /* One kernel for decode and prefill: the shape follows the rows. */
-        bs = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, gated, esize != 4, wide);
-        /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
-         * binding offsets) or 2 (16-bit words) when K is. */
-        int aligned = esize == 4 ? pr->k % 4 == 0 && align % 16 == 0 : pr->k % 2 == 0 && align % 4 == 0;
-        smem_floats = esize == 4 ? 1 : (uint64_t)bs.wg_n * bs.tn * bs.wg_m * bs.tm;
-        wg = (uint64_t)bs.wg_n * bs.wg_m;
-        ffnrt_defines_add(&defines, "#define BLOCKED %u", 1);
-        if (kp.blocked_vec_acc)
-            ffnrt_defines_add(&defines, "#define VEC_ACC 1");
-        if (wide)
-            ffnrt_defines_add(&defines, "#define WQ_WIDE 1");
-        /* Elsewhere, at decode (few rows: registers for a group's sums),
-         * each group's codes are dotted with x before they are scaled. */
-        int sumx = ql && !wide && bs.tm <= 4;
-        if (sumx)
-            ffnrt_defines_add(&defines, "#define WQ_SUMX 1");
-        if (aligned)
-            ffnrt_defines_add(&defines, "#define ALIGNED4 %u", 1);
-        ffnrt_defines_add(&defines, "#define TM %uu", bs.tm);
-        ffnrt_defines_add(&defines, "#define TN %uu", bs.tn);
-        ffnrt_defines_add(&defines, "#define WG_N %uu", bs.wg_n);
-        ffnrt_defines_add(&defines, "#define WG_M %uu", bs.wg_m);
-        snprintf(shape_text, sizeof shape_text, "blocked: %ux%u a work-item, %ux%u work-items%s%s", bs.tm, bs.tn,
-                 bs.wg_n, bs.wg_m, aligned ? ", vector loads" : "",
-                 wide ? ", 16 weights a step (16-wide vectors)" : sumx ? ", each group's codes dotted before scaling" : "");
-    } else if (matvec) {
-        tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
-        ffnrt_status mst = ffnrt_choose_matvec(ctx, &c->stats, tokens, &mv, &ctx->error);
-        if (mst != FFNRT_OK)
-            return mst;
-        smem_floats = ffnrt_matvec_smem_floats(mv, tokens);
-        wg = (uint64_t)mv.rows * mv.lanes;
-        ffnrt_defines_add(&defines, "#define GEMV %u", 1);
-        /* Quantized rows read x four elements at a time (K is a multiple of 32). */
-        if (ql && (esize == 4 ? align % 16 == 0 : align % 4 == 0))
-            ffnrt_defines_add(&defines, "#define ALIGNED4 %u", 1);
-        ffnrt_defines_add(&defines, "#define TOKENS %uu", tokens);
-        ffnrt_defines_add(&defines, "#define GEMV_ROWS %uu", mv.rows);
-        ffnrt_defines_add(&defines, "#define GEMV_LANES %uu", mv.lanes);
-        snprintf(shape_text, sizeof shape_text, "matvec: %u rows x %u lanes a group, %u tokens a dispatch", mv.rows,
-                 mv.lanes, tokens);
-    } else {
-        smem_floats = ffnrt_tiled_smem_floats(tl);
-        wg = (uint64_t)(tl.bm / tl.tm) * (tl.bn / tl.tn);
-        ffnrt_defines_add(&defines, "#define BM %uu", tl.bm);
-        ffnrt_defines_add(&defines, "#define BN %uu", tl.bn);
-        ffnrt_defines_add(&defines, "#define BK %uu", tl.bk);
-        ffnrt_defines_add(&defines, "#define TM %uu", tl.tm);
-        ffnrt_defines_add(&defines, "#define TN %uu", tl.tn);
-        snprintf(shape_text, sizeof shape_text, "tiled: %ux%ux%u, %ux%u a work-item", tl.bm, tl.bn, tl.bk, tl.tm,
-                 tl.tn);
-    }
-    ffnrt_defines_add(&defines, "#define SMEM_FLOATS %uu", (unsigned)smem_floats);
+    ffnrt_defines defines = {0};
+    variant_defines(ctx, &v, &defines);
     uint32_t buffers = 3 + (uint32_t)gated + (uint32_t)bias * (1 + (uint32_t)gated) + (ql ? 1 + (uint32_t)gated : 0);
     uint32_t bindings = buffers, params_size = sizeof(gemm_params);
     if (pr->stats) {
         /* The statistics variant: one more binding (after the scales), the
          * stats fields after the Params, and its rows a group (the token
          * norms' row sums). */
-        uint32_t rows = blocked ? bs.wg_m * bs.tm : matvec ? tokens : tl.bm;
-        ffnrt_stats_defines(pr->stats, &defines, buffers, (uint32_t)wg, 0, 0, 0, rows);
+        ffnrt_stats_defines(pr->stats, &defines, buffers, v.workgroup, 0, 0, 0, v.rows_per_group);
         bindings++;
         params_size += (uint32_t)sizeof(ffnrt_stats_params);
     }
     ffnrt_bkernel *kernel = NULL;
-    ffnrt_status st = FFNRT_OK;
     if (defines.overflow)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "gemm.kernel: build defines too long");
-    /* gemm.kernel, then the body of the level chosen (the define above
-     * selects nothing more in it: each file holds one level). */
-    const char *level = blocked ? "gemm_blocked.inc" : matvec ? "gemm_matvec.inc" : "gemm_tiled.inc";
+    /* gemm.kernel, then the body of the variant's level. */
     ffnrt_kernel_parts parts = defines.stats ? FFNRT_KERNEL_STATS : FFNRT_KERNEL_PLAIN;
     if (!plan)
-        st = ffnrt_context_kernel(ctx, "gemm.kernel", level, "ffnrt_gemm", parts, defines.text, bindings, params_size,
-                                  (uint32_t)wg, &kernel);
+        st = ffnrt_context_kernel(ctx, "gemm.kernel", level_files[v.level], "ffnrt_gemm", parts, defines.text, bindings,
+                                  params_size, v.workgroup, &kernel);
     else
-        st = ffnrt_context_plan_kernel(ctx, "gemm.kernel", level, "ffnrt_gemm", parts, defines.text, (uint32_t)wg);
+        st = ffnrt_context_plan_kernel(ctx, "gemm.kernel", level_files[v.level], "ffnrt_gemm", parts, defines.text,
+                                       v.workgroup);
     if (st != FFNRT_OK)
         return st;
 
@@ -172,8 +146,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     uint64_t range = lim->max_buffer_range < MAX_PLANNED_RANGE ? lim->max_buffer_range : MAX_PLANNED_RANGE;
     uint64_t usable_bytes = range > align + 4 ? range - align - 4 : 0; /* bytes a binding may span */
     uint64_t usable = usable_bytes / esize;                               /* elements of x or y */
-    uint64_t n_per_group = blocked ? (uint64_t)bs.wg_n * bs.tn : matvec ? mv.rows : tl.bn;
-    uint64_t m_per_group = blocked ? (uint64_t)bs.wg_m * bs.tm : tl.bm;
+    uint64_t n_per_group = v.columns_per_group, m_per_group = v.rows_per_group;
     /* W's bytes a row: its codes for a block format (its scales take fewer). */
     uint64_t code_words = ql ? ffnrt_quant_code_words(pr->w.format, pr->k) : 0;
     uint64_t scale_words = ql ? ffnrt_quant_scale_words(pr->w.format, pr->k) : 0;
@@ -187,7 +160,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     uint64_t y_rows = n_chunk && usable >= n_chunk ? (usable - n_chunk) / pr->n + 1 : 0;
     if (m_chunk > y_rows)
         m_chunk = y_rows;
-    uint64_t m_cap = matvec ? tokens : (uint64_t)lim->max_workgroup_count[1] * m_per_group;
+    uint64_t m_cap = matvec ? v.tokens : (uint64_t)lim->max_workgroup_count[1] * m_per_group;
     if (m_chunk > m_cap)
         m_chunk = m_cap;
     if (n_chunk == 0 || m_chunk == 0)
@@ -197,21 +170,17 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
                           (unsigned long long)lim->max_buffer_range);
     if (plan) {
         uint64_t splits_m = (pr->m + m_chunk - 1) / m_chunk, splits_n = (pr->n + n_chunk - 1) / n_chunk;
-        char what[64], choice[256];
+        char what[64], variant[384], choice[448];
         snprintf(what, sizeof what, "ffn.%s", name);
-        snprintf(choice, sizeof choice, "%s%s%s; %llu dispatch%s", shape_text,
-                 gated || pr->act != FFNRT_ACT_COUNT ? (fp16 ? ", fp16 epilogue" : ", fp32 epilogue") : "",
-                 pr->stats ? ", statistics variant" : "", (unsigned long long)(splits_m * splits_n),
+        ffnrt_gemm_variant_text(&v, variant, sizeof variant);
+        snprintf(choice, sizeof choice, "%s; %llu dispatch%s", variant, (unsigned long long)(splits_m * splits_n),
                  splits_m * splits_n > 1 ? "es" : "");
         ffnrt_plan_add(plan, what, choice,
-                       "[%llu x %llu] x [%llu x %llu]^T%s%s%s%s%s; a dispatch takes at most %llu output features and "
-                       "%llu tokens: bindings within the %llu B buffer range, groups within %u a dimension",
+                       "[%llu x %llu] x [%llu x %llu]^T%s; a dispatch takes at most %llu output features and %llu "
+                       "tokens: bindings within the %llu B buffer range, groups within %u a dimension",
                        (unsigned long long)pr->m, (unsigned long long)pr->k, (unsigned long long)pr->n,
-                       (unsigned long long)pr->k, ql ? ", " : "", ql ? ffnrt_weight_format_name(pr->w.format) : "",
-                       ql ? (matvec || blocked ? " weights dequantized in registers" : " weights dequantized into the staged tiles")
-                          : "",
-                       gated ? ", gate and value in one kernel" : "",
-                       bias ? ", bias in the epilogue" : "", (unsigned long long)n_chunk, (unsigned long long)m_chunk,
+                       (unsigned long long)pr->k, gated ? ", gate and value in one kernel" : "",
+                       (unsigned long long)n_chunk, (unsigned long long)m_chunk,
                        (unsigned long long)lim->max_buffer_range, lim->max_workgroup_count[0]);
         return FFNRT_OK;
     }

@@ -1,0 +1,111 @@
+/* The product kernel's variant, chosen whole: the level the FFN choice
+ * took, and everything else shaders/gemm.kernel is built with for one
+ * product: storage, the weight format and its code path, the epilogue and
+ * its arithmetic, the loads, the accumulator, the shape, the workgroup,
+ * the shared memory and the statistics. Each choice is made here once;
+ * launch/gemm_launch.c only turns the value into defines and dispatches. */
+#include "dispatch/dispatch.h"
+#include "quant/quant.h"
+
+#include <stdio.h>
+
+ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn_choice *c,
+                                       const ffnrt_gemm_problem *pr, ffnrt_gemm_variant *out, ffnrt_error *err)
+{
+    const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(pr->format);
+    if (pr->gated && pr->value_format != pr->format)
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED, "gemm.kernel: gate and value in two formats (%s, %s)",
+                          ffnrt_weight_format_name(pr->format), ffnrt_weight_format_name(pr->value_format));
+    if (ql && pr->k % ql->k_multiple != 0)
+        return ffnrt_fail(err, FFNRT_ERROR_SHAPE_MISMATCH, "gemm.kernel: K %llu is not a multiple of %s's block",
+                          (unsigned long long)pr->k, ffnrt_weight_format_name(pr->format));
+    ffnrt_gemm_variant v = {0};
+    v.level = c->kernel;
+    v.storage = pr->dtype;
+    v.weights = pr->format;
+    v.act = pr->act;
+    v.gated = pr->gated;
+    v.bias = pr->bias;
+    v.stats = pr->stats;
+    /* The epilogue's activation and gating product in the layer's
+     * arithmetic (a product with neither has none to choose). */
+    v.fp16_epilogue = c->fp16 && (pr->gated || pr->act != FFNRT_ACT_COUNT);
+    uint64_t esize = ffnrt_dtype_size(pr->dtype);
+    uint64_t align = ctx->limits.buffer_offset_alignment < 4 ? 4 : ctx->limits.buffer_offset_alignment;
+    /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
+     * binding offsets) or 2 (16-bit words) when K is. */
+    int aligned_bases = esize == 4 ? align % 16 == 0 : align % 4 == 0;
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    switch (c->kernel) {
+    case FFNRT_KERNEL_BLOCKED: {
+        /* Block formats on drivers that run a work-item as vector code: 16
+         * weights a step (the prelude's 16-wide vectors, where it has
+         * them), which dequantizing needs to keep up with the bytes. */
+        v.wide_codes = ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
+        /* One kernel for decode and prefill: the shape follows the rows. */
+        ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes);
+        v.blocked = b;
+        v.aligned4 = aligned_bases && pr->k % (esize == 4 ? 4 : 2) == 0;
+        v.vec_acc = kp.blocked_vec_acc != 0;
+        /* Elsewhere, at decode (few rows: registers for a group's sums),
+         * each group's codes are dotted with x before they are scaled. */
+        v.sum_x = ql && !v.wide_codes && b.tm <= 4;
+        /* 16-bit outputs go through shared memory, as whole words. */
+        v.smem_floats = esize == 4 ? 1 : (uint64_t)b.wg_n * b.tn * b.wg_m * b.tm;
+        v.workgroup = b.wg_n * b.wg_m;
+        v.rows_per_group = b.wg_m * b.tm;
+        v.columns_per_group = b.wg_n * b.tn;
+        break;
+    }
+    case FFNRT_KERNEL_MATVEC: {
+        v.tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
+        ffnrt_status st = ffnrt_choose_matvec(ctx, &c->stats, v.tokens, &v.matvec, err);
+        if (st != FFNRT_OK)
+            return st;
+        /* Block-format rows read x four elements at a time (K is a multiple
+         * of 32). */
+        v.aligned4 = ql && aligned_bases;
+        v.smem_floats = ffnrt_matvec_smem_floats(v.matvec, v.tokens);
+        v.workgroup = v.matvec.rows * v.matvec.lanes;
+        v.rows_per_group = v.tokens;
+        v.columns_per_group = v.matvec.rows;
+        break;
+    }
+    default:
+        v.tiled = c->tiled;
+        v.smem_floats = ffnrt_tiled_smem_floats(v.tiled);
+        v.workgroup = (v.tiled.bm / v.tiled.tm) * (v.tiled.bn / v.tiled.tn);
+        v.rows_per_group = v.tiled.bm;
+        v.columns_per_group = v.tiled.bn;
+        break;
+    }
+    *out = v;
+    return FFNRT_OK;
+}
+
+void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
+{
+    char shape[160];
+    const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(v->weights);
+    if (v->level == FFNRT_KERNEL_BLOCKED)
+        snprintf(shape, sizeof shape, "blocked: %ux%u a work-item, %ux%u work-items (n x m)%s%s%s", v->blocked.tm,
+                 v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->aligned4 ? ", vector loads" : "",
+                 v->wide_codes ? ", 16 weights a step (16-wide vectors)"
+                               : v->sum_x ? ", each group's codes dotted before scaling" : "",
+                 v->vec_acc ? ", vector accumulators" : "");
+    else if (v->level == FFNRT_KERNEL_MATVEC)
+        snprintf(shape, sizeof shape, "matvec: %u rows x %u lanes a group, %u tokens a dispatch%s", v->matvec.rows,
+                 v->matvec.lanes, v->tokens, v->aligned4 ? ", vector loads" : "");
+    else
+        snprintf(shape, sizeof shape, "tiled: %ux%ux%u, %ux%u a work-item", v->tiled.bm, v->tiled.bn, v->tiled.bk,
+                 v->tiled.tm, v->tiled.tn);
+    int has_epilogue = v->gated || v->act != FFNRT_ACT_COUNT;
+    snprintf(buf, cap, "%s; %s storage, %s weights%s; epilogue %s%s%s%s; %u work-items, shared memory %llu floats%s", shape,
+             ffnrt_dtype_name(v->storage), ql ? ffnrt_weight_format_name(v->weights) : "dense",
+             ql ? (v->level == FFNRT_KERNEL_TILED ? " dequantized into the staged tiles" : " dequantized in registers")
+                : "",
+             v->act == FFNRT_ACT_COUNT ? "none" : ffnrt_activation_name(v->act), v->gated ? " x value" : "",
+             v->bias ? ", bias" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
+             v->workgroup, (unsigned long long)v->smem_floats, v->stats ? ", statistics variant" : "");
+}
