@@ -307,6 +307,68 @@ ffnrt_status ffnrt_precision_parse(const char *name, ffnrt_precision *out);
 ffnrt_status ffnrt_choose_compute(const ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
                                   int *fp16, char *why, size_t cap, ffnrt_error *err);
 
+/* --------------------------------------------------- element-wise kernels */
+
+/* The element-wise launcher's geometry (shaders/storage.inc's loop): its
+ * default workgroup, the elements of dtype one group covers (a kernel may
+ * make a division once a group instead of per element), and a "unit", the
+ * run of consecutive elements work-items take together (the group's row
+ * of wg words at one step where a work-item's words are strided by the
+ * group, a work-item's own words where they are consecutive: the
+ * backend's items_consecutive). wg 0: the default. */
+uint32_t ffnrt_elementwise_workgroup(const ffnrt_context *ctx);
+uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg);
+uint32_t ffnrt_elementwise_unit(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg);
+#define FFNRT_EW_ITEMS 4u /* output words a work-item (ITEMS in storage.inc) */
+
+typedef enum ffnrt_ew_family {
+    FFNRT_EW_ACTIVATION, /* shaders/activation.kernel (and its word copy) */
+    FFNRT_EW_GLU,        /* shaders/glu.kernel */
+    FFNRT_EW_BIAS,       /* shaders/bias.kernel, the unfused layer's bias pass */
+    FFNRT_EW_FAMILY_COUNT
+} ffnrt_ew_family;
+
+/* An element-wise kernel as its op asks for it. */
+typedef struct ffnrt_ew_op {
+    ffnrt_ew_family family;
+    ffnrt_activation act; /* its hooks (a GLU's gate); FFNRT_ACT_COUNT: none */
+    int backward;
+    int halves;      /* GLU: gate and value halves of one row (else two tensors) */
+    int two_outputs; /* GLU backward on two tensors: dgate and dvalue */
+    int copy_words;  /* the activation kernel as a copy of words */
+    ffnrt_dtype dtype;
+    int arithmetic;          /* the op has arithmetic to choose (not the bias pass, not the copy) */
+    ffnrt_compute compute;   /* as asked */
+    uint32_t slope_channels; /* PReLU: channels of its slopes (0: no slopes), */
+    uint32_t slope_inner;    /* and elements a step of the channel axis */
+    const char *fn;          /* the public call, for errors */
+} ffnrt_ew_op;
+
+/* The variant the dispatcher chooses for it (ffnrt_choose_ew_variant,
+ * dispatch/ew_variant.c): the arithmetic, PReLU's slope lookup and the
+ * workgroup it takes. launch/elementwise.c adds the statistics' shape
+ * (items, norms2, stash: it depends on the run's statistics), turns the
+ * variant into defines in one function, and the plan prints it. */
+typedef struct ffnrt_ew_variant {
+    ffnrt_ew_op op;
+    int fp16;                  /* fp16 arithmetic */
+    const char *slope_lookup;  /* PReLU: the lookup's define (NULL: none) */
+    const char *slope_reason;
+    uint32_t workgroup;        /* work-items a group */
+    uint32_t row_multiple;     /* every dispatch starts at a multiple of this many elements (0: any) */
+    uint32_t items;            /* words a work-item */
+    int stats, stats_norms2;   /* the statistics variant, and its token norms in registers (1, 2) */
+    uint32_t stats_stash;      /* elements a group stashes bins for (0: counted in the loop) */
+} ffnrt_ew_variant;
+
+const char *ffnrt_ew_family_file(ffnrt_ew_family f);
+/* Chooses the arithmetic (ffnrt_choose_compute; the plan's "compute"
+ * line), PReLU's slope lookup (the plan's "prelu.slopes") and the
+ * workgroup. Errors name op->fn. */
+ffnrt_status ffnrt_choose_ew_variant(ffnrt_context *ctx, const ffnrt_ew_op *op, ffnrt_ew_variant *out);
+/* The whole variant in words, for the plan. */
+void ffnrt_ew_variant_text(const ffnrt_ew_variant *v, char *buf, size_t cap);
+
 /* ------------------------------------------------------------- statistics */
 
 /* Whether an op's kernels run their statistics variant, with which

@@ -4,9 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Output words per work-item in shaders/storage.inc (ITEMS there). */
-#define ITEMS_PER_ITEM 4u
-#define PREFERRED_WORKGROUP 256u
 
 /* The statistics variant's shape: words a work-item, whether a group's
  * token norms fit registers (1: its span lies in at most two tokens; 2:
@@ -24,7 +21,7 @@ static stats_shape choose_stats_shape(const ffnrt_context *ctx, const ffnrt_stat
     /* More words a work-item than the plain kernel's (the device's
      * figure, kernel_params.inc): a group's reduction is spread over more
      * elements. */
-    stats_shape s = {r->items ? r->items : ITEMS_PER_ITEM, 0, 0};
+    stats_shape s = {r->items ? r->items : FFNRT_EW_ITEMS, 0, 0};
     uint32_t one = s.items; /* a group within one token: its span divides the token */
     while (one > 1 && r->row_len % ((uint64_t)one * wg * epw) != 0)
         one /= 2;
@@ -36,7 +33,7 @@ static stats_shape choose_stats_shape(const ffnrt_context *ctx, const ffnrt_stat
             s.items /= 2;
         s.norms2 = (uint64_t)s.items * wg * epw <= r->row_len;
         if (!s.norms2)
-            s.items = r->items ? r->items : ITEMS_PER_ITEM;
+            s.items = r->items ? r->items : FFNRT_EW_ITEMS;
     }
     uint32_t span = s.items * wg * (uint32_t)epw;
     if (r->hist_stash && (r->roles & FFNRT_STATS_HIST) &&
@@ -64,53 +61,56 @@ void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift)
     *shift = l ? 1u | ((l - 1) << 1) : 0u;
 }
 
-static uint32_t workgroup_size(const ffnrt_limits *lim)
+/* An element-wise variant's build defines: the one place it becomes text
+ * (and so the kernel cache's key). */
+static void variant_defines(const ffnrt_context *ctx, const ffnrt_ew_variant *v, ffnrt_defines *d)
 {
-    return lim->max_workgroup_size < PREFERRED_WORKGROUP ? lim->max_workgroup_size : PREFERRED_WORKGROUP;
-}
-
-uint32_t ffnrt_elementwise_workgroup(const ffnrt_context *ctx) { return workgroup_size(&ctx->limits); }
-
-uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg)
-{
-    return (wg ? wg : workgroup_size(&ctx->limits)) * ITEMS_PER_ITEM * (ffnrt_dtype_size(dtype) == 4 ? 1u : 2u);
-}
-
-uint32_t ffnrt_elementwise_unit(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg)
-{
-    uint32_t words = ctx->ops->items_consecutive ? ITEMS_PER_ITEM : (wg ? wg : workgroup_size(&ctx->limits));
-    return words * (ffnrt_dtype_size(dtype) == 4 ? 1u : 2u);
+    const ffnrt_ew_op *o = &v->op;
+    if (o->family != FFNRT_EW_BIAS)
+        ffnrt_defines_activation(d, o->act);
+    if (o->halves)
+        ffnrt_defines_add(d, "#define HALVES 1");
+    if (o->backward)
+        ffnrt_defines_add(d, "#define BACKWARD 1");
+    if (o->two_outputs)
+        ffnrt_defines_add(d, "#define TWO_OUTPUTS 1");
+    if (v->slope_lookup)
+        ffnrt_defines_add(d, "#define %s 1", v->slope_lookup);
+    if (o->copy_words)
+        ffnrt_defines_add(d, "#define COPY_WORDS 1");
+    ffnrt_defines_arithmetic(d, v->fp16);
+    ffnrt_defines_storage(d, o->dtype, ctx->half_conversion.kind);
 }
 
 ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
 {
     const ffnrt_limits *lim = &ctx->limits;
-    uint32_t wg = workgroup_size(lim);
-    if (l->workgroup && l->workgroup < wg)
-        wg = l->workgroup;
-    uint64_t esize = ffnrt_dtype_size(l->dtype);
+    ffnrt_ew_variant v = *l->variant;
+    const char *file = ffnrt_ew_family_file(v.op.family);
+    uint32_t wg = v.workgroup;
+    uint64_t esize = ffnrt_dtype_size(v.op.dtype);
     uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
-    ffnrt_defines defines = *l->defines;
-    ffnrt_defines_storage(&defines, l->dtype, ctx->half_conversion.kind);
-    uint32_t items = ITEMS_PER_ITEM, bindings = l->binding_count, params_size = l->params_size;
-    stats_shape ss = {0, 0, 0};
+    ffnrt_defines defines = {0};
+    variant_defines(ctx, &v, &defines);
+    uint32_t bindings = l->binding_count, params_size = l->params_size;
     if (l->stats) {
-        ss = choose_stats_shape(ctx, l->stats, wg, epw);
+        stats_shape ss = choose_stats_shape(ctx, l->stats, wg, epw);
+        v.stats = 1, v.items = ss.items, v.stats_norms2 = ss.norms2, v.stats_stash = ss.stash;
         ffnrt_stats_defines(l->stats, &defines, l->binding_count, wg, ss.items, ss.norms2, ss.stash, 0);
-        items = ss.items;
         bindings++;
         params_size += (uint32_t)sizeof(ffnrt_stats_params);
     }
+    uint32_t items = v.items;
     if (defines.overflow)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: build defines too long", l->file);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: build defines too long", file);
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = FFNRT_OK;
     ffnrt_kernel_parts parts = defines.stats ? FFNRT_KERNEL_STATS : FFNRT_KERNEL_PLAIN;
     if (!ctx->plan_sink)
-        st = ffnrt_context_kernel(ctx, l->file, NULL, "ffnrt_elementwise", parts, defines.text, bindings, params_size,
-                                  wg, &kernel);
+        st = ffnrt_context_kernel(ctx, file, NULL, "ffnrt_elementwise", parts, defines.text, bindings, params_size, wg,
+                                  &kernel);
     else
-        st = ffnrt_context_plan_kernel(ctx, l->file, NULL, "ffnrt_elementwise", parts, defines.text, wg);
+        st = ffnrt_context_plan_kernel(ctx, file, NULL, "ffnrt_elementwise", parts, defines.text, wg);
     if (st != FFNRT_OK)
         return st;
     ctx->last_op_ns = 0;
@@ -143,9 +143,9 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         uint64_t step = align / gcd64(align, row_bytes);
         row_step = row_step / gcd64(row_step, step) * step;
     }
-    if (l->row_multiple > 1) /* the kernel's lookups assume it (PReLU's slope units) */
-        row_step = row_step / gcd64(row_step, l->row_multiple) * l->row_multiple;
-    if (ss.norms2 == 2) {
+    if (v.row_multiple > 1) /* the kernel's lookups assume it (PReLU's slope units) */
+        row_step = row_step / gcd64(row_step, v.row_multiple) * v.row_multiple;
+    if (v.stats_norms2 == 2) {
         /* Groups within one token: every dispatch starts at a token. */
         uint64_t step = l->stats->row_len / gcd64(l->stats->row_len, l->row_elems);
         row_step = row_step / gcd64(row_step, step) * step;
@@ -162,9 +162,8 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     }
 
     if (ctx->plan_sink) {
-        char choice[160];
-        snprintf(choice, sizeof choice, "%s%s, %u work-items a group, %u words a work-item", l->file,
-                 l->stats ? " (statistics variant)" : "", wg, items);
+        char choice[320];
+        ffnrt_ew_variant_text(&v, choice, sizeof choice);
         ffnrt_plan_add(ctx->plan_sink, "kernel", choice,
                        "element-wise: %u work-items (the device allows %u) of %u 32-bit words each (strided by the "
                        "group on OpenCL, where CPU drivers vectorise across work-items; consecutive on Vulkan), so "
@@ -189,7 +188,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     unsigned char params[256];
     if (params_size > sizeof params)
         return ffnrt_batch_end(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: Params too large",
-                                               l->file), &ctx->last_op_ns);
+                                               file), &ctx->last_op_ns);
     for (uint64_t row = 0; row < l->rows && st == FFNRT_OK; row += chunk) {
         uint64_t rows = l->rows - row < chunk ? l->rows - row : chunk;
         uint64_t n = rows * l->row_elems;

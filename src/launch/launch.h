@@ -10,18 +10,18 @@
 
 /* ------------------------------------------------------- build defines */
 
-/* Kernel variants. What makes one build of a kernel differ from another
- * (beyond its shape) is a define emitted here, from one function per
- * dimension: the storage type (ffnrt_defines_storage), the activation's
- * hooks from the op table (ffnrt_defines_activation), the arithmetic
- * (ffnrt_defines_arithmetic). A new dimension is a field of the launch
- * (ffnrt_ew_launch, ffnrt_gemm_launch) that the dispatcher chooses, one
- * function here, and its kernel code under its define: a weight format
- * (WEIGHTS_Q8_0 ... selecting the kernel's weight loader, ffnrt_weight_format
- * in ffnrt_gemm_launch, the bytes a row in the launcher's splits), or a
- * statistics variant (STATS with one more binding for the reduced struct).
- * The defines are part of the kernel cache's key, so every variant is
- * built once and kept. */
+/* Kernel variants. A kernel's variant is one typed value the dispatcher
+ * chooses whole (ffnrt_ew_variant, ffnrt_gemm_variant in dispatch.h); each
+ * launcher turns it into build defines in one function, from one helper
+ * per dimension here: the storage type (ffnrt_defines_storage), the
+ * activation's hooks from the op table (ffnrt_defines_activation), the
+ * arithmetic (ffnrt_defines_arithmetic), a weight format
+ * (ffnrt_defines_weights), the statistics (ffnrt_stats_defines, STATS with
+ * one more binding for the reduced struct). A new dimension is a field of
+ * the variant, its choice in dispatch/, a line in the launcher's
+ * conversion, and its kernel code under its define. Nothing reads a
+ * define back; the defines are part of the kernel cache's key, so every
+ * variant is built once and kept. */
 
 /* A kernel's build defines, newline-separated "#define" lines. */
 typedef struct ffnrt_defines {
@@ -114,18 +114,6 @@ ffnrt_status ffnrt_stats_record_finish(ffnrt_context *ctx, const ffnrt_stats_run
  * two shifts. */
 void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift);
 
-/* Elements of dtype one workgroup of the element-wise launcher covers (its
- * kernels may then make a division once a group instead of per element),
- * for a workgroup of wg work-items (0: the launcher's default). */
-uint32_t ffnrt_elementwise_group_span(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg);
-/* The default workgroup size of the element-wise launcher. */
-uint32_t ffnrt_elementwise_workgroup(const ffnrt_context *ctx);
-/* Elements of dtype in a "unit" of the element-wise loop: the run of
- * consecutive words that work-items take together, the group's row of wg
- * words at one step where a work-item's words are strided by the group,
- * a work-item's own words where they are consecutive (the backend's
- * items_consecutive). A kernel may make one lookup a unit (PReLU). */
-uint32_t ffnrt_elementwise_unit(const ffnrt_context *ctx, ffnrt_dtype dtype, uint32_t wg);
 
 /* One tensor argument of an element-wise kernel. The launcher iterates over
  * rows x row_elems output elements; a binding holds per_row of its own
@@ -136,9 +124,7 @@ typedef struct ffnrt_ew_binding {
 } ffnrt_ew_binding;
 
 typedef struct ffnrt_ew_launch {
-    const char *file;             /* the op's file in shaders/ */
-    const ffnrt_defines *defines; /* the op's build defines; the storage type is added */
-    ffnrt_dtype dtype;            /* storage type of every tensor argument */
+    const ffnrt_ew_variant *variant; /* the kernel (its op's dtype is every tensor argument's) */
     uint64_t rows;
     uint64_t row_elems;
     const ffnrt_ew_binding *bindings;
@@ -148,8 +134,6 @@ typedef struct ffnrt_ew_launch {
     void *params;
     uint32_t params_size;
     const ffnrt_stats_run *stats; /* NULL: the kernel without statistics */
-    uint32_t workgroup;           /* work-items a group, at most the default (0: the default) */
-    uint32_t row_multiple;        /* each dispatch starts at a multiple of this many rows (0: any) */
 } ffnrt_ew_launch;
 
 /* Runs an element-wise kernel over the whole iteration space, split into

@@ -86,91 +86,6 @@ static ffnrt_status prelu_layout(ffnrt_context *ctx, const ffnrt_activation_desc
     return FFNRT_OK;
 }
 
-/* PReLU's slope lookup (shaders/activation.kernel): the first row of this
- * table whose condition the layout meets. A unit is the run of elements
- * the element-wise loop's work-items take together (ffnrt_elementwise_unit:
- * a group's row of words on OpenCL, a work-item's own words on Vulkan); a
- * span is a whole group's elements. Units start at multiples of the unit
- * from a dispatch's first element, and the launcher starts each dispatch
- * at a multiple of the unit where the row needs it (row_multiple). */
-typedef struct slope_layout {
-    uint32_t channels, inner, span, unit;
-    int consecutive; /* the backend's items_consecutive */
-} slope_layout;
-
-static int one_slope(const slope_layout *l) { return l->channels == 1; }
-static int last_axis_units(const slope_layout *l) { return l->inner == 1 && l->channels % l->unit == 0; }
-static int inner_units(const slope_layout *l) { return l->inner % l->unit == 0; }
-static int last_axis_wide(const slope_layout *l) { return l->inner == 1 && l->channels >= l->span; }
-static int inner_wide(const slope_layout *l) { return l->inner >= l->span; }
-/* Where a work-item's words are strided by the group, a group-wide
- * lookup that fits ran 10-20% faster than units on PoCL in fp32 (the same
- * loads and loop; the cause is not known) and within 7% in 16-bit. */
-static int last_axis_wide_strided(const slope_layout *l) { return last_axis_wide(l) && !l->consecutive; }
-static int inner_wide_strided(const slope_layout *l) { return inner_wide(l) && !l->consecutive; }
-static int last_axis(const slope_layout *l) { return l->inner == 1; }
-static int any_layout(const slope_layout *l) { return l != NULL; }
-
-typedef struct slope_lookup_row {
-    const char *define;
-    int (*fits)(const slope_layout *);
-    int per_unit; /* the condition depends on the unit: a smaller workgroup may meet it */
-    const char *reason;
-} slope_lookup_row;
-
-#define LAST_AXIS_WIDE_WHY                                                                                     \
-    "channels on the last axis, at least a group's span: one channel division a group, a group wraps at most "   \
-    "once, and groups that do not read their slopes by vector loads"
-#define INNER_WIDE_WHY "an inner axis at least a group's span: one channel division a group, which steps at most once"
-
-static const slope_lookup_row slope_lookups[] = {
-    {"SLOPES_SHARED", one_slope, 0, "one slope for every element: a uniform load"},
-    {"SLOPES_LAST_AXIS_WIDE", last_axis_wide_strided, 0, LAST_AXIS_WIDE_WHY},
-    {"SLOPES_INNER_WIDE", inner_wide_strided, 0, INNER_WIDE_WHY},
-    {"SLOPES_LAST_AXIS_UNITS", last_axis_units, 1,
-     "channels on the last axis, a whole number of units: a unit's channels never wrap, so its slopes are one "
-     "run of consecutive words, read beside x's (vector loads), with one channel division a unit"},
-    {"SLOPES_INNER_UNITS", inner_units, 1,
-     "an inner axis a whole number of units long: a unit lies in one channel, one slope read a unit"},
-    {"SLOPES_LAST_AXIS_WIDE", last_axis_wide, 0, LAST_AXIS_WIDE_WHY},
-    {"SLOPES_INNER_WIDE", inner_wide, 0, INNER_WIDE_WHY},
-    {"SLOPES_LAST_AXIS", last_axis, 0, "channels on the last axis, fewer than a group's span and not a whole "
-     "number of units: the channel by a multiply-high per element, slopes gathered"},
-    {"SLOPES_ANY_AXIS", any_layout, 0, "an inner axis shorter than a group's span and not a whole number of "
-     "units: two multiply-high divisions per element, slopes gathered"},
-};
-
-typedef struct slope_choice {
-    const slope_lookup_row *row;
-    uint32_t workgroup, unit;
-} slope_choice;
-
-/* Workgroups from the launcher's default down to this size may be taken
- * to make a unit divide the layout (each halving doubles the groups). */
-#define SLOPES_MIN_WORKGROUP 32u
-
-static slope_choice choose_slope_lookup(const ffnrt_context *ctx, const activation_params *p, ffnrt_dtype dtype)
-{
-    uint32_t wg0 = ffnrt_elementwise_workgroup(ctx);
-    slope_layout l = {p->channels, p->inner, ffnrt_elementwise_group_span(ctx, dtype, wg0),
-                      ffnrt_elementwise_unit(ctx, dtype, wg0), ctx->ops->items_consecutive};
-    slope_choice c = {NULL, wg0, l.unit};
-    size_t rows = sizeof slope_lookups / sizeof slope_lookups[0];
-    for (size_t r = 0; r < rows && !c.row; r++)
-        if (slope_lookups[r].fits(&l))
-            c.row = &slope_lookups[r];
-    /* A row that needs the unit and did not fit, before the one taken: a
-     * smaller group (on APIs whose unit is the group's row) may fit it. */
-    for (uint32_t wg = wg0 / 2; wg >= SLOPES_MIN_WORKGROUP && !ctx->ops->items_consecutive; wg /= 2) {
-        slope_layout s = {p->channels, p->inner, ffnrt_elementwise_group_span(ctx, dtype, wg),
-                          ffnrt_elementwise_unit(ctx, dtype, wg), 0};
-        for (const slope_lookup_row *r = slope_lookups; r < c.row; r++)
-            if (r->per_unit && r->fits(&s))
-                return (slope_choice){r, wg, s.unit};
-    }
-    return c;
-}
-
 /* Every output element reads its inputs at its own index (the slopes at its
  * channel, which equals its index when y can be the slopes tensor). */
 #define ACTIVATION_ALIASING "an output may be exactly one of the inputs (in place), never part of one or another output"
@@ -194,25 +109,16 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
             args[2].tensor = NULL;
         st = ffnrt_check_aliasing(ctx, fn, args, 4, 1, ACTIVATION_ALIASING);
     }
-    ffnrt_defines defines = {0};
-    ffnrt_defines_activation(&defines, st == FFNRT_OK ? desc->kind : FFNRT_ACT_COUNT);
-    if (dy)
-        ffnrt_defines_add(&defines, "#define BACKWARD 1");
-    uint32_t workgroup = 0, row_multiple = 0;
-    if (slopes && st == FFNRT_OK) {
-        slope_choice c = choose_slope_lookup(ctx, &p, x->dtype);
-        ffnrt_defines_add(&defines, "#define %s 1", c.row->define);
-        workgroup = c.workgroup;
-        row_multiple = c.row->per_unit ? c.unit : 0; /* a dispatch's range starts at a unit */
-        if (ctx->plan_sink)
-            ffnrt_plan_add(ctx->plan_sink, "prelu.slopes", c.row->define, "%s (%u channels, %u elements a step of the "
-                           "channel axis, %u work-items a group, %u elements a unit)", c.row->reason, p.channels,
-                           p.inner, c.workgroup, c.unit);
-    }
-    if (st == FFNRT_OK)
-        st = ffnrt_compute_define(ctx, desc->compute, x->dtype, fn, &defines, stats ? &stats->fp16 : NULL);
     if (st != FFNRT_OK)
         return st;
+    ffnrt_ew_op op = {FFNRT_EW_ACTIVATION, desc->kind, dy != NULL, 0, 0, 0, x->dtype, 1, desc->compute,
+                      slopes ? p.channels : 0, slopes ? p.inner : 0, fn};
+    ffnrt_ew_variant v;
+    st = ffnrt_choose_ew_variant(ctx, &op, &v);
+    if (st != FFNRT_OK)
+        return st;
+    if (stats)
+        stats->fp16 = v.fp16;
     p.alpha = desc->alpha;
     p.beta = desc->beta;
     ffnrt_ew_binding b[4];
@@ -223,8 +129,7 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
         b[nb++] = (ffnrt_ew_binding){dy, 1};
     if (slopes)
         b[nb++] = (ffnrt_ew_binding){desc->slopes, 0};
-    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, nb, &p, sizeof p,
-                         stats && stats->choice.on ? &stats->run : NULL, workgroup, row_multiple};
+    ffnrt_ew_launch l = {&v, x->numel, 1, b, nb, &p, sizeof p, stats && stats->choice.on ? &stats->run : NULL};
     return ffnrt_run_elementwise(ctx, &l);
 }
 
@@ -279,10 +184,12 @@ ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tens
         return st;
     activation_params p = {0, 0, 1, 1, 1, 0, 1, 0, 0.0f, 1.0f};
     ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
-    ffnrt_defines defines = {0};
-    ffnrt_defines_activation(&defines, FFNRT_ACT_COUNT);
-    ffnrt_defines_add(&defines, "#define COPY_WORDS 1");
-    ffnrt_ew_launch l = {"activation.kernel", &defines, x->dtype, x->numel, 1, b, 2, &p, sizeof p, NULL, 0, 0};
+    ffnrt_ew_op op = {FFNRT_EW_ACTIVATION, FFNRT_ACT_COUNT, 0, 0, 0, 1, x->dtype, 0, FFNRT_COMPUTE_AUTO, 0, 0, fn};
+    ffnrt_ew_variant v;
+    st = ffnrt_choose_ew_variant(ctx, &op, &v);
+    if (st != FFNRT_OK)
+        return st;
+    ffnrt_ew_launch l = {&v, x->numel, 1, b, 2, &p, sizeof p, NULL};
     return ffnrt_run_elementwise(ctx, &l);
 }
 

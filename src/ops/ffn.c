@@ -162,10 +162,13 @@ static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const ffnrt_gemm_opera
     uint64_t width = (uint64_t)y->shape[y->ndim - 1];
     uint32_t params[4] = {0, 0, (uint32_t)width, (uint32_t)pj->b_first};
     ffnrt_ew_binding b[3] = {{y, 1}, {y, 1}, {pj->b, 0}};
-    ffnrt_defines none = {0};
-    ffnrt_ew_launch launch = {"bias.kernel", &none, y->dtype, y->numel, 1, b, 3, params, sizeof params,
-                              ks ? ks->run : NULL, 0, 0};
-    ffnrt_status st = ffnrt_run_elementwise(r->ctx, &launch);
+    ffnrt_ew_op op = {FFNRT_EW_BIAS, FFNRT_ACT_COUNT, 0, 0, 0, 0, y->dtype, 0, FFNRT_COMPUTE_AUTO, 0, 0, name};
+    ffnrt_ew_variant v;
+    ffnrt_status st = ffnrt_choose_ew_variant(r->ctx, &op, &v);
+    if (st != FFNRT_OK)
+        return st;
+    ffnrt_ew_launch launch = {&v, y->numel, 1, b, 3, params, sizeof params, ks ? ks->run : NULL};
+    st = ffnrt_run_elementwise(r->ctx, &launch);
     r->ns += r->ctx->last_op_ns;
     return st;
 }

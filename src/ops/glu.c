@@ -81,19 +81,24 @@ static ffnrt_status check_halves(ffnrt_context *ctx, const ffnrt_tensor *x, cons
  * every input before any output (shaders/storage.inc, TWO_OUTPUTS). */
 #define GLU_SPLIT_ALIASING "an output may be exactly one of the inputs (in place), never part of one or another output"
 
-static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const char *layout, ffnrt_dtype dtype,
+/* The layouts: halves of one row (x, dx) or two tensors (gate and value),
+ * forward, or backward with one output or two. */
+enum { GLU_SPLIT = 0, GLU_HALVES = 1, GLU_BACKWARD = 2, GLU_TWO_OUTPUTS = 4 };
+
+static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, int layout, ffnrt_dtype dtype,
                            uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb,
                            const char *fn, ffnrt_stats_call *stats)
 {
-    ffnrt_defines defines = {0};
-    ffnrt_defines_activation(&defines, ffnrt_glu_row_gate(desc->kind));
-    ffnrt_defines_add(&defines, "%s", layout);
-    ffnrt_status st = ffnrt_compute_define(ctx, desc->compute, dtype, fn, &defines, stats ? &stats->fp16 : NULL);
+    ffnrt_ew_op op = {FFNRT_EW_GLU, ffnrt_glu_row_gate(desc->kind), (layout & GLU_BACKWARD) != 0,
+                      (layout & GLU_HALVES) != 0, (layout & GLU_TWO_OUTPUTS) != 0, 0, dtype, 1, desc->compute, 0, 0, fn};
+    ffnrt_ew_variant v;
+    ffnrt_status st = ffnrt_choose_ew_variant(ctx, &op, &v);
     if (st != FFNRT_OK)
         return st;
+    if (stats)
+        stats->fp16 = v.fp16;
     glu_params p = {0, 0, h, 0.0f, desc->beta}; /* no GLU kind takes alpha */
-    ffnrt_ew_launch l = {"glu.kernel", &defines, dtype, rows, row_elems, b, nb, &p, sizeof p,
-                         stats && stats->choice.on ? &stats->run : NULL, 0, 0};
+    ffnrt_ew_launch l = {&v, rows, row_elems, b, nb, &p, sizeof p, stats && stats->choice.on ? &stats->run : NULL};
     return ffnrt_run_elementwise(ctx, &l);
 }
 
@@ -146,7 +151,7 @@ ffnrt_status ffnrt_glu_forward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, c
     if (st == FFNRT_OK) {
         uint64_t h = (uint64_t)y->shape[y->ndim - 1];
         ffnrt_ew_binding b[2] = {{x, 2 * h}, {y, h}};
-        st = launch(ctx, desc, "#define HALVES 1", x->dtype, h ? y->numel / h : 0, h, (uint32_t)h, b, 2, fn, &sc);
+        st = launch(ctx, desc, GLU_HALVES, x->dtype, h ? y->numel / h : 0, h, (uint32_t)h, b, 2, fn, &sc);
     }
     return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
 }
@@ -164,7 +169,7 @@ ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
         st = ffnrt_check_aliasing(ctx, fn, args, 3, 1, GLU_SPLIT_ALIASING);
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[3] = {{gate, 1}, {y, 1}, {value, 1}};
-        st = launch(ctx, desc, "", gate->dtype, gate->numel, 1, 0, b, 3, fn, stats);
+        st = launch(ctx, desc, GLU_SPLIT, gate->dtype, gate->numel, 1, 0, b, 3, fn, stats);
     }
     return st;
 }
@@ -205,7 +210,7 @@ ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
     if (st == FFNRT_OK) {
         uint64_t h = (uint64_t)dy->shape[dy->ndim - 1];
         ffnrt_ew_binding b[3] = {{x, 2 * h}, {dx, 2 * h}, {dy, h}};
-        st = launch(ctx, desc, "#define HALVES 1\n#define BACKWARD 1", x->dtype, h ? dy->numel / h : 0, 2 * h,
+        st = launch(ctx, desc, GLU_HALVES | GLU_BACKWARD, x->dtype, h ? dy->numel / h : 0, 2 * h,
                     (uint32_t)h, b, 3, fn, &sc);
     }
     return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
@@ -237,7 +242,7 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
         st = ffnrt_check_aliasing(ctx, fn, args, 5, 1, GLU_SPLIT_ALIASING);
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[5] = {{gate, 1}, {dgate, 1}, {value, 1}, {dy, 1}, {dvalue, 1}};
-        st = launch(ctx, desc, "#define BACKWARD 1\n#define TWO_OUTPUTS 1", gate->dtype, gate->numel, 1, 0, b, 5, fn,
+        st = launch(ctx, desc, GLU_BACKWARD | GLU_TWO_OUTPUTS, gate->dtype, gate->numel, 1, 0, b, 5, fn,
                     &sc);
     }
     return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
@@ -260,7 +265,7 @@ static ffnrt_status plan_glu(ffnrt_context *ctx, const void *arg)
     ffnrt_stats_call sc;
     ffnrt_status st = stats_begin(ctx, a->desc, &y, 0, x.numel, y.numel, a->width, "ffnrt_glu_plan", &sc);
     if (st == FFNRT_OK)
-        st = launch(ctx, a->desc, "#define HALVES 1", a->dtype, a->width ? a->rows : 0, a->width, (uint32_t)a->width,
+        st = launch(ctx, a->desc, GLU_HALVES, a->dtype, a->width ? a->rows : 0, a->width, (uint32_t)a->width,
                     b, 2, "ffnrt_glu_plan", &sc);
     return st;
 }

@@ -56,21 +56,6 @@ ffnrt_status ffnrt_check_aliasing(ffnrt_context *ctx, const char *fn, const ffnr
     return FFNRT_OK;
 }
 
-ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
-                                  ffnrt_defines *defines, int *arith_f16)
-{
-    int fp16 = 0;
-    char why[160];
-    ffnrt_status st = ffnrt_choose_compute(ctx, compute, dtype, fn, &fp16, why, sizeof why, &ctx->error);
-    if (st != FFNRT_OK)
-        return st;
-    ffnrt_plan_add(ctx->plan_sink, "compute", fp16 ? "fp16" : "fp32", "%s", why);
-    ffnrt_defines_arithmetic(defines, fp16);
-    if (arith_f16)
-        *arith_f16 = fp16;
-    return FFNRT_OK;
-}
-
 void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape, ffnrt_tensor *t)
 {
     memset(t, 0, sizeof *t);

@@ -23,13 +23,6 @@ typedef struct ffnrt_op_arg {
 ffnrt_status ffnrt_check_aliasing(ffnrt_context *ctx, const char *fn, const ffnrt_op_arg *args, size_t n,
                                   int same_ok, const char *rule);
 
-/* The compute precision (dispatch's choice) as the kernel's build define,
- * and in the plan being made; *arith_f16 (may be NULL) says whether it is
- * fp16, so no caller reads the define back. An error where the device,
- * its vetoes or the dtype do not allow it. */
-ffnrt_status ffnrt_compute_define(ffnrt_context *ctx, ffnrt_compute compute, ffnrt_dtype dtype, const char *fn,
-                                  ffnrt_defines *defines, int *arith_f16);
-
 /* A tensor with a shape and no memory, for plans (never registered). */
 void ffnrt_plan_tensor(ffnrt_context *ctx, ffnrt_dtype dtype, size_t ndim, const int64_t *shape, ffnrt_tensor *t);
 /* Makes a plan of the context's choices and `run`'s, run with the

@@ -17,7 +17,7 @@ typedef struct ffnrt_stats_call {
     uint64_t inputs, outputs, pre, activations;
     uint64_t tokens;         /* gated: tokens whose norms are taken (0: none) */
     uint64_t hidden;         /* FFN: hidden features (0: none) */
-    /* Set by the op once it knows (ffnrt_compute_define's choice): */
+    /* Set by the op once it knows (its variant's arithmetic): */
     int fp16;
 } ffnrt_stats_call;
 
