@@ -4,6 +4,7 @@
  * splits both depend on). launch/elementwise.c turns the variant into
  * defines and dispatches. */
 #include "dispatch/dispatch.h"
+#include "ffnrt_op_table.h"
 
 #include <stdio.h>
 
@@ -150,7 +151,8 @@ ffnrt_status ffnrt_choose_ew_variant(ffnrt_context *ctx, const ffnrt_ew_op *op, 
 void ffnrt_ew_variant_text(const ffnrt_ew_variant *v, char *buf, size_t cap)
 {
     const ffnrt_ew_op *o = &v->op;
-    const char *act = o->act == FFNRT_ACT_COUNT ? NULL : ffnrt_activation_name(o->act);
+    const ffnrt_op_row *row = ffnrt_op_row_of(o->act); /* the op table, not ops/: dispatch sits below them */
+    const char *act = row ? row->name : NULL;
     snprintf(buf, cap, "%s%s%s%s%s%s%s%s; %s storage%s%s%s; %u work-items a group, %u words a work-item%s",
              ffnrt_ew_family_file(o->family), o->copy_words ? ", a copy of words" : "", act ? ", " : "",
              act ? act : "", o->family == FFNRT_EW_GLU ? " gate" : "", o->backward ? ", backward" : "",

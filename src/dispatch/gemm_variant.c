@@ -5,6 +5,7 @@
  * the shared memory and the statistics. Each choice is made here once;
  * launch/gemm_launch.c only turns the value into defines and dispatches. */
 #include "dispatch/dispatch.h"
+#include "ffnrt_op_table.h"
 #include "quant/quant.h"
 
 #include <stdio.h>
@@ -105,7 +106,7 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
              ffnrt_dtype_name(v->storage), ql ? ffnrt_weight_format_name(v->weights) : "dense",
              ql ? (v->level == FFNRT_KERNEL_TILED ? " dequantized into the staged tiles" : " dequantized in registers")
                 : "",
-             v->act == FFNRT_ACT_COUNT ? "none" : ffnrt_activation_name(v->act), v->gated ? " x value" : "",
+             ffnrt_op_row_of(v->act) ? ffnrt_op_row_of(v->act)->name : "none", v->gated ? " x value" : "",
              v->bias ? ", bias" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
              v->workgroup, (unsigned long long)v->smem_floats, v->stats ? ", statistics variant" : "");
 }
