@@ -104,8 +104,16 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
 {
     const ffnrt_limits *lim = &ctx->limits;
     int gated = pr->gated, bias = pr->bias;
-    const ffnrt_gemm_problem problem = {pr->m,   pr->n,   pr->k,     pr->dtype,       pr->w.format, pr->wv.format,
-                                        pr->act, pr->gated, pr->bias, pr->stats != NULL};
+    const ffnrt_gemm_problem problem = {.m = pr->m,
+                                        .n = pr->n,
+                                        .k = pr->k,
+                                        .dtype = pr->dtype,
+                                        .format = pr->w.format,
+                                        .value_format = pr->wv.format,
+                                        .act = pr->act,
+                                        .gated = pr->gated,
+                                        .bias = pr->bias,
+                                        .stats = pr->stats != NULL};
     ffnrt_gemm_variant v;
     ffnrt_status st = ffnrt_choose_gemm_variant(ctx, c, &problem, &v, &ctx->error);
     if (st != FFNRT_OK)
