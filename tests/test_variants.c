@@ -76,7 +76,6 @@ static void set_stats(ffnrt_context *ctx, int on, uint32_t bins)
     cr_assert_eq(ffnrt_context_set_stats(ctx, &so), FFNRT_OK, "%s", ffnrt_last_error_message());
 }
 
-/* Element-wise ops: every kind x storage x arithmetic x statistics. */
 /* fp16 arithmetic where the device has it, on 16-bit storage. */
 static int fp16_arithmetic(ffnrt_context *ctx, ffnrt_dtype dtype)
 {
@@ -85,10 +84,12 @@ static int fp16_arithmetic(ffnrt_context *ctx, ffnrt_dtype dtype)
     return info.fp16_arithmetic && dtype == FFNRT_DTYPE_F16;
 }
 
+/* Element-wise ops: every kind x storage x arithmetic x statistics. */
 static void plan_elementwise(ffnrt_context *ctx)
 {
-    /* PReLU's slopes: one shared, or one a channel (the lookup table's
-     * variants), 3 channels of 1000 elements. */
+    /* PReLU's slopes: one shared (the first pass of the arithmetic loop),
+     * or one a channel (the second: the lookup table's other variants),
+     * 3 channels of 1000 elements. */
     ffnrt_tensor *slopes[DTYPES];
     int64_t three = 3;
     for (size_t d = 0; d < DTYPES; d++)
@@ -139,8 +140,9 @@ static void plan_ffn(ffnrt_context *ctx)
             for (int fmt = -1; fmt < (int)(sizeof quant / sizeof quant[0]); fmt++)
                 for (size_t t = 0; t < sizeof tokens / sizeof tokens[0]; t++, cycle++) {
                     /* The epilogue, bias, path, statistics and arithmetic
-                     * cycle with coprime periods, so each meets every
-                     * level, storage and format. */
+                     * cycle with their own periods (14 at most) over the
+                     * 54 consecutive plans of each level, so every value
+                     * of each is planned at every level. */
                     int epilogue = (int)(cycle % (FFNRT_ACT_COUNT + FFNRT_GLU_COUNT));
                     int gated = epilogue >= FFNRT_ACT_COUNT;
                     if (!gated && epilogue == FFNRT_ACT_PRELU)
