@@ -111,7 +111,7 @@ static slope_choice choose_slope_lookup(const ffnrt_context *ctx, uint32_t chann
     return c;
 }
 
-
+/* Each family's kernel file in shaders/. */
 static const char *const family_files[FFNRT_EW_FAMILY_COUNT] = {
     [FFNRT_EW_ACTIVATION] = "activation.kernel",
     [FFNRT_EW_GLU] = "glu.kernel",
