@@ -38,9 +38,8 @@ typedef struct variant_set {
     size_t count, cap;
 } variant_set;
 
-static void collect(void *user, const char *api, const char *key, const char *source)
+static void collect(void *user, const char *key, const char *source)
 {
-    (void)api;
     variant_set *vs = user;
     for (size_t i = 0; i < vs->count; i++)
         if (strcmp(vs->keys[i], key) == 0)

@@ -379,7 +379,7 @@ ffnrt_status ffnrt_context_plan_kernel(ffnrt_context *ctx, const char *file, con
         free(key);
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "planning %s: out of host memory", file);
     }
-    ctx->source_sink(ctx->source_sink_user, ctx->ops->name, key, source);
+    ctx->source_sink(ctx->source_sink_user, key, source);
     free(key);
     free(source);
     return FFNRT_OK;

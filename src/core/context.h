@@ -145,7 +145,7 @@ struct ffnrt_context {
     /* Non-NULL: a plan's launches also hand it the source of every kernel
      * they would build (ffnrt_context_plan_kernel), so that a test can
      * compile each variant the dispatcher reaches (tests/test_variants.c). */
-    void (*source_sink)(void *user, const char *api, const char *key, const char *source);
+    void (*source_sink)(void *user, const char *key, const char *source);
     void *source_sink_user;
     /* Interop (src/core/interop_*.c). */
     int app_handles; /* made from the app's device/context: its buffers may be wrapped */

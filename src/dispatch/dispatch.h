@@ -353,7 +353,6 @@ typedef struct ffnrt_ew_variant {
     ffnrt_ew_op op;
     int fp16;                  /* fp16 arithmetic */
     const char *slope_lookup;  /* PReLU: the lookup's define (NULL: none) */
-    const char *slope_reason;
     uint32_t workgroup;        /* work-items a group */
     uint32_t row_multiple;     /* every dispatch starts at a multiple of this many elements (0: any) */
     uint32_t items;            /* words a work-item */

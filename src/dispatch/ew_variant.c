@@ -129,7 +129,6 @@ ffnrt_status ffnrt_choose_ew_variant(ffnrt_context *ctx, const ffnrt_ew_op *op, 
     if (op->slope_channels) {
         slope_choice c = choose_slope_lookup(ctx, op->slope_channels, op->slope_inner, op->dtype);
         v.slope_lookup = c.row->define;
-        v.slope_reason = c.row->reason;
         v.workgroup = c.workgroup;
         v.row_multiple = c.row->per_unit ? c.unit : 0; /* a dispatch's range starts at a unit */
         ffnrt_plan_add(ctx->plan_sink, "prelu.slopes", c.row->define, "%s (%u channels, %u elements a step of the "

@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <string.h>
 
-
 /* The statistics variant's shape: words a work-item, whether a group's
  * token norms fit registers (1: its span lies in at most two tokens; 2:
  * in one, the span dividing the token, which needs no choice of token per
