@@ -776,6 +776,49 @@ FFNRT_API ffnrt_status ffnrt_ffn_last_stats(const ffnrt_ffn *layer, ffnrt_stats 
 FFNRT_API ffnrt_status ffnrt_ffn_dead_features(const ffnrt_ffn *layer, uint32_t *features, size_t cap,
                                                size_t *count);
 
+/* ------------------------------------------------------------ training */
+
+/* A forward that keeps what ffnrt_ffn_backward reads: the hidden
+ * intermediates, in the layer's own device memory, [tokens, hidden] each
+ * (dense: W_in·x + b_in and phi of it; gated: gate, value and phi(gate) *
+ * value). It runs the unfused path (the fused one writes none of them),
+ * with results within the forward's bound. Any later forward of the layer
+ * replaces what it kept. Layers with block-format weights are
+ * inference-only (FFNRT_ERROR_UNSUPPORTED). */
+FFNRT_API ffnrt_status ffnrt_ffn_forward_train(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
+
+/* Where ffnrt_ffn_backward writes the layer's gradients: device tensors of
+ * the layer's dtype shaped as ffnrt_ffn_weights' matrices and biases
+ * ([out, in] and 1-D). A NULL field is a gradient not wanted (a frozen
+ * matrix costs no product). Gated layers take w_gate and w_value (and
+ * their biases), or both stacked in w_gate_value [2*hidden, d_model] (gate
+ * rows first), whichever the layer was made with or not. Bias fields only
+ * when the layer has biases. */
+typedef struct ffnrt_ffn_gradients {
+    ffnrt_tensor *w_in, *b_in;
+    ffnrt_tensor *w_gate, *b_gate, *w_value, *b_value;
+    ffnrt_tensor *w_gate_value, *b_gate_value;
+    ffnrt_tensor *w_out, *b_out;
+} ffnrt_ffn_gradients;
+
+/* Add the gradients to what the tensors hold (accumulation over
+ * micro-batches); without it they are overwritten. dx is always
+ * overwritten. */
+#define FFNRT_GRADIENTS_ACCUMULATE 1u
+
+/* The backward of the last ffnrt_ffn_forward_train, which must have run
+ * on this x (the same values: the weight gradients read it) and as many
+ * tokens: given dy = dL/dy ([..., d_model], x's shape), writes dx = dL/dx
+ * (NULL: not wanted) and the gradients asked for in grads (NULL: none).
+ * Products accumulate in fp32 and every reduction has a fixed order, so
+ * the same inputs give the same bits on a device (no atomics). 16-bit
+ * layers round dx, the gradients and the hidden gradients to their dtype
+ * (docs/training.md states the bounds). The outputs must not overlap each
+ * other, x, dy or the layer's weights. The device time of the whole
+ * backward is ffnrt_context_last_op_time's. */
+FFNRT_API ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *dy,
+                                          ffnrt_tensor *dx, const ffnrt_ffn_gradients *grads, unsigned flags);
+
 /* The cost of one forward of `tokens` tokens on a path (AUTO: fused).
  * flops: 2 per multiply-add, plus 1 per bias add, activation and gating
  * product. bytes_moved: compulsory device-memory traffic, every kernel

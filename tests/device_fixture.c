@@ -1,5 +1,6 @@
 #include "device_fixture.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,4 +65,17 @@ int test_keeps_subnormals(ffnrt_context *ctx)
     ffnrt_device_info info;
     cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
     return info.denormals_preserved == 1;
+}
+
+double test_rel_error(const float *y, const double *ref, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)y[i] - ref[i];
+        num += e * e;
+        den += ref[i] * ref[i];
+    }
+    if (isnan(num))
+        return INFINITY;
+    return den > 0 ? sqrt(num / den) : sqrt(num);
 }

@@ -35,6 +35,11 @@ void test_context_done(ffnrt_context *ctx);
 ffnrt_tensor *test_tensor_1d(ffnrt_context *ctx, size_t n, const float *values);
 void test_read(const ffnrt_tensor *t, float *out, size_t n);
 
+/* Normwise relative error ||y - ref||_2 / ||ref||_2 (||y||_2 where ref
+ * is zero; infinite when y holds a NaN): the FFN and gradient suites'
+ * measure. */
+double test_rel_error(const float *y, const double *ref, size_t n);
+
 /* Whether fp32 subnormals must come out exactly on this device. */
 int test_keeps_subnormals(ffnrt_context *ctx);
 

@@ -219,19 +219,6 @@ static void read_output(const ffnrt_tensor *y, ffnrt_dtype dtype, size_t n, floa
     free(bits);
 }
 
-static double rel_error(const float *y, const double *ref, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = (double)y[i] - ref[i];
-        num += e * e;
-        den += ref[i] * ref[i];
-    }
-    if (isnan(num))
-        return INFINITY;
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* Runs the case on both paths in ctx; checks each against the reference
  * and against each other. */
 static void run_case(ffnrt_context *ctx, const ffn_case *c)
@@ -300,7 +287,7 @@ static void run_case(ffnrt_context *ctx, const ffn_case *c)
         out[path] = malloc((n ? n : 1) * sizeof(float));
         cr_assert(out[path]);
         read_output(y, c->dtype, n, out[path]);
-        err[path] = rel_error(out[path], f.y_ref, n);
+        err[path] = test_rel_error(out[path], f.y_ref, n);
         ffnrt_ffn_destroy(layer);
     }
     const char *names[2] = {"fused", "unfused"};
@@ -313,7 +300,7 @@ static void run_case(ffnrt_context *ctx, const ffn_case *c)
     cr_assert(fused);
     for (size_t i = 0; i < n; i++)
         fused[i] = out[0][i];
-    double agree = rel_error(out[1], fused, n);
+    double agree = test_rel_error(out[1], fused, n);
     cr_expect_leq(agree, bound, "%s d=%d h=%d tokens=%d: fused and unfused differ by %.3g > %.3g",
                   ffnrt_backend_name(c->backend), c->d_model, c->hidden, c->tokens, agree, bound);
     free(fused);

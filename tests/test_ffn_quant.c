@@ -164,19 +164,6 @@ static double bound_for(const qcase *c)
     return scale * contract_ffn_bound(c->dtype, c->d_model, c->hidden);
 }
 
-static double rel_error(const float *y, const double *ref, size_t n)
-{
-    double num = 0, den = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = (double)y[i] - ref[i];
-        num += e * e;
-        den += ref[i] * ref[i];
-    }
-    if (isnan(num))
-        return INFINITY;
-    return den > 0 ? sqrt(num / den) : sqrt(num);
-}
-
 /* A device tensor of a matrix: its bytes in f16 [bytes / 2] for a block
  * format (every block is of even size), the dtype's [rows, k] else, or
  * [k] for a bias (rows 0). */
@@ -262,7 +249,7 @@ static void run_case(ffnrt_context *ctx, const qcase *c, const char *kernel)
             ffnrt_f16_to_f32_array(bits, out, n);
             free(bits);
         }
-        double err = rel_error(out, q.y_ref, n);
+        double err = test_rel_error(out, q.y_ref, n);
         cr_expect_leq(err, bound, "%s %s %s %s/%s/%s %s d=%d h=%d t=%d bias=%d stacked=%d tensors=%d %s: error %.3g > %.3g",
                       ffnrt_backend_name(info.backend), kernel, gated ? "gated" : "dense", fname(c->f_in),
                       fname(c->f_value), fname(c->f_out), ffnrt_dtype_name(c->dtype), c->d_model, c->hidden,

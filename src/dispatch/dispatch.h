@@ -110,6 +110,7 @@ typedef struct ffnrt_gemm_problem {
     ffnrt_weight_format format, value_format; /* value_format: Wv's, when gated */
     ffnrt_activation act;                     /* the epilogue's; FFNRT_ACT_COUNT: none */
     int gated, bias, stats;
+    int accumulate;                           /* y += the product (training's sums) */
 } ffnrt_gemm_problem;
 
 /* gemm.kernel's variant for one product, chosen whole here
@@ -135,7 +136,8 @@ typedef struct ffnrt_gemm_variant {
     uint32_t rows_per_group;   /* rows of x (tokens) a group covers (the statistics' row sums) */
     uint32_t columns_per_group; /* outputs a group covers */
     uint64_t smem_floats;
-    int stats; /* the statistics variant */
+    int stats;      /* the statistics variant */
+    int accumulate; /* y += the product (ACCUMULATE) */
 } ffnrt_gemm_variant;
 
 ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn_choice *c,
@@ -325,6 +327,7 @@ typedef enum ffnrt_ew_family {
     FFNRT_EW_ACTIVATION, /* shaders/activation.kernel (and its word copy) */
     FFNRT_EW_GLU,        /* shaders/glu.kernel */
     FFNRT_EW_BIAS,       /* shaders/bias.kernel, the unfused layer's bias pass */
+    FFNRT_EW_TRANSPOSE,  /* shaders/transpose.kernel, the training backward's operand layouts */
     FFNRT_EW_FAMILY_COUNT
 } ffnrt_ew_family;
 

@@ -116,6 +116,7 @@ static const char *const family_files[FFNRT_EW_FAMILY_COUNT] = {
     [FFNRT_EW_ACTIVATION] = "activation.kernel",
     [FFNRT_EW_GLU] = "glu.kernel",
     [FFNRT_EW_BIAS] = "bias.kernel",
+    [FFNRT_EW_TRANSPOSE] = "transpose.kernel",
 };
 
 const char *ffnrt_ew_family_file(ffnrt_ew_family f) { return (unsigned)f < FFNRT_EW_FAMILY_COUNT ? family_files[f] : NULL; }

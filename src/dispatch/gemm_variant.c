@@ -28,6 +28,7 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     v.gated = pr->gated;
     v.bias = pr->bias;
     v.stats = pr->stats;
+    v.accumulate = pr->accumulate;
     /* The epilogue's activation and gating product in the layer's
      * arithmetic (a product with neither has none to choose). */
     v.fp16_epilogue = c->fp16 && (pr->gated || pr->act != FFNRT_ACT_COUNT);
@@ -102,12 +103,14 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
         snprintf(shape, sizeof shape, "tiled: %ux%ux%u, %ux%u a work-item", v->tiled.bm, v->tiled.bn, v->tiled.bk,
                  v->tiled.tm, v->tiled.tn);
     int has_epilogue = v->gated || v->act != FFNRT_ACT_COUNT;
-    snprintf(buf, cap, "%s; %s storage, %s weights%s; epilogue %s%s%s%s; %u work-items, %llu float%s of shared memory%s", shape,
+    snprintf(buf, cap, "%s; %s storage, %s weights%s; epilogue %s%s%s%s%s; %u work-items, %llu float%s of shared memory%s",
+             shape,
              ffnrt_dtype_name(v->storage), ql ? ffnrt_weight_format_name(v->weights) : "dense",
              ql ? (v->level == FFNRT_KERNEL_TILED ? " dequantized into the staged tiles" : " dequantized in registers")
                 : "",
              ffnrt_op_row_of(v->act) ? ffnrt_op_row_of(v->act)->name : "none", v->gated ? " x value" : "",
              v->bias ? ", bias" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
+             v->accumulate ? ", added to y" : "",
              v->workgroup, (unsigned long long)v->smem_floats, v->smem_floats == 1 ? "" : "s",
              v->stats ? ", statistics variant" : "");
 }

@@ -65,7 +65,7 @@ void ffnrt_divisor(uint32_t d, uint32_t *magic, uint32_t *shift)
 static void variant_defines(const ffnrt_context *ctx, const ffnrt_ew_variant *v, ffnrt_defines *d)
 {
     const ffnrt_ew_op *o = &v->op;
-    if (o->family != FFNRT_EW_BIAS)
+    if (o->family == FFNRT_EW_ACTIVATION || o->family == FFNRT_EW_GLU)
         ffnrt_defines_activation(d, o->act);
     if (o->halves)
         ffnrt_defines_add(d, "#define HALVES 1");

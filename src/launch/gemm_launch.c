@@ -56,6 +56,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, "#define GATED 1");
     if (v->bias)
         ffnrt_defines_add(d, "#define BIAS 1");
+    if (v->accumulate)
+        ffnrt_defines_add(d, "#define ACCUMULATE 1");
     ffnrt_defines_arithmetic(d, v->fp16_epilogue);
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
@@ -113,7 +115,8 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
                                         .act = pr->act,
                                         .gated = pr->gated,
                                         .bias = pr->bias,
-                                        .stats = pr->stats != NULL};
+                                        .stats = pr->stats != NULL,
+                                        .accumulate = pr->accumulate};
     ffnrt_gemm_variant v;
     ffnrt_status st = ffnrt_choose_gemm_variant(ctx, c, &problem, &v, &ctx->error);
     if (st != FFNRT_OK)
@@ -205,7 +208,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
             uint32_t nb = 0;
             b[nb++] = bind_elements(ctx, pr->x, m0 * pr->k, mc * pr->k, &p.x_base);
             b[nb++] = bind_elements(ctx, pr->w.w, (pr->w.w_row0 + n0) * wpr, nc * wpr, &p.w_base);
-            b[nb++] = bind_elements(ctx, pr->y, m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y_base);
+            b[nb++] = bind_elements(ctx, pr->y, pr->y_first + m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y_base);
             if (gated)
                 b[nb++] = bind_elements(ctx, pr->wv.w, (pr->wv.w_row0 + n0) * wpr, nc * wpr, &p.wv_base);
             if (bias)

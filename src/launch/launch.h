@@ -171,6 +171,8 @@ typedef struct ffnrt_gemm_launch {
     ffnrt_dtype dtype;
     int gated, bias;
     const ffnrt_stats_run *stats; /* NULL: the kernel without statistics */
+    int accumulate;               /* y += the product */
+    uint64_t y_first;             /* element index of y[0][0] in y (rows of a stacked matrix) */
 } ffnrt_gemm_launch;
 
 /* Records one product's dispatches into the open batch, with the kernel,

@@ -11,17 +11,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-ffnrt_status ffnrt_ffn_check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn)
+ffnrt_status ffnrt_ffn_check_pair(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn,
+                                  const char *y_name)
 {
     ffnrt_context *ctx = layer->ctx;
     const ffnrt_ffn_desc *d = &layer->desc;
-    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", "y");
+    ffnrt_status st = ffnrt_check_same_layout(ctx, x, y, fn, "x", y_name);
     if (st == FFNRT_OK && x->dtype != d->dtype)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_DTYPE_MISMATCH, "%s: x is %s, the layer is %s", fn,
                         ffnrt_dtype_name(x->dtype), ffnrt_dtype_name(d->dtype));
     if (st == FFNRT_OK && (x->ndim == 0 || x->shape[x->ndim - 1] != d->d_model))
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_SHAPE_MISMATCH, "%s: x's last dimension is %lld, d_model is %lld",
                         fn, x->ndim ? (long long)x->shape[x->ndim - 1] : 0LL, (long long)d->d_model);
+    return st;
+}
+
+ffnrt_status ffnrt_ffn_check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn)
+{
+    ffnrt_context *ctx = layer->ctx;
+    ffnrt_status st = ffnrt_ffn_check_pair(layer, x, y, fn, "y");
     /* A forward may run the layer several times (autotuning) and reads x and
      * the weights while it writes y: y is refused as any of them. */
     const ffnrt_gemm_operand *p[4] = {&layer->in, &layer->gate, &layer->value, &layer->out};
@@ -70,6 +78,7 @@ typedef struct ffn_run {
     uint64_t tokens;
     uint64_t ns; /* device time of every batch */
     ffnrt_stats_call *stats; /* the forward's statistics when on, else NULL */
+    int keep;    /* training: the dense pre-activations go to l->pre, kept beside h */
 } ffn_run;
 
 /* The statistics of one kernel of the path: the call's, with its roles
@@ -124,7 +133,8 @@ static ffnrt_gemm_launch product(const ffn_run *r, const ffnrt_tensor *x, uint64
                                  ffnrt_gemm_operand wv, int gated, int bias, uint64_t n, ffnrt_tensor *y,
                                  ffnrt_activation act, float alpha, float beta, const ffn_kernel_stats *ks)
 {
-    ffnrt_gemm_launch g = {x, r->tokens, k, w, wv, n, y, act, alpha, beta, r->d->dtype, gated, bias, ks ? ks->run : NULL};
+    ffnrt_gemm_launch g = {x, r->tokens, k, w, wv, n, y, act, alpha, beta, r->d->dtype, gated, bias, ks ? ks->run : NULL,
+                           0, 0};
     return g;
 }
 
@@ -189,16 +199,17 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
     kernel_stats(r, FFN_LAST, &last);
     ffnrt_status st;
     if (!gated) {
+        ffnrt_tensor *pre = r->keep ? l->pre : lh; /* else the activation runs in place */
         ffnrt_gemm_launch up = product(r, x, dm, weights_only(r, l ? &l->in : NULL, FFNRT_FFN_MATRIX_IN), no_operand,
-                                       0, 0, h, lh, FFNRT_ACT_COUNT, 0, 0, &first);
+                                       0, 0, h, pre, FFNRT_ACT_COUNT, 0, 0, &first);
         st = run_product(r, &up, "up");
         if (st == FFNRT_OK)
-            st = run_bias(r, lh, l ? &l->in : NULL, "up.bias", NULL);
+            st = run_bias(r, pre, l ? &l->in : NULL, "up.bias", NULL);
         if (st == FFNRT_OK && r->plan) {
             ffnrt_plan_add(r->plan, "ffn.activation", ffnrt_activation_name(d->activation.kind),
                            "unfused: activation.kernel in place on the [tokens, hidden] intermediate, %s", arith);
         } else if (st == FFNRT_OK) {
-            st = ffnrt_op_activation(ctx, &d->activation, lh, NULL, lh, fn, hidden.run ? &hidden.call : NULL);
+            st = ffnrt_op_activation(ctx, &d->activation, pre, NULL, lh, fn, hidden.run ? &hidden.call : NULL);
             r->ns += ctx->last_op_ns;
         }
     } else {
@@ -275,10 +286,30 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
 ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
                                     const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats)
 {
-    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats};
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 0};
+    layer->saved_tokens = 0; /* its intermediates are overwritten */
     ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, c->unfused && ffnrt_ffn_gated(&layer->desc));
     if (st == FFNRT_OK)
         st = c->unfused ? forward_unfused(&r, x, y) : forward_fused(&r, x, y);
+    *ns = r.ns;
+    return st;
+}
+
+ffnrt_status ffnrt_ffn_forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
+                                       const ffnrt_ffn_choice *c, uint64_t *ns)
+{
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, NULL, 1};
+    int gated = ffnrt_ffn_gated(&layer->desc);
+    layer->saved_tokens = 0;
+    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, gated);
+    if (st == FFNRT_OK && !gated && !layer->pre) {
+        int64_t shape[2] = {(int64_t)tokens, layer->desc.hidden};
+        st = ffnrt_tensor_alloc(layer->ctx, layer->desc.dtype, 2, shape, "FFN pre-activations", &layer->pre);
+    }
+    if (st == FFNRT_OK)
+        st = forward_unfused(&r, x, y);
+    if (st == FFNRT_OK)
+        layer->saved_tokens = tokens;
     *ns = r.ns;
     return st;
 }
@@ -427,7 +458,7 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
                 }
         ffnrt_plan_add(plan, "ffn.candidates", list,
                        "what ffnrt_ffn_autotune times for this device and token count (path/kernel)");
-        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL};
+        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL, 0};
         if (st == FFNRT_OK)
             st = c.unfused ? forward_unfused(&r, NULL, NULL) : forward_fused(&r, NULL, NULL);
     }

@@ -1,6 +1,7 @@
 /* The FFN layer object, shared by its files: ffn_layer.c (validation,
- * creation, accounting), ffn.c (the two paths, forward, plan) and
- * ffn_tune.c (autotune). */
+ * creation, accounting), ffn.c (the two paths, forward, plan),
+ * ffn_tune.c (autotune) and ffn_train.c (the training forward and the
+ * backward). */
 #ifndef FFNRT_FFN_INTERNAL_H
 #define FFNRT_FFN_INTERNAL_H
 
@@ -13,6 +14,11 @@ enum ffnrt_ffn_slot {
     FFN_W_OUT, FFN_B_OUT, FFN_SLOT_COUNT
 };
 
+/* The backward's buffers: the transposed operands (d_model x tokens,
+ * hidden x tokens, a weight matrix), the hidden gradients (dh, and dv for
+ * the value), and a row of ones (the bias gradients' sums). */
+enum ffnrt_ffn_bw_slot { FFN_BW_TD, FFN_BW_TH, FFN_BW_WT, FFN_BW_DH, FFN_BW_DV, FFN_BW_ONES, FFN_BW_COUNT };
+
 struct ffnrt_ffn {
     ffnrt_context *ctx;
     ffnrt_ffn_desc desc;
@@ -20,7 +26,15 @@ struct ffnrt_ffn {
     ffnrt_tensor *owned[FFN_SLOT_COUNT];     /* uploaded from host arrays; a block format's codes */
     ffnrt_tensor *scales[FFN_SLOT_COUNT];    /* a block format's scales (src/quant/layout.c) */
     ffnrt_tensor *h, *g, *v;                 /* intermediates, [scratch_tokens, hidden] */
+    ffnrt_tensor *pre;                       /* dense, training: W_in·x + b_in, kept beside h = phi(pre) */
     uint64_t scratch_tokens;
+    /* Training (ffn_train.c): the tokens of the training forward whose
+     * intermediates h (and pre, or g and v) are kept for the backward (0:
+     * none; any other forward overwrites them), and the backward's own
+     * buffers for bw_tokens tokens. */
+    uint64_t saved_tokens;
+    ffnrt_tensor *bw[FFN_BW_COUNT];
+    uint64_t bw_tokens;
     /* Statistics (ops/stats.c): ffnrt_ffn_set_stats's options (stats_set:
      * given), the last forward's statistics and its feature bits. */
     int stats_set;
@@ -31,16 +45,31 @@ struct ffnrt_ffn {
 
 static inline int ffnrt_ffn_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }
 
-/* Checks a forward's x and y against the layer. */
+/* Checks x and a tensor of its layout (named y_name) against the layer:
+ * dtype and d_model. */
+ffnrt_status ffnrt_ffn_check_pair(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn,
+                                  const char *y_name);
+/* Checks a forward's x and y against the layer (check_pair, and y apart
+ * from x and the weights). */
 ffnrt_status ffnrt_ffn_check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn);
 /* The layer's intermediates for `tokens` tokens (g and v for the unfused
  * gated path), made or remade as needed. */
 ffnrt_status ffnrt_ffn_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_value);
 void ffnrt_ffn_drop_scratch(ffnrt_ffn *l);
 /* A forward with a given choice; *ns gets the device time of its batches.
- * stats: the forward's statistics (ops/stats.h), NULL when off. */
+ * stats: the forward's statistics (ops/stats.h), NULL when off. It
+ * overwrites what a training forward kept. */
 ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
                                     const ffnrt_ffn_choice *c, uint64_t *ns, struct ffnrt_stats_call *stats);
+/* The training forward on the unfused path (c->unfused set), keeping the
+ * intermediates the backward reads: dense pre and h, gated g, v and h. */
+ffnrt_status ffnrt_ffn_forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
+                                       const ffnrt_ffn_choice *c, uint64_t *ns);
+void ffnrt_ffn_drop_backward(ffnrt_ffn *l);
+/* Checks gradient tensors given in the weight slots' order (NULL: not
+ * wanted): each a slot the layer has, of its shape and dtype. */
+ffnrt_status ffnrt_ffn_check_gradients(ffnrt_context *ctx, const ffnrt_ffn_desc *d,
+                                       const ffnrt_tensor *const grads[FFN_SLOT_COUNT], const char *fn);
 /* Times every candidate on x and keeps the fastest for the shape class. */
 ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens);
 

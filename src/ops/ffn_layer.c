@@ -78,6 +78,33 @@ static void slot_shape(const ffnrt_ffn_desc *d, int slot, int64_t *rows, int64_t
     }
 }
 
+/* Whether the desc has slot s (stacked: a gated layer's gate and value in
+ * one matrix); why, when it has not. */
+static int slot_wanted(const ffnrt_ffn_desc *d, int s, int stacked, const char **why)
+{
+    int bias = s == FFN_B_IN || s == FFN_B_GATE || s == FFN_B_VALUE || s == FFN_B_GATE_VALUE || s == FFN_B_OUT;
+    int wanted;
+    *why = "";
+    if (s == FFN_W_OUT || s == FFN_B_OUT) {
+        wanted = 1;
+    } else if (!ffnrt_ffn_gated(d)) {
+        wanted = s == FFN_W_IN || s == FFN_B_IN, *why = "a dense layer has only w_in, w_out and their biases";
+    } else if (s == FFN_W_IN || s == FFN_B_IN) {
+        wanted = 0, *why = "a gated layer has gate and value weights, not w_in";
+    } else {
+        wanted = stacked == (s == FFN_W_GATE_VALUE || s == FFN_B_GATE_VALUE);
+        *why = "give w_gate and w_value, or w_gate_value stacked, not both";
+    }
+    if (bias && wanted && !d->bias)
+        wanted = 0, *why = "desc.bias is 0";
+    return wanted;
+}
+
+static int slot_is_bias(int s)
+{
+    return s == FFN_B_IN || s == FFN_B_GATE || s == FFN_B_VALUE || s == FFN_B_GATE_VALUE || s == FFN_B_OUT;
+}
+
 /* Which slots the desc needs, given the slots present (NULL or not):
  * fails naming the first slot missing or given in excess. */
 static ffnrt_status check_slots(ffnrt_error *err, const ffnrt_ffn_desc *d, const void *const present[FFN_SLOT_COUNT],
@@ -85,25 +112,11 @@ static ffnrt_status check_slots(ffnrt_error *err, const ffnrt_ffn_desc *d, const
 {
     int stacked = ffnrt_ffn_gated(d) && present[FFN_W_GATE_VALUE] != NULL;
     for (int s = 0; s < FFN_SLOT_COUNT; s++) {
-        int bias = s == FFN_B_IN || s == FFN_B_GATE || s == FFN_B_VALUE || s == FFN_B_GATE_VALUE || s == FFN_B_OUT;
-        int wanted;
         const char *why;
-        if (s == FFN_W_OUT || s == FFN_B_OUT) {
-            wanted = 1, why = "";
-        } else if (!ffnrt_ffn_gated(d)) {
-            wanted = s == FFN_W_IN || s == FFN_B_IN, why = "a dense layer has only w_in, w_out and their biases";
-        } else if (s == FFN_W_IN || s == FFN_B_IN) {
-            wanted = 0, why = "a gated layer has gate and value weights, not w_in";
-        } else {
-            wanted = stacked == (s == FFN_W_GATE_VALUE || s == FFN_B_GATE_VALUE);
-            why = "give w_gate and w_value, or w_gate_value stacked, not both";
-        }
-        if (bias && wanted && !d->bias) {
-            wanted = 0, why = "desc.bias is 0";
-        }
+        int wanted = slot_wanted(d, s, stacked, &why);
         if (wanted && !present[s])
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: weights.%s is NULL%s", fn, slot_names[s],
-                              bias ? " (desc.bias is 1)" : "");
+                              slot_is_bias(s) ? " (desc.bias is 1)" : "");
         if (!wanted && present[s])
             return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: weights.%s must be NULL: %s", fn,
                               slot_names[s], why);
@@ -159,11 +172,11 @@ static ffnrt_status upload_blocks(ffnrt_context *ctx, const ffnrt_ffn_desc *d, i
     return st;
 }
 
-static ffnrt_status check_weight(ffnrt_context *ctx, const ffnrt_ffn_desc *d, const ffnrt_tensor *t, int slot,
-                                 const char *fn)
+static ffnrt_status check_slot_tensor(ffnrt_context *ctx, const ffnrt_ffn_desc *d, const ffnrt_tensor *t, int slot,
+                                      const char *what, const char *fn)
 {
     char name[32];
-    snprintf(name, sizeof name, "weights.%s", slot_names[slot]);
+    snprintf(name, sizeof name, "%s.%s", what, slot_names[slot]);
     ffnrt_status st = ffnrt_check_tensor(ctx, t, fn, name);
     if (st != FFNRT_OK)
         return st;
@@ -187,13 +200,33 @@ static ffnrt_status check_weight(ffnrt_context *ctx, const ffnrt_ffn_desc *d, co
     return FFNRT_OK;
 }
 
+ffnrt_status ffnrt_ffn_check_gradients(ffnrt_context *ctx, const ffnrt_ffn_desc *d,
+                                       const ffnrt_tensor *const grads[FFN_SLOT_COUNT], const char *fn)
+{
+    int stacked = grads[FFN_W_GATE_VALUE] || grads[FFN_B_GATE_VALUE];
+    for (int s = 0; s < FFN_SLOT_COUNT; s++) {
+        const char *why;
+        if (!grads[s])
+            continue;
+        if (!slot_wanted(d, s, stacked, &why))
+            return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: grads.%s must be NULL: %s", fn,
+                              slot_names[s], why);
+        ffnrt_status st = check_slot_tensor(ctx, d, grads[s], s, "grads", fn);
+        if (st != FFNRT_OK)
+            return st;
+    }
+    return FFNRT_OK;
+}
+
 void ffnrt_ffn_drop_scratch(ffnrt_ffn *l)
 {
     ffnrt_tensor_free(l->h);
     ffnrt_tensor_free(l->g);
     ffnrt_tensor_free(l->v);
-    l->h = l->g = l->v = NULL;
+    ffnrt_tensor_free(l->pre);
+    l->h = l->g = l->v = l->pre = NULL;
     l->scratch_tokens = 0;
+    l->saved_tokens = 0;
 }
 
 void ffnrt_ffn_destroy(ffnrt_ffn *layer)
@@ -201,6 +234,7 @@ void ffnrt_ffn_destroy(ffnrt_ffn *layer)
     if (!layer)
         return;
     ffnrt_ffn_drop_scratch(layer);
+    ffnrt_ffn_drop_backward(layer);
     for (int s = 0; s < FFN_SLOT_COUNT; s++) {
         ffnrt_tensor_free(layer->owned[s]);
         ffnrt_tensor_free(layer->scales[s]);
@@ -218,7 +252,7 @@ static ffnrt_status create_layer(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
     ffnrt_status st = check_slots(&ctx->error, desc, (const void *const *)t, fn);
     for (int s = 0; s < FFN_SLOT_COUNT && st == FFNRT_OK; s++)
         if (t[s] && !slot_format(desc, s))
-            st = check_weight(ctx, desc, t[s], s, fn);
+            st = check_slot_tensor(ctx, desc, t[s], s, "weights", fn);
     if (st != FFNRT_OK)
         return st;
     ffnrt_ffn *l = calloc(1, sizeof *l);

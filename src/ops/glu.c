@@ -216,18 +216,11 @@ ffnrt_status ffnrt_glu_backward(ffnrt_context *ctx, const ffnrt_glu_desc *desc, 
     return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
 }
 
-ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
-                                      const ffnrt_tensor *value, const ffnrt_tensor *dy, ffnrt_tensor *dgate,
-                                      ffnrt_tensor *dvalue)
+ffnrt_status ffnrt_op_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                         const ffnrt_tensor *value, const ffnrt_tensor *dy, ffnrt_tensor *dgate,
+                                         ffnrt_tensor *dvalue, const char *fn, ffnrt_stats_call *stats)
 {
-    static const char fn[] = "ffnrt_glu_backward_split";
-    if (!ctx)
-        return ffnrt_null_handle(fn, "ctx");
-    ffnrt_stats_call sc;
-    ffnrt_status st = stats_begin(ctx, desc, dgate, 1, 3 * numel_of(ctx, gate), numel_of(ctx, gate), 0, fn, &sc);
-    sc.outputs = sc.activations = 2 * numel_of(ctx, gate);
-    if (st == FFNRT_OK)
-        st = check_desc(ctx, desc, fn);
+    ffnrt_status st = check_desc(ctx, desc, fn);
     if (st == FFNRT_OK)
         st = ffnrt_check_same_layout(ctx, gate, value, fn, "gate", "value");
     if (st == FFNRT_OK)
@@ -242,9 +235,23 @@ ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *
         st = ffnrt_check_aliasing(ctx, fn, args, 5, 1, GLU_SPLIT_ALIASING);
     if (st == FFNRT_OK) {
         ffnrt_ew_binding b[5] = {{gate, 1}, {dgate, 1}, {value, 1}, {dy, 1}, {dvalue, 1}};
-        st = launch(ctx, desc, GLU_BACKWARD | GLU_TWO_OUTPUTS, gate->dtype, gate->numel, 1, 0, b, 5, fn,
-                    &sc);
+        st = launch(ctx, desc, GLU_BACKWARD | GLU_TWO_OUTPUTS, gate->dtype, gate->numel, 1, 0, b, 5, fn, stats);
     }
+    return st;
+}
+
+ffnrt_status ffnrt_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                      const ffnrt_tensor *value, const ffnrt_tensor *dy, ffnrt_tensor *dgate,
+                                      ffnrt_tensor *dvalue)
+{
+    static const char fn[] = "ffnrt_glu_backward_split";
+    if (!ctx)
+        return ffnrt_null_handle(fn, "ctx");
+    ffnrt_stats_call sc;
+    ffnrt_status st = stats_begin(ctx, desc, dgate, 1, 3 * numel_of(ctx, gate), numel_of(ctx, gate), 0, fn, &sc);
+    sc.outputs = sc.activations = 2 * numel_of(ctx, gate);
+    if (st == FFNRT_OK)
+        st = ffnrt_op_glu_backward_split(ctx, desc, gate, value, dy, dgate, dvalue, fn, &sc);
     return ffnrt_context_finish_call(ctx, ffnrt_stats_end(ctx, &sc, st, NULL, NULL));
 }
 

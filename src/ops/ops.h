@@ -46,6 +46,9 @@ ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tens
 ffnrt_status ffnrt_op_glu_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
                                 const ffnrt_tensor *value, ffnrt_tensor *y, const char *fn,
                                 struct ffnrt_stats_call *stats);
+ffnrt_status ffnrt_op_glu_backward_split(ffnrt_context *ctx, const ffnrt_glu_desc *desc, const ffnrt_tensor *gate,
+                                         const ffnrt_tensor *value, const ffnrt_tensor *dy, ffnrt_tensor *dgate,
+                                         ffnrt_tensor *dvalue, const char *fn, struct ffnrt_stats_call *stats);
 /* An FFN layer from host weights, and one forward through it (which also
  * sets ctx->last_op_ns to the block's device time). */
 ffnrt_status ffnrt_ffn_build(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, const ffnrt_ffn_weights *weights,

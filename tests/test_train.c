@@ -1,0 +1,635 @@
+/* FFN layer training: ffnrt_ffn_forward_train and ffnrt_ffn_backward on
+ * both backends, against a double-precision reference of every gradient.
+ *
+ * Error measure: normwise relative error ||g - g_ref||_2 / ||g_ref||_2 per
+ * output (dx and each weight and bias gradient), g_ref computed in double
+ * from the very values the device holds. Bounds:
+ *  - fp32: each gradient is at most two chained products (dh = (dy·W_out)
+ *    * phi'(pre), then dW_in = dhᵀ·x over the tokens or dx = dh·W_in), each
+ *    of K roundings of random sign, about sqrt(K)·u in norm (u = 2^-24),
+ *    plus the derivative's few ULP. Bound: 4·(sqrt(d) + sqrt(h) +
+ *    sqrt(tokens) + 4)·u; the worst seen is 35 times smaller (1.5e-7 at
+ *    d 24, h 40, 33 tokens), an indexing error gives O(1).
+ *  - 16-bit storage, fp32 accumulation: the hidden intermediates (pre or g
+ *    and v, phi of them, dy·W_out, dh) and the outputs are rounded to the
+ *    dtype, up to 5 roundings of u16 (2^-11 fp16, 2^-8 bf16) on a path,
+ *    and phi' amplifies a rounded pre-activation's error where it turns.
+ *    Measured up to 1.3·u16 (fp16) and 1.05·u16 (bf16). Bound: 4·u16.
+ * The reference itself is checked against central finite differences of
+ * the double forward (train_reference::finite_differences).
+ *
+ * llvmpipe compiles every kernel at its first dispatch in each process, so
+ * each test runs many kinds through one context: the products' variants
+ * are shared, only the activation's element-wise kernels differ. */
+#include "device_fixture.h"
+#include "contract.h"
+#include "reference_grad.h"
+
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct train_case {
+    ffnrt_ffn_kind kind;
+    int phi; /* ffnrt_activation (dense) or ffnrt_glu (gated) */
+    ffnrt_dtype dtype;
+    int d, h, t;
+    int bias;
+    int stacked; /* gated: weights and gradients as one [2h, d] matrix */
+} train_case;
+
+/* --------------------------------------------------------- host reference */
+
+static ffnrt_activation case_act(const train_case *c)
+{
+    return c->kind == FFNRT_FFN_GATED ? ffnrt_glu_gate_activation((ffnrt_glu)c->phi) : (ffnrt_activation)c->phi;
+}
+
+static double phi(const train_case *c, double v)
+{
+    ffnrt_activation a = case_act(c);
+    return ref_forward(a, v, contract_alpha(a), SWISH_BETA);
+}
+
+static double dphi(const train_case *c, double v)
+{
+    ffnrt_activation a = case_act(c);
+    return ref_grad(a, v, contract_alpha(a), SWISH_BETA);
+}
+
+/* Values as the device holds them (rounded to the dtype). */
+static uint32_t rng_state;
+static float uniform(float lo, float hi)
+{
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return lo + (hi - lo) * (float)(rng_state >> 8) / 16777216.0f;
+}
+
+static float round_to(ffnrt_dtype dtype, float v)
+{
+    if (dtype == FFNRT_DTYPE_F16)
+        return ffnrt_f16_to_f32(ffnrt_f32_to_f16(v));
+    if (dtype == FFNRT_DTYPE_BF16)
+        return ffnrt_bf16_to_f32(ffnrt_f32_to_bf16(v));
+    return v;
+}
+
+/* The layer's data: weights (gated: gate rows then value rows, as stacked),
+ * x and dy; and the reference gradients in double. */
+enum { X, DY, W_IN, B_IN, W_OUT, B_OUT, ARRAYS };
+enum { G_DX, G_W_IN, G_B_IN, G_W_OUT, G_B_OUT, GRADS };
+
+typedef struct train_data {
+    float *a[ARRAYS];
+    size_t n[ARRAYS];
+    double *g[GRADS];
+    size_t gn[GRADS];
+} train_data;
+
+/* Gated layers keep gate and value as rows [0, h) and [h, 2h) of W_IN. */
+static size_t in_rows(const train_case *c) { return (size_t)c->h * (c->kind == FFNRT_FFN_GATED ? 2 : 1); }
+
+/* y = W_out·phi(...) + b_out for x, in double (the forward's reference),
+ * with the hidden values kept (pre: rows of in_rows). */
+static void ref_forward_pass(const train_case *c, float *const a[ARRAYS], const double *x, double *pre, double *u,
+                             double *y)
+{
+    size_t d = (size_t)c->d, h = (size_t)c->h, t = (size_t)c->t, r = in_rows(c);
+    for (size_t i = 0; i < t; i++) {
+        for (size_t j = 0; j < r; j++) {
+            double s = c->bias ? a[B_IN][j] : 0.0;
+            for (size_t k = 0; k < d; k++)
+                s += x[i * d + k] * a[W_IN][j * d + k];
+            pre[i * r + j] = s;
+        }
+        for (size_t j = 0; j < h; j++)
+            u[i * h + j] = c->kind == FFNRT_FFN_GATED ? phi(c, pre[i * r + j]) * pre[i * r + h + j]
+                                                       : phi(c, pre[i * r + j]);
+        for (size_t j = 0; j < d; j++) {
+            double s = c->bias ? a[B_OUT][j] : 0.0;
+            for (size_t k = 0; k < h; k++)
+                s += u[i * h + k] * a[W_OUT][j * h + k];
+            y[i * d + j] = s;
+        }
+    }
+}
+
+static void ref_backward(const train_case *c, float *const a[ARRAYS], double *const g[GRADS])
+{
+    size_t d = (size_t)c->d, h = (size_t)c->h, t = (size_t)c->t, r = in_rows(c);
+    double *x = malloc(t * d * sizeof *x), *pre = malloc(t * r * sizeof *pre), *u = malloc(t * h * sizeof *u);
+    double *y = malloc(t * d * sizeof *y), *dz = calloc(t * r, sizeof *dz);
+    cr_assert(x && pre && u && y && dz);
+    for (size_t i = 0; i < t * d; i++)
+        x[i] = a[X][i];
+    ref_forward_pass(c, a, x, pre, u, y);
+    for (int k = 0; k < GRADS; k++)
+        memset(g[k], 0, sizeof(double) * (k == G_DX ? t * d : k == G_W_IN ? r * d : k == G_B_IN ? r
+                                                              : k == G_W_OUT ? d * h : d));
+    for (size_t i = 0; i < t; i++)
+        for (size_t j = 0; j < h; j++) {
+            double du = 0;
+            for (size_t k = 0; k < d; k++)
+                du += (double)a[DY][i * d + k] * a[W_OUT][k * h + j];
+            if (c->kind == FFNRT_FFN_GATED) {
+                double gv = pre[i * r + j], vv = pre[i * r + h + j];
+                dz[i * r + j] = du * vv * dphi(c, gv);
+                dz[i * r + h + j] = du * phi(c, gv);
+            } else {
+                dz[i * r + j] = du * dphi(c, pre[i * r + j]);
+            }
+        }
+    for (size_t i = 0; i < t; i++) {
+        for (size_t k = 0; k < d; k++) {
+            double dyv = a[DY][i * d + k];
+            g[G_B_OUT][k] += dyv;
+            for (size_t j = 0; j < h; j++)
+                g[G_W_OUT][k * h + j] += dyv * u[i * h + j];
+        }
+        for (size_t j = 0; j < r; j++) {
+            g[G_B_IN][j] += dz[i * r + j];
+            for (size_t k = 0; k < d; k++) {
+                g[G_W_IN][j * d + k] += dz[i * r + j] * x[i * d + k];
+                g[G_DX][i * d + k] += dz[i * r + j] * a[W_IN][j * d + k];
+            }
+        }
+    }
+    free(x);
+    free(pre);
+    free(u);
+    free(y);
+    free(dz);
+}
+
+static train_data make_data(const train_case *c)
+{
+    train_data f;
+    memset(&f, 0, sizeof f);
+    size_t d = (size_t)c->d, h = (size_t)c->h, t = (size_t)c->t, r = in_rows(c);
+    rng_state = 0x2545f491u ^ (uint32_t)(d * 131 + h * 7 + t + (size_t)c->phi * 977);
+    size_t n[ARRAYS] = {t * d, t * d, r * d, r, d * h, d};
+    /* Pre-activations O(1) whatever the widths. */
+    float scale[ARRAYS] = {1.0f, 1.0f, 2.0f / sqrtf((float)d), 0.5f, 2.0f / sqrtf((float)h), 0.5f};
+    for (int k = 0; k < ARRAYS; k++) {
+        f.n[k] = n[k];
+        f.a[k] = malloc(n[k] * sizeof(float));
+        cr_assert(f.a[k]);
+        for (size_t i = 0; i < n[k]; i++)
+            f.a[k][i] = round_to(c->dtype, uniform(-scale[k], scale[k]));
+    }
+    size_t gn[GRADS] = {t * d, r * d, r, d * h, d};
+    for (int k = 0; k < GRADS; k++) {
+        f.gn[k] = gn[k];
+        f.g[k] = malloc(gn[k] * sizeof(double));
+        cr_assert(f.g[k]);
+    }
+    ref_backward(c, f.a, f.g);
+    return f;
+}
+
+static void free_data(train_data *f)
+{
+    for (int k = 0; k < ARRAYS; k++)
+        free(f->a[k]);
+    for (int k = 0; k < GRADS; k++)
+        free(f->g[k]);
+}
+
+/* ------------------------------------------------------------ device side */
+
+static ffnrt_tensor *upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *v, size_t n, int64_t rows,
+                            int64_t cols)
+{
+    int64_t shape[2] = {rows, cols};
+    ffnrt_tensor *t = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, dtype, cols ? 2 : 1, shape, &t), FFNRT_OK, "%s", ffnrt_last_error_message());
+    if (v) {
+        void *bits = malloc(n * 4 + 4);
+        cr_assert(bits);
+        if (dtype == FFNRT_DTYPE_F32)
+            memcpy(bits, v, n * 4);
+        else if (dtype == FFNRT_DTYPE_F16)
+            ffnrt_f32_to_f16_array(v, bits, n);
+        else
+            ffnrt_f32_to_bf16_array(v, bits, n);
+        cr_assert_eq(ffnrt_tensor_write(t, bits, ffnrt_tensor_bytes(t)), FFNRT_OK, "%s", ffnrt_last_error_message());
+        free(bits);
+    }
+    return t;
+}
+
+static void download(const ffnrt_tensor *t, float *out, size_t n)
+{
+    ffnrt_dtype dtype = ffnrt_tensor_dtype(t);
+    if (dtype == FFNRT_DTYPE_F32) {
+        cr_assert_eq(ffnrt_tensor_read(t, out, n * 4), FFNRT_OK, "%s", ffnrt_last_error_message());
+        return;
+    }
+    uint16_t *bits = malloc(n * 2 + 2);
+    cr_assert(bits);
+    cr_assert_eq(ffnrt_tensor_read(t, bits, n * 2), FFNRT_OK, "%s", ffnrt_last_error_message());
+    if (dtype == FFNRT_DTYPE_F16)
+        ffnrt_f16_to_f32_array(bits, out, n);
+    else
+        ffnrt_bf16_to_f32_array(bits, out, n);
+    free(bits);
+}
+
+static double bound_for(const train_case *c)
+{
+    const char *scale_env = getenv("FFNRT_TEST_BOUND_SCALE");
+    double scale = scale_env ? atof(scale_env) : 1.0;
+    if (c->dtype == FFNRT_DTYPE_F16)
+        return scale * 4.0 * ldexp(1.0, -11);
+    if (c->dtype == FFNRT_DTYPE_BF16)
+        return scale * 4.0 * ldexp(1.0, -8);
+    return scale * 4.0 * (sqrt((double)c->d) + sqrt((double)c->h) + sqrt((double)c->t) + 4.0) * ldexp(1.0, -24);
+}
+
+static ffnrt_ffn_desc case_desc(const train_case *c)
+{
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(c->kind, c->d, c->h);
+    desc.dtype = c->dtype;
+    desc.bias = c->bias;
+    if (c->kind == FFNRT_FFN_GATED) {
+        desc.glu.kind = (ffnrt_glu)c->phi;
+        desc.glu.beta = SWISH_BETA;
+    } else {
+        ffnrt_activation_desc a = FFNRT_ACTIVATION_DESC_INIT((ffnrt_activation)c->phi);
+        a.alpha = contract_alpha((ffnrt_activation)c->phi);
+        a.beta = SWISH_BETA;
+        desc.activation = a;
+    }
+    return desc;
+}
+
+/* A case's layer, inputs and gradient tensors on one context. */
+typedef struct train_run {
+    ffnrt_ffn *layer;
+    ffnrt_tensor *x, *y, *dy, *dx;
+    ffnrt_tensor *gw_in, *gb_in, *gw_value, *gb_value, *gw_out, *gb_out;
+    ffnrt_ffn_gradients grads;
+} train_run;
+
+static train_run make_run(ffnrt_context *ctx, const train_case *c, const train_data *f)
+{
+    train_run r;
+    memset(&r, 0, sizeof r);
+    size_t d = (size_t)c->d, h = (size_t)c->h;
+    int gated = c->kind == FFNRT_FFN_GATED;
+    ffnrt_dtype dt = c->dtype;
+    void *conv[ARRAYS] = {0};
+    for (int k = W_IN; k < ARRAYS; k++) {
+        conv[k] = malloc(f->n[k] * 4 + 4);
+        cr_assert(conv[k]);
+        if (dt == FFNRT_DTYPE_F32)
+            memcpy(conv[k], f->a[k], f->n[k] * 4);
+        else if (dt == FFNRT_DTYPE_F16)
+            ffnrt_f32_to_f16_array(f->a[k], conv[k], f->n[k]);
+        else
+            ffnrt_f32_to_bf16_array(f->a[k], conv[k], f->n[k]);
+    }
+    size_t es = dt == FFNRT_DTYPE_F32 ? 4 : 2;
+    ffnrt_ffn_weights w = {0};
+    if (!gated) {
+        w.w_in = conv[W_IN], w.b_in = c->bias ? conv[B_IN] : NULL;
+    } else if (c->stacked) {
+        w.w_gate_value = conv[W_IN], w.b_gate_value = c->bias ? conv[B_IN] : NULL;
+    } else {
+        w.w_gate = conv[W_IN], w.w_value = (char *)conv[W_IN] + h * d * es;
+        w.b_gate = c->bias ? conv[B_IN] : NULL, w.b_value = c->bias ? (char *)conv[B_IN] + h * es : NULL;
+    }
+    w.w_out = conv[W_OUT], w.b_out = c->bias ? conv[B_OUT] : NULL;
+    ffnrt_ffn_desc desc = case_desc(c);
+    cr_assert_eq(ffnrt_ffn_create(ctx, &desc, &w, &r.layer), FFNRT_OK, "%s", ffnrt_last_error_message());
+    for (int k = W_IN; k < ARRAYS; k++)
+        free(conv[k]);
+    r.x = upload(ctx, dt, f->a[X], f->n[X], c->t, c->d);
+    r.dy = upload(ctx, dt, f->a[DY], f->n[DY], c->t, c->d);
+    r.y = upload(ctx, dt, NULL, 0, c->t, c->d);
+    r.dx = upload(ctx, dt, NULL, 0, c->t, c->d);
+    int split = gated && !c->stacked;
+    r.gw_in = upload(ctx, dt, NULL, 0, (int64_t)(split ? h : in_rows(c)), c->d);
+    r.gw_out = upload(ctx, dt, NULL, 0, c->d, c->h);
+    if (split)
+        r.gw_value = upload(ctx, dt, NULL, 0, c->h, c->d);
+    if (c->bias) {
+        r.gb_in = upload(ctx, dt, NULL, 0, (int64_t)(split ? h : in_rows(c)), 0);
+        r.gb_out = upload(ctx, dt, NULL, 0, c->d, 0);
+        if (split)
+            r.gb_value = upload(ctx, dt, NULL, 0, c->h, 0);
+    }
+    if (!gated) {
+        r.grads.w_in = r.gw_in, r.grads.b_in = r.gb_in;
+    } else if (c->stacked) {
+        r.grads.w_gate_value = r.gw_in, r.grads.b_gate_value = r.gb_in;
+    } else {
+        r.grads.w_gate = r.gw_in, r.grads.b_gate = r.gb_in;
+        r.grads.w_value = r.gw_value, r.grads.b_value = r.gb_value;
+    }
+    r.grads.w_out = r.gw_out, r.grads.b_out = r.gb_out;
+    return r;
+}
+
+static void free_run(train_run *r)
+{
+    ffnrt_ffn_destroy(r->layer);
+    ffnrt_tensor *ts[] = {r->x, r->y, r->dy, r->dx, r->gw_in, r->gb_in, r->gw_value, r->gb_value, r->gw_out, r->gb_out};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++)
+        ffnrt_tensor_destroy(ts[i]);
+}
+
+/* The device's gradients, in the reference's layout (gated: gate rows then
+ * value rows). */
+static void read_gradients(const train_case *c, const train_run *r, float *const out[GRADS])
+{
+    size_t d = (size_t)c->d, h = (size_t)c->h;
+    int split = c->kind == FFNRT_FFN_GATED && !c->stacked;
+    download(r->dx, out[G_DX], (size_t)c->t * d);
+    download(r->gw_in, out[G_W_IN], (split ? h : in_rows(c)) * d);
+    if (split)
+        download(r->gw_value, out[G_W_IN] + h * d, h * d);
+    download(r->gw_out, out[G_W_OUT], d * h);
+    if (c->bias) {
+        download(r->gb_in, out[G_B_IN], split ? h : in_rows(c));
+        if (split)
+            download(r->gb_value, out[G_B_IN] + h, h);
+        download(r->gb_out, out[G_B_OUT], d);
+    }
+}
+
+static const char *const grad_names[GRADS] = {"dx", "dW_in (gate, value)", "db_in", "dW_out", "db_out"};
+
+static void run_case(ffnrt_context *ctx, ffnrt_backend backend, const train_case *c)
+{
+    train_data f = make_data(c);
+    train_run r = make_run(ctx, c, &f);
+    cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s",
+                 ffnrt_last_error_message());
+    float *got[GRADS];
+    for (int k = 0; k < GRADS; k++) {
+        got[k] = malloc(f.gn[k] * sizeof(float));
+        cr_assert(got[k]);
+    }
+    read_gradients(c, &r, got);
+    double bound = bound_for(c);
+    for (int k = 0; k < GRADS; k++) {
+        if (!c->bias && (k == G_B_IN || k == G_B_OUT))
+            continue;
+        double err = test_rel_error(got[k], f.g[k], f.gn[k]);
+        cr_expect_leq(err, bound, "%s %s phi=%d %s d=%d h=%d t=%d bias=%d stacked=%d: %s error %.3g > bound %.3g",
+                      ffnrt_backend_name(backend), c->kind == FFNRT_FFN_GATED ? "gated" : "dense",
+                      c->phi, ffnrt_dtype_name(c->dtype), c->d, c->h, c->t, c->bias, c->stacked, grad_names[k], err,
+                      bound);
+    }
+    for (int k = 0; k < GRADS; k++)
+        free(got[k]);
+    free_run(&r);
+    free_data(&f);
+}
+
+/* ------------------------------------------------------------------ tests */
+
+BACKEND_PARAMETERS(train, dense_fp32)
+ParameterizedTest(ffnrt_backend *backend, train, dense_fp32, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    /* Every dense activation (PReLU's learned slopes are not a layer's),
+     * biases on and off, tokens 5 and 33. */
+    int n = 0;
+    for (int a = 0; a < FFNRT_ACT_COUNT; a++) {
+        if (a == FFNRT_ACT_PRELU)
+            continue;
+        train_case c = {FFNRT_FFN_DENSE, a, FFNRT_DTYPE_F32, 24, 40, n % 2 ? 5 : 33, n % 2, 0};
+        run_case(ctx, *backend, &c);
+        n++;
+    }
+    test_context_done(ctx);
+}
+
+BACKEND_PARAMETERS(train, gated_fp32)
+ParameterizedTest(ffnrt_backend *backend, train, gated_fp32, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    /* Every GLU kind; biases, stacked weights and tokens cycling. */
+    for (int k = 0; k < FFNRT_GLU_COUNT; k++) {
+        train_case c = {FFNRT_FFN_GATED, k, FFNRT_DTYPE_F32, 24, 40, k % 2 ? 5 : 33, (k + 1) % 2, k % 3 == 1};
+        run_case(ctx, *backend, &c);
+    }
+    test_context_done(ctx);
+}
+
+BACKEND_PARAMETERS(train, sixteen_bit)
+ParameterizedTest(ffnrt_backend *backend, train, sixteen_bit, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    /* fp16 and bf16 storage, odd widths (16-bit words shared across rows
+     * in every transpose and product). */
+    static const train_case cases[] = {
+        {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F16, 24, 40, 33, 1, 0},
+        {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 23, 41, 7, 1, 1},
+        {FFNRT_FFN_DENSE, FFNRT_ACT_SILU, FFNRT_DTYPE_BF16, 23, 41, 7, 0, 0},
+        {FFNRT_FFN_GATED, FFNRT_GEGLU, FFNRT_DTYPE_BF16, 24, 40, 33, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(ctx, *backend, &cases[i]);
+    test_context_done(ctx);
+}
+
+/* The same inputs give the same bits; FFNRT_GRADIENTS_ACCUMULATE adds to
+ * the gradients (twice one gradient is exact in fp32) and leaves dx
+ * overwritten. */
+static void read_bits(const ffnrt_tensor *t, uint32_t **out)
+{
+    size_t bytes = ffnrt_tensor_bytes(t);
+    *out = malloc(bytes + 4);
+    cr_assert(*out);
+    cr_assert_eq(ffnrt_tensor_read(t, *out, bytes), FFNRT_OK, "%s", ffnrt_last_error_message());
+}
+
+BACKEND_PARAMETERS(train, deterministic_and_accumulating)
+ParameterizedTest(ffnrt_backend *backend, train, deterministic_and_accumulating, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    train_case c = {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 24, 40, 33, 1, 0};
+    train_data f = make_data(&c);
+    train_run r = make_run(ctx, &c, &f);
+    ffnrt_tensor *outs[] = {r.dx, r.gw_in, r.gb_in, r.gw_value, r.gb_value, r.gw_out, r.gb_out};
+    enum { OUTS = sizeof outs / sizeof outs[0] };
+    uint32_t *first[OUTS], *again[OUTS];
+    for (int pass = 0; pass < 2; pass++) {
+        cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+        cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s",
+                     ffnrt_last_error_message());
+        for (int i = 0; i < OUTS; i++)
+            read_bits(outs[i], pass ? &again[i] : &first[i]);
+    }
+    for (int i = 0; i < OUTS; i++) {
+        cr_expect(memcmp(first[i], again[i], ffnrt_tensor_bytes(outs[i])) == 0, "%s: output %d differs between two "
+                  "backwards of the same inputs", ffnrt_backend_name(*backend), i);
+        free(again[i]);
+    }
+    cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, FFNRT_GRADIENTS_ACCUMULATE), FFNRT_OK, "%s",
+                 ffnrt_last_error_message());
+    for (int i = 0; i < OUTS; i++) {
+        read_bits(outs[i], &again[i]);
+        size_t n = ffnrt_tensor_numel(outs[i]);
+        size_t wrong = 0;
+        for (size_t j = 0; j < n; j++) {
+            float a, b;
+            memcpy(&a, &first[i][j], 4);
+            memcpy(&b, &again[i][j], 4);
+            wrong += i == 0 ? b != a : b != 2.0f * a;
+        }
+        cr_expect_eq(wrong, 0, "%s: output %d: %zu of %zu elements are not %s", ffnrt_backend_name(*backend), i,
+                     wrong, n, i == 0 ? "dx again (never accumulated)" : "twice the gradient");
+        free(first[i]);
+        free(again[i]);
+    }
+    free_run(&r);
+    free_data(&f);
+    test_context_done(ctx);
+}
+
+/* Refusals, each with its message and nothing written. */
+BACKEND_PARAMETERS(train, errors)
+ParameterizedTest(ffnrt_backend *backend, train, errors, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    train_case c = {FFNRT_FFN_DENSE, FFNRT_ACT_RELU, FFNRT_DTYPE_F32, 24, 40, 5, 0, 0};
+    train_data f = make_data(&c);
+    train_run r = make_run(ctx, &c, &f);
+    /* No training forward yet, then a plain forward that replaced it. */
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "ffnrt_ffn_forward_train"), "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_ffn_forward(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+    /* Other token counts than the forward's. */
+    int64_t shape2[2] = {4, c.d};
+    ffnrt_tensor *x4 = NULL, *dy4 = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape2, &x4), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape2, &dy4), FFNRT_OK);
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, x4, dy4, NULL, NULL, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    /* Bad arguments. */
+    cr_expect_eq(ffnrt_ffn_backward(NULL, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, NULL, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 2u), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.x, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "overlap"), "%s", ffnrt_last_error_message());
+    ffnrt_ffn_gradients g = r.grads;
+    g.w_out = r.gw_in; /* [h, d] where [d, h] is due */
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &g, 0), FFNRT_ERROR_SHAPE_MISMATCH);
+    g = r.grads;
+    g.b_out = x4; /* the layer has no biases */
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &g, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "desc.bias is 0"), "%s", ffnrt_last_error_message());
+    g = r.grads;
+    g.w_gate = r.gw_in; /* a dense layer has no gate */
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &g, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    g = r.grads;
+    g.w_out = r.gw_in; /* two outputs in one tensor */
+    g.w_in = r.gw_in;
+    cr_expect_neq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &g, 0), FFNRT_OK);
+    /* Still whole: a good call after the refusals gives the reference. */
+    cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s", ffnrt_last_error_message());
+    float *dx = malloc(f.gn[G_DX] * sizeof(float));
+    cr_assert(dx);
+    download(r.dx, dx, f.gn[G_DX]);
+    cr_expect_leq(test_rel_error(dx, f.g[G_DX], f.gn[G_DX]), bound_for(&c));
+    free(dx);
+    ffnrt_tensor_destroy(x4);
+    ffnrt_tensor_destroy(dy4);
+    free_run(&r);
+    free_data(&f);
+
+    /* Quantized layers are inference-only. */
+    ffnrt_ffn_desc qd = FFNRT_FFN_DESC_INIT(FFNRT_FFN_DENSE, 32, 32);
+    qd.format_in = qd.format_out = FFNRT_WEIGHT_Q8_0;
+    float wf[32 * 32];
+    for (int i = 0; i < 32 * 32; i++)
+        wf[i] = (float)((i * 37) % 17 - 8) / 64.0f;
+    size_t qb = 0;
+    cr_assert_eq(ffnrt_weight_bytes(FFNRT_WEIGHT_Q8_0, 32, 32, &qb), FFNRT_OK);
+    void *q = malloc(qb);
+    cr_assert(q);
+    cr_assert_eq(ffnrt_quantize(FFNRT_WEIGHT_Q8_0, wf, 32, 32, q, qb), FFNRT_OK);
+    ffnrt_ffn_weights qw = {0};
+    qw.w_in = qw.w_out = q;
+    ffnrt_ffn *ql = NULL;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &qd, &qw, &ql), FFNRT_OK, "%s", ffnrt_last_error_message());
+    int64_t qs[2] = {2, 32};
+    ffnrt_tensor *qx = NULL, *qy = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, qs, &qx), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, qs, &qy), FFNRT_OK);
+    cr_expect_eq(ffnrt_ffn_forward_train(ql, qx, qy), FFNRT_ERROR_UNSUPPORTED);
+    cr_expect(strstr(ffnrt_last_error_message(), "inference-only"), "%s", ffnrt_last_error_message());
+    cr_expect_eq(ffnrt_ffn_backward(ql, qx, qy, NULL, NULL, 0), FFNRT_ERROR_UNSUPPORTED);
+    ffnrt_tensor_destroy(qx);
+    ffnrt_tensor_destroy(qy);
+    ffnrt_ffn_destroy(ql);
+    free(q);
+    test_context_done(ctx);
+}
+
+/* The reference's analytic gradients against central differences of its
+ * own double forward, for L = sum(dy * y): a few elements of every output,
+ * every kind (host only). */
+Test(train_reference, finite_differences)
+{
+    for (int kind = 0; kind < 2; kind++) {
+        int kinds = kind ? FFNRT_GLU_COUNT : FFNRT_ACT_COUNT;
+        for (int p = 0; p < kinds; p++) {
+            if (!kind && p == FFNRT_ACT_PRELU)
+                continue;
+            train_case c = {kind ? FFNRT_FFN_GATED : FFNRT_FFN_DENSE, p, FFNRT_DTYPE_F32, 6, 10, 3, 1, 0};
+            train_data f = make_data(&c);
+            size_t d = 6, h = 10, t = 3, r = in_rows(&c);
+            double *x = malloc(t * d * sizeof *x), *pre = malloc(t * r * sizeof *pre), *u = malloc(t * h * sizeof *u);
+            double *y = malloc(t * d * sizeof *y);
+            cr_assert(x && pre && u && y);
+            /* Perturbs one value (an input or a parameter), returns L. */
+            int arrays[GRADS] = {X, W_IN, B_IN, W_OUT, B_OUT};
+            for (int k = 0; k < GRADS; k++)
+                for (size_t e = 0; e < f.gn[k]; e += f.gn[k] / 3 + 1) {
+                    float *v = &f.a[arrays[k]][e];
+                    float keep = *v;
+                    /* The steps as the floats take them. */
+                    double step = 1e-3, loss[2], taken[2];
+                    for (int s = 0; s < 2; s++) {
+                        *v = (float)(keep + (s ? -step : step));
+                        taken[s] = (double)*v - keep;
+                        for (size_t i = 0; i < t * d; i++)
+                            x[i] = f.a[X][i];
+                        ref_forward_pass(&c, f.a, x, pre, u, y);
+                        loss[s] = 0;
+                        for (size_t i = 0; i < t * d; i++)
+                            loss[s] += (double)f.a[DY][i] * y[i];
+                    }
+                    *v = keep;
+                    double fd = (loss[0] - loss[1]) / (taken[0] - taken[1]);
+                    cr_expect(fabs(fd - f.g[k][e]) <= 2e-3 * (1 + fabs(f.g[k][e])),
+                              "%s %d: %s[%zu]: finite difference %.6g, reference %.6g", kind ? "glu" : "act", p,
+                              grad_names[k], e, fd, f.g[k][e]);
+                }
+            free(x);
+            free(pre);
+            free(u);
+            free(y);
+            free_data(&f);
+        }
+    }
+}
