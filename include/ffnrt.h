@@ -819,6 +819,75 @@ typedef struct ffnrt_ffn_gradients {
 FFNRT_API ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *dy,
                                           ffnrt_tensor *dx, const ffnrt_ffn_gradients *grads, unsigned flags);
 
+/* An optimizer on the device: it updates parameter tensors in place from
+ * their gradients, keeps its state (momentum, AdamW's moments, the fp32
+ * master copy of a 16-bit parameter) in fp32 device memory, clips the
+ * global gradient norm and scales the loss for fp16 training. The rules
+ * are PyTorch's (torch.optim.SGD, torch.optim.AdamW), so hyper-parameters
+ * carry over. */
+typedef struct ffnrt_optimizer ffnrt_optimizer;
+
+typedef enum ffnrt_optimizer_kind {
+    FFNRT_OPTIMIZER_SGD = 0, /* g += wd·w; m = momentum·m + g; w -= lr·m (m = g without momentum) */
+    FFNRT_OPTIMIZER_ADAMW    /* w *= 1 - lr·wd; Adam's moments, bias-corrected; w -= lr·m̂ / (√v̂ + eps) */
+} ffnrt_optimizer_kind;
+
+typedef struct ffnrt_optimizer_desc {
+    ffnrt_optimizer_kind kind;
+    float lr;
+    float momentum;          /* SGD; 0: none */
+    float beta1, beta2, eps; /* AdamW */
+    float weight_decay;      /* SGD: added to the gradient (L2); AdamW: decoupled */
+    /* Global gradient-norm clipping: gradients scaled by max / norm when
+     * their joint L2 norm passes max (torch.nn.utils.clip_grad_norm_); 0:
+     * no clipping. */
+    float max_grad_norm;
+    /* Dynamic loss scaling (fp16 training; 0: off, the scale is 1). The
+     * caller multiplies the loss's gradient by ffnrt_optimizer_loss_scale
+     * before the backward; a step divides it out. Gradients with a NaN or
+     * an infinity skip the step (nothing changes) and halve the scale;
+     * scale_window clean steps in a row (0: 2000) double it. */
+    float loss_scale;
+    uint32_t scale_window;
+} ffnrt_optimizer_desc;
+
+#define FFNRT_OPTIMIZER_DESC_INIT(kind_) { (kind_), 1e-3f, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f, 0.0f, 0.0f, 0 }
+
+FFNRT_API ffnrt_status ffnrt_optimizer_create(ffnrt_context *ctx, const ffnrt_optimizer_desc *desc,
+                                              ffnrt_optimizer **out);
+FFNRT_API void ffnrt_optimizer_destroy(ffnrt_optimizer *opt); /* NULL is a no-op; before the context */
+/* A parameter (updated in place) and its gradient: same shape and dtype,
+ * distinct tensors of the optimizer's context. A 16-bit parameter's fp32
+ * master copy is made from its values now. Both must outlive the
+ * optimizer. */
+FFNRT_API ffnrt_status ffnrt_optimizer_add(ffnrt_optimizer *opt, ffnrt_tensor *param, const ffnrt_tensor *grad);
+/* Every gradient given in grads (NULL fields: frozen) with the layer's
+ * matching weight or bias as its parameter. The forms must match the
+ * layer's: a layer made with w_gate_value takes w_gate_value's gradient. */
+FFNRT_API ffnrt_status ffnrt_optimizer_add_ffn(ffnrt_optimizer *opt, ffnrt_ffn *layer,
+                                               const ffnrt_ffn_gradients *grads);
+FFNRT_API ffnrt_status ffnrt_optimizer_set_lr(ffnrt_optimizer *opt, float lr);
+/* The scale the next backward's loss gradient takes (1 when off). */
+FFNRT_API float ffnrt_optimizer_loss_scale(const ffnrt_optimizer *opt);
+
+typedef struct ffnrt_step_report {
+    uint64_t steps;         /* updates made, this one included */
+    uint64_t skipped;       /* steps skipped for non-finite gradients, ever */
+    int skipped_now;        /* this one was skipped: no parameter or state changed */
+    double grad_norm;       /* joint L2 norm of the gradients, loss scale divided out, before clipping */
+    double clip;            /* the factor clipping applied (1: none) */
+    float loss_scale;       /* the scale this step's gradients carried */
+    float next_loss_scale;  /* the scale for the next backward */
+} ffnrt_step_report;
+
+/* One update of every parameter from its gradient. The norms are reduced
+ * on the device in a fixed order (the same gradients give the same bits)
+ * and read back to decide clipping and skipping. report may be NULL. */
+FFNRT_API ffnrt_status ffnrt_optimizer_step(ffnrt_optimizer *opt, ffnrt_step_report *report);
+/* The last step's gradient norm of parameter i (in the order added; loss
+ * scale divided out, before clipping). */
+FFNRT_API ffnrt_status ffnrt_optimizer_grad_norm(const ffnrt_optimizer *opt, size_t i, double *norm);
+
 /* The cost of one forward of `tokens` tokens on a path (AUTO: fused).
  * flops: 2 per multiply-add, plus 1 per bias add, activation and gating
  * product. bytes_moved: compulsory device-memory traffic, every kernel

@@ -198,24 +198,29 @@ static void free_data(train_data *f)
 
 /* ------------------------------------------------------------ device side */
 
+/* Writes n floats to t in its dtype. */
+static void upload_into(ffnrt_tensor *t, ffnrt_dtype dtype, const float *v, size_t n)
+{
+    void *bits = malloc(n * 4 + 4);
+    cr_assert(bits);
+    if (dtype == FFNRT_DTYPE_F32)
+        memcpy(bits, v, n * 4);
+    else if (dtype == FFNRT_DTYPE_F16)
+        ffnrt_f32_to_f16_array(v, bits, n);
+    else
+        ffnrt_f32_to_bf16_array(v, bits, n);
+    cr_assert_eq(ffnrt_tensor_write(t, bits, ffnrt_tensor_bytes(t)), FFNRT_OK, "%s", ffnrt_last_error_message());
+    free(bits);
+}
+
 static ffnrt_tensor *upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *v, size_t n, int64_t rows,
                             int64_t cols)
 {
     int64_t shape[2] = {rows, cols};
     ffnrt_tensor *t = NULL;
     cr_assert_eq(ffnrt_tensor_create(ctx, dtype, cols ? 2 : 1, shape, &t), FFNRT_OK, "%s", ffnrt_last_error_message());
-    if (v) {
-        void *bits = malloc(n * 4 + 4);
-        cr_assert(bits);
-        if (dtype == FFNRT_DTYPE_F32)
-            memcpy(bits, v, n * 4);
-        else if (dtype == FFNRT_DTYPE_F16)
-            ffnrt_f32_to_f16_array(v, bits, n);
-        else
-            ffnrt_f32_to_bf16_array(v, bits, n);
-        cr_assert_eq(ffnrt_tensor_write(t, bits, ffnrt_tensor_bytes(t)), FFNRT_OK, "%s", ffnrt_last_error_message());
-        free(bits);
-    }
+    if (v)
+        upload_into(t, dtype, v, n);
     return t;
 }
 
@@ -632,4 +637,197 @@ Test(train_reference, finite_differences)
             free_data(&f);
         }
     }
+}
+
+/* ------------------------------------------------------------- optimizer */
+
+/* PyTorch's rules in double, one element. */
+typedef struct ref_state {
+    double w, m, v;
+} ref_state;
+
+static void ref_update(const ffnrt_optimizer_desc *d, ref_state *s, double g, uint64_t t)
+{
+    if (d->kind == FFNRT_OPTIMIZER_ADAMW) {
+        s->w *= 1.0 - (double)d->lr * d->weight_decay;
+        s->m = d->beta1 * s->m + (1.0 - d->beta1) * g;
+        s->v = d->beta2 * s->v + (1.0 - d->beta2) * g * g;
+        double bc1 = 1.0 - pow(d->beta1, (double)t), bc2 = 1.0 - pow(d->beta2, (double)t);
+        s->w -= (double)d->lr / bc1 * s->m / (sqrt(s->v) / sqrt(bc2) + d->eps);
+    } else {
+        g += (double)d->weight_decay * s->w;
+        s->m = d->momentum > 0 ? d->momentum * s->m + g : g;
+        s->w -= (double)d->lr * s->m;
+    }
+}
+
+/* Three steps of each rule on a parameter in fp32 and fp16 (master
+ * weights), the second step clipped: parameters against the reference
+ * (fp32: relative 1e-5, the state's fp32 roundings over three steps;
+ * fp16: within one fp16 ulp of the reference rounded), the report's norm
+ * and clip factor against the host's. */
+BACKEND_PARAMETERS(train, optimizer_steps)
+ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    enum { N = 203 }; /* odd: a 16-bit parameter's last word is half */
+    ffnrt_optimizer_desc descs[3] = {FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD),
+                                     FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD),
+                                     FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_ADAMW)};
+    descs[0].lr = 0.1f, descs[0].momentum = 0.9f, descs[0].weight_decay = 0.01f;
+    descs[1].lr = 0.05f;
+    descs[2].lr = 0.01f, descs[2].weight_decay = 0.1f;
+    for (int k = 0; k < 3; k++)
+        for (int half = 0; half < 2; half++) {
+            ffnrt_optimizer_desc d = descs[k];
+            d.max_grad_norm = 3.0f;
+            ffnrt_dtype dt = half ? FFNRT_DTYPE_F16 : FFNRT_DTYPE_F32;
+            rng_state = 0x1234u + (uint32_t)k;
+            float w0[N], g[N];
+            ref_state ref[N];
+            for (int i = 0; i < N; i++) {
+                w0[i] = round_to(dt, uniform(-1, 1));
+                ref[i] = (ref_state){w0[i], 0, 0};
+            }
+            ffnrt_tensor *w = upload(ctx, dt, w0, N, N, 0), *gt = upload(ctx, dt, NULL, 0, N, 0);
+            ffnrt_optimizer *opt = NULL;
+            cr_assert_eq(ffnrt_optimizer_create(ctx, &d, &opt), FFNRT_OK, "%s", ffnrt_last_error_message());
+            cr_assert_eq(ffnrt_optimizer_add(opt, w, gt), FFNRT_OK, "%s", ffnrt_last_error_message());
+            for (uint64_t t = 1; t <= 3; t++) {
+                /* The second step's gradient is large: clipped. */
+                double sq = 0;
+                for (int i = 0; i < N; i++) {
+                    g[i] = round_to(dt, uniform(-1, 1) * (t == 2 ? 2.0f : 0.1f));
+                    sq += (double)g[i] * g[i];
+                }
+                double norm = sqrt(sq), clip = norm > d.max_grad_norm ? d.max_grad_norm / (norm + 1e-6) : 1.0;
+                cr_assert_eq(t == 2, clip < 1.0, "the test's clipping premise");
+                upload_into(gt, dt, g, N);
+                ffnrt_step_report r;
+                cr_assert_eq(ffnrt_optimizer_step(opt, &r), FFNRT_OK, "%s", ffnrt_last_error_message());
+                cr_expect_eq(r.steps, t);
+                cr_expect(fabs(r.grad_norm - norm) <= 1e-6 * norm, "norm %.9g, host %.9g", r.grad_norm, norm);
+                cr_expect(fabs(r.clip - clip) <= 1e-6, "clip %.9g, host %.9g", r.clip, clip);
+                for (int i = 0; i < N; i++)
+                    ref_update(&d, &ref[i], g[i] * (double)(float)clip, t);
+            }
+            float got[N];
+            download(w, got, N);
+            int wrong = 0;
+            for (int i = 0; i < N; i++) {
+                double want = half ? (double)round_to(dt, (float)ref[i].w) : ref[i].w;
+                double tol = half ? ldexp(fabs(want) > 0x1p-14 ? fabs(want) : 0x1p-14, -10) : 1e-5 * fabs(want) + 1e-7;
+                if (!(fabs(got[i] - want) <= tol) && wrong++ < 5)
+                    cr_expect(0, "%s rule %d %s: w[%d] = %.9g, reference %.9g", ffnrt_backend_name(*backend), k,
+                              ffnrt_dtype_name(dt), i, got[i], want);
+            }
+            cr_expect_eq(wrong, 0, "%d of %d parameters off", wrong, N);
+            ffnrt_optimizer_destroy(opt);
+            ffnrt_tensor_destroy(w);
+            ffnrt_tensor_destroy(gt);
+        }
+    test_context_done(ctx);
+}
+
+/* Loss scaling, by an injected overflow: a step whose gradients hold an
+ * infinity changes nothing (parameters, master copy and moments, to the
+ * bit) but halves the scale; scale_window clean steps double it; the
+ * scale is divided out of the update. Without loss scaling the same step
+ * is FFNRT_ERROR_NON_FINITE and changes nothing either. */
+BACKEND_PARAMETERS(train, loss_scaling)
+ParameterizedTest(ffnrt_backend *backend, train, loss_scaling, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    enum { N = 64 };
+    ffnrt_optimizer_desc d = FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_ADAMW);
+    d.lr = 0.01f;
+    d.loss_scale = 1024.0f;
+    d.scale_window = 2;
+    float w0[N], g[N], ones[N];
+    rng_state = 77;
+    for (int i = 0; i < N; i++) {
+        w0[i] = round_to(FFNRT_DTYPE_F16, uniform(-1, 1));
+        ones[i] = 1.0f;
+    }
+    ffnrt_tensor *w = upload(ctx, FFNRT_DTYPE_F16, w0, N, N, 0), *gt = upload(ctx, FFNRT_DTYPE_F16, NULL, 0, N, 0);
+    ffnrt_optimizer *opt = NULL;
+    cr_assert_eq(ffnrt_optimizer_create(ctx, &d, &opt), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_optimizer_add(opt, w, gt), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_eq(ffnrt_optimizer_loss_scale(opt), 1024.0f);
+    /* A clean step: gradients of 1 carried at the scale; AdamW's first step
+     * moves each weight by lr (m̂/√v̂ = 1), whatever the scale. */
+    for (int i = 0; i < N; i++)
+        g[i] = 1024.0f;
+    upload_into(gt, FFNRT_DTYPE_F16, g, N);
+    ffnrt_step_report r;
+    cr_assert_eq(ffnrt_optimizer_step(opt, &r), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect(!r.skipped_now && r.loss_scale == 1024.0f && fabs(r.grad_norm - 8.0) < 1e-6, "norm %g", r.grad_norm);
+    float after[N], again[N];
+    download(w, after, N);
+    for (int i = 0; i < N; i++)
+        cr_expect(fabs(after[i] - round_to(FFNRT_DTYPE_F16, w0[i] - 0.01f)) <= ldexp(1.0, -10),
+                  "w[%d] %g after one step from %g", i, after[i], w0[i]);
+    /* The overflow: one infinite gradient. */
+    g[5] = INFINITY;
+    upload_into(gt, FFNRT_DTYPE_F16, g, N);
+    cr_assert_eq(ffnrt_optimizer_step(opt, &r), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect(r.skipped_now && r.skipped == 1 && r.steps == 1, "skipped %d, %llu in all, %llu steps", r.skipped_now,
+              (unsigned long long)r.skipped, (unsigned long long)r.steps);
+    cr_expect(!isfinite(r.grad_norm));
+    cr_expect_eq(r.next_loss_scale, 512.0f);
+    cr_expect_eq(ffnrt_optimizer_loss_scale(opt), 512.0f);
+    download(w, again, N);
+    cr_expect(memcmp(after, again, sizeof after) == 0, "a skipped step changed the parameters");
+    /* The state did not move either: the next clean step, with the
+     * gradients of the first, moves as AdamW's second step does. */
+    for (int i = 0; i < N; i++)
+        g[i] = 512.0f;
+    upload_into(gt, FFNRT_DTYPE_F16, g, N);
+    cr_assert_eq(ffnrt_optimizer_step(opt, &r), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect(!r.skipped_now && r.steps == 2 && r.next_loss_scale == 512.0f);
+    download(w, again, N);
+    for (int i = 0; i < N; i++)
+        cr_expect(fabs(again[i] - round_to(FFNRT_DTYPE_F16, w0[i] - 0.02f)) <= ldexp(1.0, -9),
+                  "w[%d] %g after two steps from %g", i, again[i], w0[i]);
+    /* The second clean step in a row doubles the scale. */
+    for (int i = 0; i < N; i++)
+        g[i] = 512.0f;
+    upload_into(gt, FFNRT_DTYPE_F16, g, N);
+    cr_assert_eq(ffnrt_optimizer_step(opt, &r), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_eq(r.next_loss_scale, 1024.0f);
+    ffnrt_optimizer_destroy(opt);
+
+    /* Without loss scaling: an error, and nothing changes. */
+    d.loss_scale = 0;
+    cr_assert_eq(ffnrt_optimizer_create(ctx, &d, &opt), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_optimizer_add(opt, w, gt), FFNRT_OK, "%s", ffnrt_last_error_message());
+    download(w, after, N);
+    g[0] = NAN;
+    upload_into(gt, FFNRT_DTYPE_F16, g, N);
+    cr_expect_eq(ffnrt_optimizer_step(opt, &r), FFNRT_ERROR_NON_FINITE);
+    cr_expect(r.skipped_now);
+    download(w, again, N);
+    cr_expect(memcmp(after, again, sizeof after) == 0, "a refused step changed the parameters");
+    /* Refusals. */
+    cr_expect_eq(ffnrt_optimizer_add(opt, w, gt), FFNRT_ERROR_INVALID_ARGUMENT); /* twice the same parameter */
+    cr_expect_eq(ffnrt_optimizer_add(opt, gt, gt), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_tensor *g32 = upload(ctx, FFNRT_DTYPE_F32, ones, N, N, 0);
+    cr_expect_eq(ffnrt_optimizer_add(opt, w, g32), FFNRT_ERROR_DTYPE_MISMATCH);
+    ffnrt_tensor_destroy(g32);
+    cr_expect_eq(ffnrt_optimizer_set_lr(opt, -1.0f), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_optimizer_destroy(opt);
+    ffnrt_optimizer_desc bad = FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_ADAMW);
+    bad.beta2 = 1.0f;
+    cr_expect_eq(ffnrt_optimizer_create(ctx, &bad, &opt), FFNRT_ERROR_INVALID_ARGUMENT);
+    bad = (ffnrt_optimizer_desc)FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD);
+    bad.lr = NAN;
+    cr_expect_eq(ffnrt_optimizer_create(ctx, &bad, &opt), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_optimizer_step(NULL, &r), FFNRT_ERROR_INVALID_ARGUMENT);
+    ffnrt_tensor_destroy(w);
+    ffnrt_tensor_destroy(gt);
+    test_context_done(ctx);
 }

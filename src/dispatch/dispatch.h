@@ -328,6 +328,7 @@ typedef enum ffnrt_ew_family {
     FFNRT_EW_GLU,        /* shaders/glu.kernel */
     FFNRT_EW_BIAS,       /* shaders/bias.kernel, the unfused layer's bias pass */
     FFNRT_EW_TRANSPOSE,  /* shaders/transpose.kernel, the training backward's operand layouts */
+    FFNRT_EW_OPTIMIZER,  /* shaders/optimizer.kernel, a parameter's update */
     FFNRT_EW_FAMILY_COUNT
 } ffnrt_ew_family;
 
@@ -345,6 +346,9 @@ typedef struct ffnrt_ew_op {
     uint32_t slope_channels; /* PReLU: channels of its slopes (0: no slopes), */
     uint32_t slope_inner;    /* and elements a step of the channel axis */
     const char *fn;          /* the public call, for errors */
+    ffnrt_optimizer_kind update; /* the optimizer family: its rule */
+    int momentum;                /* SGD with momentum (a state tensor) */
+    int master;                  /* a 16-bit parameter's fp32 master copy */
 } ffnrt_ew_op;
 
 /* The variant the dispatcher chooses for it (ffnrt_choose_ew_variant,

@@ -117,6 +117,7 @@ static const char *const family_files[FFNRT_EW_FAMILY_COUNT] = {
     [FFNRT_EW_GLU] = "glu.kernel",
     [FFNRT_EW_BIAS] = "bias.kernel",
     [FFNRT_EW_TRANSPOSE] = "transpose.kernel",
+    [FFNRT_EW_OPTIMIZER] = "optimizer.kernel",
 };
 
 const char *ffnrt_ew_family_file(ffnrt_ew_family f) { return (unsigned)f < FFNRT_EW_FAMILY_COUNT ? family_files[f] : NULL; }
@@ -153,8 +154,13 @@ void ffnrt_ew_variant_text(const ffnrt_ew_variant *v, char *buf, size_t cap)
     const ffnrt_ew_op *o = &v->op;
     const ffnrt_op_row *row = ffnrt_op_row_of(o->act); /* the op table, not ops/: dispatch sits below them */
     const char *act = row ? row->name : NULL;
-    snprintf(buf, cap, "%s%s%s%s%s%s%s%s; %s storage%s%s%s; %u work-items a group, %u words a work-item%s",
-             ffnrt_ew_family_file(o->family), o->copy_words ? ", a copy of words" : "", act ? ", " : "",
+    const char *rule = o->family != FFNRT_EW_OPTIMIZER    ? ""
+                       : o->update == FFNRT_OPTIMIZER_ADAMW ? ", AdamW"
+                       : o->momentum                        ? ", SGD with momentum"
+                                                            : ", SGD";
+    snprintf(buf, cap, "%s%s%s%s%s%s%s%s%s%s; %s storage%s%s%s; %u work-items a group, %u words a work-item%s",
+             ffnrt_ew_family_file(o->family), rule, o->master ? ", fp32 master weights" : "",
+             o->copy_words ? ", a copy of words" : "", act ? ", " : "",
              act ? act : "", o->family == FFNRT_EW_GLU ? " gate" : "", o->backward ? ", backward" : "",
              o->halves ? ", halves of one row" : o->family == FFNRT_EW_GLU ? ", two tensors" : "",
              o->two_outputs ? " and two outputs" : "", ffnrt_dtype_name(o->dtype),

@@ -77,6 +77,12 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_ew_variant *v,
         ffnrt_defines_add(d, "#define %s 1", v->slope_lookup);
     if (o->copy_words)
         ffnrt_defines_add(d, "#define COPY_WORDS 1");
+    if (o->family == FFNRT_EW_OPTIMIZER && o->update == FFNRT_OPTIMIZER_ADAMW)
+        ffnrt_defines_add(d, "#define ADAMW 1");
+    if (o->family == FFNRT_EW_OPTIMIZER && o->momentum)
+        ffnrt_defines_add(d, "#define MOMENTUM 1");
+    if (o->master)
+        ffnrt_defines_add(d, "#define MASTER 1");
     ffnrt_defines_arithmetic(d, v->fp16);
     ffnrt_defines_storage(d, o->dtype, ctx->half_conversion.kind);
 }

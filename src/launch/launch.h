@@ -181,4 +181,14 @@ typedef struct ffnrt_gemm_launch {
 ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_gemm_launch *g,
                                ffnrt_plan *plan, const char *name);
 
+/* ------------------------------------------------------------- reductions */
+
+/* Groups of the norm pass (each writes one partial sum). */
+uint32_t ffnrt_sumsq_groups(const ffnrt_context *ctx);
+/* Records the norm pass of gradient g into the open batch: partials
+ * [out_at, out_at + ffnrt_sumsq_groups) get its groups' sums of squares
+ * (shaders/optimizer.kernel, SUMSQ). partials is an f32 tensor. */
+ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *g, const ffnrt_tensor *partials,
+                                uint32_t out_at);
+
 #endif

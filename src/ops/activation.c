@@ -111,8 +111,9 @@ ffnrt_status ffnrt_op_activation(ffnrt_context *ctx, const ffnrt_activation_desc
     }
     if (st != FFNRT_OK)
         return st;
-    ffnrt_ew_op op = {FFNRT_EW_ACTIVATION, desc->kind, dy != NULL, 0, 0, 0, x->dtype, 1, desc->compute,
-                      slopes ? p.channels : 0, slopes ? p.inner : 0, fn};
+    ffnrt_ew_op op = {.family = FFNRT_EW_ACTIVATION, .act = desc->kind, .backward = dy != NULL, .dtype = x->dtype,
+                      .arithmetic = 1, .compute = desc->compute, .slope_channels = slopes ? p.channels : 0,
+                      .slope_inner = slopes ? p.inner : 0, .fn = fn};
     ffnrt_ew_variant v;
     st = ffnrt_choose_ew_variant(ctx, &op, &v);
     if (st != FFNRT_OK)
@@ -184,7 +185,8 @@ ffnrt_status ffnrt_op_copy(ffnrt_context *ctx, const ffnrt_tensor *x, ffnrt_tens
         return st;
     activation_params p = {0, 0, 1, 1, 1, 0, 1, 0, 0.0f, 1.0f};
     ffnrt_ew_binding b[2] = {{x, 1}, {y, 1}};
-    ffnrt_ew_op op = {FFNRT_EW_ACTIVATION, FFNRT_ACT_COUNT, 0, 0, 0, 1, x->dtype, 0, FFNRT_COMPUTE_AUTO, 0, 0, fn};
+    ffnrt_ew_op op = {.family = FFNRT_EW_ACTIVATION, .act = FFNRT_ACT_COUNT, .copy_words = 1, .dtype = x->dtype,
+                      .compute = FFNRT_COMPUTE_AUTO, .fn = fn};
     ffnrt_ew_variant v;
     st = ffnrt_choose_ew_variant(ctx, &op, &v);
     if (st != FFNRT_OK)

@@ -172,7 +172,8 @@ static ffnrt_status run_bias(ffn_run *r, ffnrt_tensor *y, const ffnrt_gemm_opera
     uint64_t width = (uint64_t)y->shape[y->ndim - 1];
     uint32_t params[4] = {0, 0, (uint32_t)width, (uint32_t)pj->b_first};
     ffnrt_ew_binding b[3] = {{y, 1}, {y, 1}, {pj->b, 0}};
-    ffnrt_ew_op op = {FFNRT_EW_BIAS, FFNRT_ACT_COUNT, 0, 0, 0, 0, y->dtype, 0, FFNRT_COMPUTE_AUTO, 0, 0, name};
+    ffnrt_ew_op op = {.family = FFNRT_EW_BIAS, .act = FFNRT_ACT_COUNT, .dtype = y->dtype, .compute = FFNRT_COMPUTE_AUTO,
+                      .fn = name};
     ffnrt_ew_variant v;
     ffnrt_status st = ffnrt_choose_ew_variant(r->ctx, &op, &v);
     if (st != FFNRT_OK)

@@ -133,7 +133,8 @@ static ffnrt_status transpose(bw_run *r, const ffnrt_tensor *x, uint64_t x_first
         return ffnrt_fail(&r->ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
                           "%s: a %llu x %llu transpose passes 32-bit element indices", r->fn,
                           (unsigned long long)rows, (unsigned long long)cols);
-    ffnrt_ew_op op = {FFNRT_EW_TRANSPOSE, FFNRT_ACT_COUNT, 0, 0, 0, 0, y->dtype, 0, FFNRT_COMPUTE_AUTO, 0, 0, r->fn};
+    ffnrt_ew_op op = {.family = FFNRT_EW_TRANSPOSE, .act = FFNRT_ACT_COUNT, .dtype = y->dtype,
+                      .compute = FFNRT_COMPUTE_AUTO, .fn = r->fn};
     ffnrt_ew_variant v;
     ffnrt_status st = ffnrt_choose_ew_variant(r->ctx, &op, &v);
     if (st != FFNRT_OK)

@@ -89,8 +89,10 @@ static ffnrt_status launch(ffnrt_context *ctx, const ffnrt_glu_desc *desc, int l
                            uint64_t rows, uint64_t row_elems, uint32_t h, const ffnrt_ew_binding *b, uint32_t nb,
                            const char *fn, ffnrt_stats_call *stats)
 {
-    ffnrt_ew_op op = {FFNRT_EW_GLU, ffnrt_glu_row_gate(desc->kind), (layout & GLU_BACKWARD) != 0,
-                      (layout & GLU_HALVES) != 0, (layout & GLU_TWO_OUTPUTS) != 0, 0, dtype, 1, desc->compute, 0, 0, fn};
+    ffnrt_ew_op op = {.family = FFNRT_EW_GLU, .act = ffnrt_glu_row_gate(desc->kind),
+                      .backward = (layout & GLU_BACKWARD) != 0, .halves = (layout & GLU_HALVES) != 0,
+                      .two_outputs = (layout & GLU_TWO_OUTPUTS) != 0, .dtype = dtype, .arithmetic = 1,
+                      .compute = desc->compute, .fn = fn};
     ffnrt_ew_variant v;
     ffnrt_status st = ffnrt_choose_ew_variant(ctx, &op, &v);
     if (st != FFNRT_OK)
