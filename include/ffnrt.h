@@ -888,6 +888,26 @@ FFNRT_API ffnrt_status ffnrt_optimizer_step(ffnrt_optimizer *opt, ffnrt_step_rep
  * scale divided out, before clipping). */
 FFNRT_API ffnrt_status ffnrt_optimizer_grad_norm(const ffnrt_optimizer *opt, size_t i, double *norm);
 
+/* Losses, computed on the device with their gradients, for training and
+ * validation. scale multiplies the gradient (the optimizer's loss scale;
+ * 1 without). The loss's value is reduced on the device in a fixed order
+ * and read back into *loss (NULL: not wanted; with dy NULL too, nothing
+ * runs). The gradient tensor must not overlap the inputs. */
+
+/* L = mean((y - target)^2) over every element; dy = scale · 2(y - target) / n
+ * (NULL: the value only). y, target and dy share shape and dtype. */
+FFNRT_API ffnrt_status ffnrt_loss_mse(ffnrt_context *ctx, const ffnrt_tensor *y, const ffnrt_tensor *target,
+                                      float scale, ffnrt_tensor *dy, double *loss);
+/* Softmax cross-entropy taken from logits [..., classes] (never from
+ * probabilities: the seed's rule, for stability), one class index a row
+ * in labels (host memory, rows = numel / classes of them, each below
+ * classes): L = mean over rows of logsumexp(z) - z[label];
+ * dlogits = scale · (softmax(z) - onehot(label)) / rows (NULL: the value
+ * only), logits' shape and dtype. */
+FFNRT_API ffnrt_status ffnrt_loss_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits,
+                                                const int32_t *labels, float scale, ffnrt_tensor *dlogits,
+                                                double *loss);
+
 /* The cost of one forward of `tokens` tokens on a path (AUTO: fused).
  * flops: 2 per multiply-add, plus 1 per bias add, activation and gating
  * product. bytes_moved: compulsory device-memory traffic, every kernel

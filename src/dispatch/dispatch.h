@@ -329,6 +329,7 @@ typedef enum ffnrt_ew_family {
     FFNRT_EW_BIAS,       /* shaders/bias.kernel, the unfused layer's bias pass */
     FFNRT_EW_TRANSPOSE,  /* shaders/transpose.kernel, the training backward's operand layouts */
     FFNRT_EW_OPTIMIZER,  /* shaders/optimizer.kernel, a parameter's update */
+    FFNRT_EW_MSE,        /* shaders/loss.kernel, the mean squared error's gradient */
     FFNRT_EW_FAMILY_COUNT
 } ffnrt_ew_family;
 

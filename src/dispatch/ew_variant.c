@@ -118,6 +118,7 @@ static const char *const family_files[FFNRT_EW_FAMILY_COUNT] = {
     [FFNRT_EW_BIAS] = "bias.kernel",
     [FFNRT_EW_TRANSPOSE] = "transpose.kernel",
     [FFNRT_EW_OPTIMIZER] = "optimizer.kernel",
+    [FFNRT_EW_MSE] = "loss.kernel",
 };
 
 const char *ffnrt_ew_family_file(ffnrt_ew_family f) { return (unsigned)f < FFNRT_EW_FAMILY_COUNT ? family_files[f] : NULL; }

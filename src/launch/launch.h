@@ -183,12 +183,19 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
 
 /* ------------------------------------------------------------- reductions */
 
-/* Groups of the norm pass (each writes one partial sum). */
+/* Groups of the sums-of-squares pass (each writes one partial sum). */
 uint32_t ffnrt_sumsq_groups(const ffnrt_context *ctx);
-/* Records the norm pass of gradient g into the open batch: partials
- * [out_at, out_at + ffnrt_sumsq_groups) get its groups' sums of squares
- * (shaders/optimizer.kernel, SUMSQ). partials is an f32 tensor. */
-ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *g, const ffnrt_tensor *partials,
-                                uint32_t out_at);
+/* Records the sums of squares of a (of a - b when b is given: the same
+ * shape and dtype) into the open batch: partials [out_at, out_at +
+ * ffnrt_sumsq_groups) get its groups' sums (shaders/sumsq.kernel).
+ * partials is an f32 tensor. */
+ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
+                                const ffnrt_tensor *partials, uint32_t out_at);
+/* Records softmax cross-entropy over the rows of logits (last axis the
+ * classes) into the open batch: rowloss (f32, a row each) gets each row's
+ * loss, dlogits (NULL: none) factor · (softmax - one-hot). labels holds a
+ * uint32 class a row, checked by the caller. */
+ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits, const ffnrt_tensor *labels,
+                                        ffnrt_tensor *dlogits, const ffnrt_tensor *rowloss, float factor);
 
 #endif

@@ -1,9 +1,10 @@
-/* The optimizer's norm pass (shaders/optimizer.kernel built with SUMSQ):
- * each of `groups` groups writes its sum of squares of a gradient's
- * elements to partials[out_at + group]. */
+/* The reductions' launchers, each a fixed tree a group (the same inputs
+ * give the same bits): sums of squares (shaders/sumsq.kernel: gradient
+ * norms, the mean squared error's value) and the cross-entropy rows
+ * (shaders/loss.kernel, CROSS_ENTROPY). Their tensors are bound whole. */
 #include "launch/launch.h"
 
-#define SUMSQ_WORKGROUP 256u
+#define REDUCE_WORKGROUP 256u
 
 static uint32_t tree_top(uint32_t wg)
 {
@@ -11,6 +12,23 @@ static uint32_t tree_top(uint32_t wg)
     while (p < wg)
         p *= 2;
     return p / 2;
+}
+
+static uint32_t reduce_workgroup(const ffnrt_context *ctx)
+{
+    return ctx->limits.max_workgroup_size < REDUCE_WORKGROUP ? ctx->limits.max_workgroup_size : REDUCE_WORKGROUP;
+}
+
+static ffnrt_binding whole(const ffnrt_tensor *t) { return (ffnrt_binding){t->buffer, t->offset, (t->bytes + 3) & ~(uint64_t)3}; }
+
+static ffnrt_status check_whole(ffnrt_context *ctx, const ffnrt_tensor *t, const char *what)
+{
+    if (t->bytes > ctx->limits.max_buffer_range || t->numel > UINT32_MAX)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                          "a %zu-byte %s passes the device's buffer range of %llu bytes (its reduction reads it in "
+                          "one binding)",
+                          t->bytes, what, (unsigned long long)ctx->limits.max_buffer_range);
+    return FFNRT_OK;
 }
 
 uint32_t ffnrt_sumsq_groups(const ffnrt_context *ctx)
@@ -21,27 +39,60 @@ uint32_t ffnrt_sumsq_groups(const ffnrt_context *ctx)
     return g < ctx->limits.max_workgroup_count[0] ? g : ctx->limits.max_workgroup_count[0];
 }
 
-ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *g, const ffnrt_tensor *partials,
-                                uint32_t out_at)
+ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
+                                const ffnrt_tensor *partials, uint32_t out_at)
 {
-    if (g->bytes > ctx->limits.max_buffer_range || g->numel > UINT32_MAX)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
-                          "a %zu-byte gradient passes the device's buffer range of %llu bytes (its norm reads it "
-                          "in one binding)",
-                          g->bytes, (unsigned long long)ctx->limits.max_buffer_range);
-    uint32_t wg = ctx->limits.max_workgroup_size < SUMSQ_WORKGROUP ? ctx->limits.max_workgroup_size : SUMSQ_WORKGROUP;
-    ffnrt_defines defines = {0};
-    ffnrt_defines_add(&defines, "#define SUMSQ 1");
-    ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
-    ffnrt_defines_storage(&defines, g->dtype, ctx->half_conversion.kind);
-    ffnrt_bkernel *kernel = NULL;
-    uint32_t params[2] = {(uint32_t)g->numel, out_at};
-    ffnrt_status st = ffnrt_context_kernel(ctx, "optimizer.kernel", NULL, "ffnrt_sumsq", FFNRT_KERNEL_PLAIN,
-                                           defines.text, 2, sizeof params, wg, &kernel);
+    ffnrt_status st = check_whole(ctx, a, "tensor");
     if (st != FFNRT_OK)
         return st;
-    ffnrt_binding b[2] = {{g->buffer, g->offset, (g->bytes + 3) & ~(uint64_t)3},
-                          {partials->buffer, partials->offset, (partials->bytes + 3) & ~(uint64_t)3}};
+    uint32_t wg = reduce_workgroup(ctx);
+    ffnrt_defines defines = {0};
+    if (b)
+        ffnrt_defines_add(&defines, "#define DIFF 1");
+    ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
+    ffnrt_defines_storage(&defines, a->dtype, ctx->half_conversion.kind);
+    ffnrt_bkernel *kernel = NULL;
+    uint32_t params[2] = {(uint32_t)a->numel, out_at};
+    st = ffnrt_context_kernel(ctx, "sumsq.kernel", NULL, "ffnrt_sumsq", FFNRT_KERNEL_PLAIN, defines.text, b ? 3 : 2,
+                              sizeof params, wg, &kernel);
+    if (st != FFNRT_OK)
+        return st;
+    ffnrt_binding bind[3] = {whole(a), whole(partials), b ? whole(b) : whole(a)};
     uint32_t groups[2] = {ffnrt_sumsq_groups(ctx), 1};
-    return ctx->ops->dispatch(ctx->dev, kernel, b, 2, params, groups, &ctx->error);
+    return ctx->ops->dispatch(ctx->dev, kernel, bind, b ? 3 : 2, params, groups, &ctx->error);
+}
+
+ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits, const ffnrt_tensor *labels,
+                                        ffnrt_tensor *dlogits, const ffnrt_tensor *rowloss, float factor)
+{
+    ffnrt_status st = check_whole(ctx, logits, "logits tensor");
+    if (st != FFNRT_OK)
+        return st;
+    uint64_t classes = (uint64_t)logits->shape[logits->ndim - 1], rows = classes ? logits->numel / classes : 0;
+    uint32_t wg = reduce_workgroup(ctx);
+    ffnrt_defines defines = {0};
+    ffnrt_defines_add(&defines, "#define CROSS_ENTROPY 1");
+    ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
+    ffnrt_defines_storage(&defines, logits->dtype, ctx->half_conversion.kind);
+    ffnrt_bkernel *kernel = NULL;
+    struct {
+        uint32_t rows, classes;
+        float factor;
+        uint32_t grad;
+    } params = {(uint32_t)rows, (uint32_t)classes, factor, dlogits != NULL};
+    st = ffnrt_context_kernel(ctx, "loss.kernel", NULL, "ffnrt_cross_entropy", FFNRT_KERNEL_PLAIN, defines.text, 4,
+                              sizeof params, wg, &kernel);
+    if (st != FFNRT_OK || rows == 0)
+        return st;
+    /* Without dlogits the gradient's binding holds the row losses, never
+     * written through it (grad 0). */
+    ffnrt_binding bind[4] = {whole(logits), whole(dlogits ? dlogits : rowloss), whole(labels), whole(rowloss)};
+    /* One group a row, over a 2-D grid past the first dimension's limit. */
+    uint32_t gx = rows < ctx->limits.max_workgroup_count[0] ? (uint32_t)rows : ctx->limits.max_workgroup_count[0];
+    uint64_t gy = (rows + gx - 1) / gx;
+    if (gy > ctx->limits.max_workgroup_count[1])
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED, "%llu rows of logits pass the device's grid",
+                          (unsigned long long)rows);
+    uint32_t groups[2] = {gx, (uint32_t)gy};
+    return ctx->ops->dispatch(ctx->dev, kernel, bind, 4, &params, groups, &ctx->error);
 }

@@ -1,7 +1,7 @@
 /* The optimizer: SGD (with momentum) and AdamW on the device, global
  * gradient-norm clipping and dynamic loss scaling.
  *
- * A step is two passes. The norm pass (shaders/optimizer.kernel, SUMSQ)
+ * A step is two passes. The norm pass (shaders/sumsq.kernel)
  * writes each gradient's partial sums of squares; the host reads them (a
  * few hundred floats), adds them in a fixed order, and decides: skip the
  * step (a non-finite norm), clip (the joint norm past max_grad_norm), and
@@ -310,7 +310,7 @@ static ffnrt_status sums_of_squares(ffnrt_optimizer *o, double *sumsq, const cha
     if (st != FFNRT_OK)
         return st;
     for (size_t i = 0; i < o->count && st == FFNRT_OK; i++)
-        st = ffnrt_launch_sumsq(ctx, o->params[i].g, o->partials, (uint32_t)(i * groups));
+        st = ffnrt_launch_sumsq(ctx, o->params[i].g, NULL, o->partials, (uint32_t)(i * groups));
     uint64_t ns = 0;
     st = ffnrt_batch_end(ctx, st, &ns);
     float *host = st == FFNRT_OK ? malloc(o->partials->bytes) : NULL;
