@@ -22,7 +22,11 @@
  * ratio: tokens/s, or GFLOP/s) and, at decode, gives the operations a
  * weight (a multiply-add and the dequantization: the dispatcher's count)
  * and the rate they reach against the device's best GFLOP/s (the
- * arithmetic roof). */
+ * arithmetic roof).
+ *
+ * Training rows (fp32 and 16-bit layers, 64 tokens and more): one step,
+ * training forward, backward and AdamW, end to end on the host clock,
+ * against the forward of the same layer on the same clock. */
 #include "bench_ffn.h"
 #include "bench_parts.h"
 #include "lab.h"
@@ -465,6 +469,88 @@ static int token_runs(const bench_config *cfg, const ffn_workload *w, ffnrt_weig
 
 /* Runs every token count of one workload, in dtype or (wf a block format)
  * with quantized weights and f32 activations. */
+/* A training step: the training forward, the backward (dx and every
+ * weight gradient) and an AdamW step, timed on the host end to end (its
+ * calls' device times are not one batch). Its rate counts 3x the
+ * forward's FLOPs (the backward's two products a matrix), against the
+ * forward row fwd_row's rate on the host clock in the same run. */
+typedef struct train_arg {
+    ffnrt_ffn *layer;
+    const ffnrt_tensor *x;
+    ffnrt_tensor *y, *dy, *dx;
+    ffnrt_ffn_gradients g;
+    ffnrt_optimizer *opt;
+} train_arg;
+
+static ffnrt_status train_call(void *arg)
+{
+    train_arg *a = arg;
+    ffnrt_status st = ffnrt_ffn_forward_train(a->layer, a->x, a->y);
+    if (st == FFNRT_OK)
+        st = ffnrt_ffn_backward(a->layer, a->x, a->dy, a->dx, &a->g, 0);
+    return st == FFNRT_OK ? ffnrt_optimizer_step(a->opt, NULL) : st;
+}
+
+static int train_row(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
+                     ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_ffn_cost cost, size_t fwd_row, bench_rows *rows)
+{
+    ffnrt_context *ctx = dev->ctx;
+    int gated = w->kind == FFNRT_FFN_GATED;
+    int64_t t = ffnrt_tensor_dim(x, 0), up_shape[2] = {gated ? 2 * w->hidden : w->hidden, w->d_model},
+            down_shape[2] = {w->d_model, w->hidden}, io[2] = {t, w->d_model};
+    train_arg a = {layer, x, NULL, random_tensor(ctx, dtype, t, w->d_model, 4), NULL, {0}, NULL};
+    ffnrt_tensor *gup = NULL, *gdown = NULL;
+    ffnrt_optimizer_desc od = FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_ADAMW);
+    od.lr = 1e-5f;
+    int rc = a.dy && ffnrt_tensor_create(ctx, dtype, 2, io, &a.y) == FFNRT_OK &&
+                     ffnrt_tensor_create(ctx, dtype, 2, io, &a.dx) == FFNRT_OK &&
+                     ffnrt_tensor_create(ctx, dtype, 2, up_shape, &gup) == FFNRT_OK &&
+                     ffnrt_tensor_create(ctx, dtype, 2, down_shape, &gdown) == FFNRT_OK &&
+                     ffnrt_optimizer_create(ctx, &od, &a.opt) == FFNRT_OK
+                 ? 0
+                 : -1;
+    if (gated)
+        a.g.w_gate_value = gup;
+    else
+        a.g.w_in = gup;
+    a.g.w_out = gdown;
+    if (rc == 0 && ffnrt_optimizer_add_ffn(a.opt, layer, &a.g) != FFNRT_OK)
+        rc = -1;
+    bench_row *r = rc == 0 ? bench_rows_push(rows) : NULL;
+    if (r) {
+        bench_row_device(r, dev, "ffn");
+        snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
+        BENCH_SET(r->dir, "train");
+        BENCH_SET(r->dtype, ffnrt_dtype_name(dtype));
+        BENCH_SET(r->path, "step");
+        snprintf(r->shape, sizeof r->shape, "t%lld", (long long)t);
+        r->size = (double)t;
+        if (bench_measure(NULL, train_call, &a, cfg, r) != 0) {
+            rows->n--;
+            rc = -1;
+        } else {
+            double flops = 3.0 * (double)cost.flops, fwd_host = (double)cost.flops / rows->v[fwd_row].host_ns;
+            r->rate = flops / r->median_ns;
+            BENCH_SET(r->rate_unit, "GFLOP/s");
+            r->ratio = fwd_host > 0 ? r->rate / fwd_host : 0;
+            BENCH_SET(r->ratio_to, "fwd-host");
+            snprintf(r->note, sizeof r->note, "fwd+bwd+AdamW, host clock; %.2fx the %s forward's", r->ratio,
+                     rows->v[fwd_row].path);
+        }
+    } else {
+        rc = -1;
+    }
+    if (rc != 0)
+        fprintf(stderr, "ffnrt bench: %s training step: %s\n", w->name, ffnrt_last_error_message());
+    ffnrt_optimizer_destroy(a.opt);
+    ffnrt_tensor_destroy(a.y);
+    ffnrt_tensor_destroy(a.dy);
+    ffnrt_tensor_destroy(a.dx);
+    ffnrt_tensor_destroy(gup);
+    ffnrt_tensor_destroy(gdown);
+    return rc;
+}
+
 static int bench_workload(const bench_device *dev, const bench_config *cfg, const ffn_workload *w, ffnrt_dtype dtype,
                           ffnrt_weight_format wf, double gemm_gflops, bench_rows *rows)
 {
@@ -579,6 +665,9 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             snprintf(rows->v[first].note, sizeof rows->v[first].note,
                      "%.2f GFLOP/s, fused/unfused %.2f device, %.2f host", (double)cost.flops / t[0], t[1] / t[0],
                      rows->v[first + 1].host_ns / rows->v[first].host_ns);
+        if (rc == 0 && !wf && tokens[i] >= 64 && (layer[0] || layer[1]))
+            rc = train_row(dev, &c, w, dtype, layer[0] ? layer[0] : layer[1], x, cost, t[0] > 0 ? first : first + 1,
+                           rows);
         for (int p = 0, k = 0; p < 2 && rc == 0 && cfg->stats; p++) {
             ffn_call_arg a = {layer[p], x, y};
             if (layer[p])

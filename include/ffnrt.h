@@ -849,9 +849,12 @@ typedef struct ffnrt_optimizer_desc {
      * scale_window clean steps in a row (0: 2000) double it. */
     float loss_scale;
     uint32_t scale_window;
+    /* The statistics' near-zero gradients: |g| at most this (loss scale
+     * divided out) counts; 0: exactly zero. */
+    float grad_zero_threshold;
 } ffnrt_optimizer_desc;
 
-#define FFNRT_OPTIMIZER_DESC_INIT(kind_) { (kind_), 1e-3f, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f, 0.0f, 0.0f, 0 }
+#define FFNRT_OPTIMIZER_DESC_INIT(kind_) { (kind_), 1e-3f, 0.0f, 0.9f, 0.999f, 1e-8f, 0.0f, 0.0f, 0.0f, 0, 0.0f }
 
 FFNRT_API ffnrt_status ffnrt_optimizer_create(ffnrt_context *ctx, const ffnrt_optimizer_desc *desc,
                                               ffnrt_optimizer **out);
@@ -884,9 +887,17 @@ typedef struct ffnrt_step_report {
  * on the device in a fixed order (the same gradients give the same bits)
  * and read back to decide clipping and skipping. report may be NULL. */
 FFNRT_API ffnrt_status ffnrt_optimizer_step(ffnrt_optimizer *opt, ffnrt_step_report *report);
-/* The last step's gradient norm of parameter i (in the order added; loss
- * scale divided out, before clipping). */
-FFNRT_API ffnrt_status ffnrt_optimizer_grad_norm(const ffnrt_optimizer *opt, size_t i, double *norm);
+/* The last step's figures of parameter i's gradient (in the order added;
+ * ffnrt_optimizer_add_ffn adds a layer's in ffnrt_ffn_gradients' field
+ * order): the failure-mode table's near-zero gradients and non-finite
+ * values, per matrix. */
+typedef struct ffnrt_grad_stats {
+    double norm;         /* L2, loss scale divided out, before clipping */
+    double near_zero;    /* fraction of elements with |g| <= desc.grad_zero_threshold */
+    uint64_t non_finite; /* NaN and infinite elements */
+    uint64_t elements;
+} ffnrt_grad_stats;
+FFNRT_API ffnrt_status ffnrt_optimizer_grad_stats(const ffnrt_optimizer *opt, size_t i, ffnrt_grad_stats *out);
 
 /* Losses, computed on the device with their gradients, for training and
  * validation. scale multiplies the gradient (the optimizer's loss scale;

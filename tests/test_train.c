@@ -683,6 +683,7 @@ ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900
         for (int half = 0; half < 2; half++) {
             ffnrt_optimizer_desc d = descs[k];
             d.max_grad_norm = 3.0f;
+            d.grad_zero_threshold = 0.05f;
             ffnrt_dtype dt = half ? FFNRT_DTYPE_F16 : FFNRT_DTYPE_F32;
             rng_state = 0x1234u + (uint32_t)k;
             float w0[N], g[N];
@@ -710,6 +711,15 @@ ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900
                 cr_expect_eq(r.steps, t);
                 cr_expect(fabs(r.grad_norm - norm) <= 1e-6 * norm, "norm %.9g, host %.9g", r.grad_norm, norm);
                 cr_expect(fabs(r.clip - clip) <= 1e-6, "clip %.9g, host %.9g", r.clip, clip);
+                /* The statistics: this matrix's norm and near-zero share. */
+                ffnrt_grad_stats gs;
+                cr_assert_eq(ffnrt_optimizer_grad_stats(opt, 0, &gs), FFNRT_OK);
+                size_t small = 0;
+                for (int i = 0; i < N; i++)
+                    small += fabsf(g[i]) <= 0.05f;
+                cr_expect(fabs(gs.norm - norm) <= 1e-6 * norm && gs.elements == N && gs.non_finite == 0);
+                cr_expect(fabs(gs.near_zero - (double)small / N) < 1e-12, "near zero %g, host %g", gs.near_zero,
+                          (double)small / N);
                 for (int i = 0; i < N; i++)
                     ref_update(&d, &ref[i], g[i] * (double)(float)clip, t);
             }
@@ -778,6 +788,9 @@ ParameterizedTest(ffnrt_backend *backend, train, loss_scaling, .timeout = 900)
     cr_expect(r.skipped_now && r.skipped == 1 && r.steps == 1, "skipped %d, %llu in all, %llu steps", r.skipped_now,
               (unsigned long long)r.skipped, (unsigned long long)r.steps);
     cr_expect(!isfinite(r.grad_norm));
+    ffnrt_grad_stats gs;
+    cr_assert_eq(ffnrt_optimizer_grad_stats(opt, 0, &gs), FFNRT_OK);
+    cr_expect_eq(gs.non_finite, 1);
     cr_expect_eq(r.next_loss_scale, 512.0f);
     cr_expect_eq(ffnrt_optimizer_loss_scale(opt), 512.0f);
     download(w, again, N);

@@ -475,9 +475,13 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
 
 ffnrt_status ffnrt_batch_begin(ffnrt_context *ctx)
 {
-    if (ctx->external)
-        return ctx->ops->external_begin(ctx->dev, &ctx->error);
-    return ctx->ops->begin(ctx->dev, &ctx->error);
+    if (ctx->batch_depth++ > 0)
+        return FFNRT_OK;
+    ffnrt_status st = ctx->external ? ctx->ops->external_begin(ctx->dev, &ctx->error)
+                                    : ctx->ops->begin(ctx->dev, &ctx->error);
+    if (st != FFNRT_OK)
+        ctx->batch_depth--; /* no batch is open: its caller ends none */
+    return st;
 }
 
 ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *device_ns)
@@ -485,6 +489,8 @@ ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *devi
     ffnrt_error *err = st == FFNRT_OK ? &ctx->error : NULL;
     ffnrt_status sst;
     *device_ns = 0;
+    if (--ctx->batch_depth > 0)
+        return st;
     if (ctx->external)
         sst = ctx->ops->external_end(ctx->dev, err);
     else if (ctx->async)

@@ -151,6 +151,7 @@ struct ffnrt_context {
     int app_handles; /* made from the app's device/context: its buffers may be wrapped */
     int async;       /* ffnrt_context_set_async: batches are submitted without waiting */
     int external;    /* recording into the app's command buffer / enqueueing with its events */
+    int batch_depth; /* batches open: an inner one records into the outer (ffnrt_batch_begin) */
     uint64_t async_ns; /* device time of async batches finished before ffnrt_context_wait */
     ffnrt_disk_cache disk;
     char *cache_identity; /* the device part of every disk-cache key */
@@ -190,7 +191,10 @@ ffnrt_status ffnrt_null_handle(const char *fn, const char *what);
  * the synchronous, asynchronous or external (app-recorded) path. end closes
  * the batch even when st (the recording's status) is an error and returns
  * the first error; *device_ns gets the batch's device time (0 when it is
- * not known yet). */
+ * not known yet). Batches nest: one begun inside another records into it
+ * and its end submits nothing (device time 0), so a caller can make one
+ * submission of several ops' batches (the training backward: one wait
+ * instead of twenty). Nothing inside may read a buffer back. */
 ffnrt_status ffnrt_batch_begin(ffnrt_context *ctx);
 ffnrt_status ffnrt_batch_end(ffnrt_context *ctx, ffnrt_status st, uint64_t *device_ns);
 /* Waits for the context's asynchronous batches, keeping their device time

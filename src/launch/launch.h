@@ -183,14 +183,24 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
 
 /* ------------------------------------------------------------- reductions */
 
-/* Groups of the sums-of-squares pass (each writes one partial sum). */
+/* Groups of the sums-of-squares pass, and the 32-bit words its partials
+ * take for `tensors` tensors (an f32 tensor of that many holds them). */
 uint32_t ffnrt_sumsq_groups(const ffnrt_context *ctx);
-/* Records the sums of squares of a (of a - b when b is given: the same
- * shape and dtype) into the open batch: partials [out_at, out_at +
- * ffnrt_sumsq_groups) get its groups' sums (shaders/sumsq.kernel).
- * partials is an f32 tensor. */
+uint64_t ffnrt_sumsq_words(const ffnrt_context *ctx, size_t tensors);
+/* Records the pass over tensor a (a - b when b is given: the same shape
+ * and dtype) into the open batch, as the index-th tensor of partials
+ * (shaders/sumsq.kernel): its sum of squares, its elements of magnitude
+ * at most near_zero, its non-finite ones. */
 ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
-                                const ffnrt_tensor *partials, uint32_t out_at);
+                                const ffnrt_tensor *partials, uint32_t index, float near_zero);
+/* One tensor's figures, its groups' partials added in order. */
+typedef struct ffnrt_sumsq_result {
+    double sumsq;
+    uint64_t near_zero, non_finite;
+} ffnrt_sumsq_result;
+/* Reads the partials of the first `tensors` tensors (after their batch). */
+ffnrt_status ffnrt_sumsq_collect(ffnrt_context *ctx, const ffnrt_tensor *partials, size_t tensors,
+                                 ffnrt_sumsq_result *out);
 /* Records softmax cross-entropy over the rows of logits (last axis the
  * classes) into the open batch: rowloss (f32, a row each) gets each row's
  * loss, dlogits (NULL: none) factor · (softmax - one-hot). labels holds a

@@ -4,6 +4,9 @@
  * (shaders/loss.kernel, CROSS_ENTROPY). Their tensors are bound whole. */
 #include "launch/launch.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #define REDUCE_WORKGROUP 256u
 
 static uint32_t tree_top(uint32_t wg)
@@ -39,8 +42,13 @@ uint32_t ffnrt_sumsq_groups(const ffnrt_context *ctx)
     return g < ctx->limits.max_workgroup_count[0] ? g : ctx->limits.max_workgroup_count[0];
 }
 
+uint64_t ffnrt_sumsq_words(const ffnrt_context *ctx, size_t tensors)
+{
+    return 3 * (uint64_t)ffnrt_sumsq_groups(ctx) * tensors;
+}
+
 ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
-                                const ffnrt_tensor *partials, uint32_t out_at)
+                                const ffnrt_tensor *partials, uint32_t index, float near_zero)
 {
     ffnrt_status st = check_whole(ctx, a, "tensor");
     if (st != FFNRT_OK)
@@ -52,14 +60,45 @@ ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
     ffnrt_defines_storage(&defines, a->dtype, ctx->half_conversion.kind);
     ffnrt_bkernel *kernel = NULL;
-    uint32_t params[2] = {(uint32_t)a->numel, out_at};
+    struct {
+        uint32_t n, out_at;
+        float near_zero;
+    } params = {(uint32_t)a->numel, index * ffnrt_sumsq_groups(ctx), near_zero};
     st = ffnrt_context_kernel(ctx, "sumsq.kernel", NULL, "ffnrt_sumsq", FFNRT_KERNEL_PLAIN, defines.text, b ? 3 : 2,
                               sizeof params, wg, &kernel);
     if (st != FFNRT_OK)
         return st;
     ffnrt_binding bind[3] = {whole(a), whole(partials), b ? whole(b) : whole(a)};
     uint32_t groups[2] = {ffnrt_sumsq_groups(ctx), 1};
-    return ctx->ops->dispatch(ctx->dev, kernel, bind, b ? 3 : 2, params, groups, &ctx->error);
+    return ctx->ops->dispatch(ctx->dev, kernel, bind, b ? 3 : 2, &params, groups, &ctx->error);
+}
+
+ffnrt_status ffnrt_sumsq_collect(ffnrt_context *ctx, const ffnrt_tensor *partials, size_t tensors,
+                                 ffnrt_sumsq_result *out)
+{
+    uint32_t groups = ffnrt_sumsq_groups(ctx);
+    size_t words = (size_t)ffnrt_sumsq_words(ctx, tensors);
+    uint32_t *host = malloc((words ? words : 1) * sizeof *host);
+    if (!host)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "sums of squares: out of host memory");
+    ffnrt_status st = ffnrt_context_settle(ctx);
+    if (st == FFNRT_OK)
+        st = ctx->ops->buffer_read(ctx->dev, partials->buffer, partials->offset, host, words * sizeof *host,
+                                   &ctx->error);
+    for (size_t t = 0; t < tensors && st == FFNRT_OK; t++) {
+        ffnrt_sumsq_result r = {0, 0, 0};
+        for (uint32_t g = 0; g < groups; g++) {
+            const uint32_t *w = host + 3 * ((size_t)t * groups + g);
+            float f;
+            memcpy(&f, &w[0], sizeof f);
+            r.sumsq += f;
+            r.near_zero += w[1];
+            r.non_finite += w[2];
+        }
+        out[t] = r;
+    }
+    free(host);
+    return st;
 }
 
 ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits, const ffnrt_tensor *labels,

@@ -307,8 +307,9 @@ ffnrt_status ffnrt_ffn_forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, 
         int64_t shape[2] = {(int64_t)tokens, layer->desc.hidden};
         st = ffnrt_tensor_alloc(layer->ctx, layer->desc.dtype, 2, shape, "FFN pre-activations", &layer->pre);
     }
-    if (st == FFNRT_OK)
-        st = forward_unfused(&r, x, y);
+    /* One submission for the path's kernels (batches nest). */
+    if (st == FFNRT_OK && (st = ffnrt_batch_begin(layer->ctx)) == FFNRT_OK)
+        st = ffnrt_batch_end(layer->ctx, forward_unfused(&r, x, y), &r.ns);
     if (st == FFNRT_OK)
         layer->saved_tokens = tokens;
     *ns = r.ns;

@@ -325,6 +325,9 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
         st = product_choice(layer, tokens, &r.by_tokens);
     if (st == FFNRT_OK)
         st = product_choice(layer, r.dm < r.h ? r.dm : r.h, &r.by_features);
+    /* One submission: the products, transposes and element-wise passes
+     * record into one batch (ffnrt_batch_begin nests), one wait. */
+    int open = st == FFNRT_OK && (st = ffnrt_batch_begin(ctx)) == FFNRT_OK;
     if (st == FFNRT_OK) {
         grad_target out = {g->w_out, g->b_out, 0, 0};
         if (!ffnrt_ffn_gated(d)) {
@@ -339,6 +342,8 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
             st = backward_gated(&r, x, dy, dx, &gate, &value, &out);
         }
     }
+    if (open)
+        st = ffnrt_batch_end(ctx, st, &r.ns);
     ctx->last_op_ns = r.ns;
     return ffnrt_context_finish_call(ctx, st);
 }

@@ -49,19 +49,18 @@ ffnrt_status ffnrt_loss_mse(ffnrt_context *ctx, const ffnrt_tensor *y, const ffn
     uint64_t ns = 0;
     if (st == FFNRT_OK && loss && y->numel) {
         /* The value first: dy may be y or target. */
-        uint32_t groups = ffnrt_sumsq_groups(ctx);
-        int64_t n = groups;
+        int64_t n = (int64_t)ffnrt_sumsq_words(ctx, 1);
         ffnrt_tensor *partials = NULL;
         st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 1, &n, fn, &partials);
         if (st == FFNRT_OK)
             st = ffnrt_batch_begin(ctx);
         if (st == FFNRT_OK)
-            st = ffnrt_batch_end(ctx, ffnrt_launch_sumsq(ctx, y, target, partials, 0), &ns);
-        double sum = 0;
+            st = ffnrt_batch_end(ctx, ffnrt_launch_sumsq(ctx, y, target, partials, 0, 0.0f), &ns);
+        ffnrt_sumsq_result sum = {0, 0, 0};
         if (st == FFNRT_OK)
-            st = sum_floats(ctx, partials, groups, &sum, fn);
+            st = ffnrt_sumsq_collect(ctx, partials, 1, &sum);
         ffnrt_tensor_free(partials);
-        *loss = sum / (double)y->numel;
+        *loss = sum.sumsq / (double)y->numel;
     } else if (st == FFNRT_OK && loss) {
         *loss = 0;
     }

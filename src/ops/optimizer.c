@@ -1,9 +1,10 @@
 /* The optimizer: SGD (with momentum) and AdamW on the device, global
  * gradient-norm clipping and dynamic loss scaling.
  *
- * A step is two passes. The norm pass (shaders/sumsq.kernel)
- * writes each gradient's partial sums of squares; the host reads them (a
- * few hundred floats), adds them in a fixed order, and decides: skip the
+ * A step is two passes. The norm pass (shaders/sumsq.kernel) writes each
+ * gradient's partial sums of squares (and its near-zero and non-finite
+ * counts, the statistics); the host reads them (a few hundred words),
+ * adds them in a fixed order, and decides: skip the
  * step (a non-finite norm), clip (the joint norm past max_grad_norm), and
  * the loss scale's next value. The update pass then runs once per
  * parameter with one factor for its gradient (clip / loss scale), so no
@@ -26,7 +27,7 @@ typedef struct opt_param {
     ffnrt_tensor *w;
     const ffnrt_tensor *g;
     ffnrt_tensor *m, *v, *master; /* fp32 state, NULL where the rule keeps none */
-    double norm;                  /* the last step's gradient norm */
+    ffnrt_grad_stats stats;       /* the last step's */
 } opt_param;
 
 struct ffnrt_optimizer {
@@ -158,7 +159,7 @@ static ffnrt_status add_param(ffnrt_optimizer *o, ffnrt_tensor *w, const ffnrt_t
     }
     if (st != FFNRT_OK)
         return st;
-    opt_param p = {w, g, NULL, NULL, NULL, 0};
+    opt_param p = {w, g, NULL, NULL, NULL, {0, 0, 0, 0}};
     int adamw = o->desc.kind == FFNRT_OPTIMIZER_ADAMW;
     if (adamw || o->desc.momentum > 0)
         st = state_tensor(ctx, w, NULL, "optimizer state", &p.m);
@@ -270,17 +271,17 @@ ffnrt_status ffnrt_optimizer_set_lr(ffnrt_optimizer *opt, float lr)
 
 float ffnrt_optimizer_loss_scale(const ffnrt_optimizer *opt) { return opt ? opt->scale : 1.0f; }
 
-ffnrt_status ffnrt_optimizer_grad_norm(const ffnrt_optimizer *opt, size_t i, double *norm)
+ffnrt_status ffnrt_optimizer_grad_stats(const ffnrt_optimizer *opt, size_t i, ffnrt_grad_stats *out)
 {
-    static const char fn[] = "ffnrt_optimizer_grad_norm";
+    static const char fn[] = "ffnrt_optimizer_grad_stats";
     if (!opt)
         return ffnrt_null_handle(fn, "opt");
     ffnrt_status st = FFNRT_OK;
-    if (!norm || i >= opt->count)
+    if (!out || i >= opt->count)
         st = ffnrt_fail(&opt->ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s", fn,
-                        norm ? "no parameter of that index" : "norm is NULL");
+                        out ? "no parameter of that index" : "out is NULL");
     else
-        *norm = opt->params[i].norm;
+        *out = opt->params[i].stats;
     return ffnrt_context_finish_call(opt->ctx, st);
 }
 
@@ -292,16 +293,15 @@ typedef struct update_params {
     float lr, gscale, weight_decay, momentum, beta1, beta2, eps, step_size, inv_sqrt_bc2;
 } update_params;
 
-/* Every gradient's sum of squares, in a fixed order. */
-static ffnrt_status sums_of_squares(ffnrt_optimizer *o, double *sumsq, const char *fn)
+/* Every gradient's figures (sumsq.kernel), reduced in a fixed order. */
+static ffnrt_status gradient_figures(ffnrt_optimizer *o, ffnrt_sumsq_result *out)
 {
     ffnrt_context *ctx = o->ctx;
-    uint32_t groups = ffnrt_sumsq_groups(ctx);
     ffnrt_status st = FFNRT_OK;
     if (o->partials_for != o->count) {
         ffnrt_tensor_free(o->partials);
         o->partials = NULL;
-        int64_t n = (int64_t)(o->count * groups);
+        int64_t n = (int64_t)ffnrt_sumsq_words(ctx, o->count);
         st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 1, &n, "optimizer norms", &o->partials);
         o->partials_for = st == FFNRT_OK ? o->count : 0;
     }
@@ -309,25 +309,13 @@ static ffnrt_status sums_of_squares(ffnrt_optimizer *o, double *sumsq, const cha
         st = ffnrt_batch_begin(ctx);
     if (st != FFNRT_OK)
         return st;
+    float near_zero = o->desc.grad_zero_threshold * o->scale;
     for (size_t i = 0; i < o->count && st == FFNRT_OK; i++)
-        st = ffnrt_launch_sumsq(ctx, o->params[i].g, NULL, o->partials, (uint32_t)(i * groups));
+        st = ffnrt_launch_sumsq(ctx, o->params[i].g, NULL, o->partials, (uint32_t)i, near_zero);
     uint64_t ns = 0;
     st = ffnrt_batch_end(ctx, st, &ns);
-    float *host = st == FFNRT_OK ? malloc(o->partials->bytes) : NULL;
-    if (st == FFNRT_OK && !host)
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     if (st == FFNRT_OK)
-        st = ffnrt_context_settle(ctx);
-    if (st == FFNRT_OK)
-        st = ctx->ops->buffer_read(ctx->dev, o->partials->buffer, o->partials->offset, host, o->partials->bytes,
-                                   &ctx->error);
-    for (size_t i = 0; i < o->count && st == FFNRT_OK; i++) {
-        double s = 0;
-        for (uint32_t k = 0; k < groups; k++)
-            s += host[i * groups + k];
-        sumsq[i] = s;
-    }
-    free(host);
+        st = ffnrt_sumsq_collect(ctx, o->partials, o->count, out);
     ctx->last_op_ns = ns;
     return st;
 }
@@ -374,17 +362,20 @@ ffnrt_status ffnrt_optimizer_step(ffnrt_optimizer *opt, ffnrt_step_report *repor
     ffnrt_status st = FFNRT_OK;
     if (opt->count == 0)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: no parameters (ffnrt_optimizer_add)", fn);
-    double *sumsq = st == FFNRT_OK ? calloc(opt->count, sizeof *sumsq) : NULL;
-    if (st == FFNRT_OK && !sumsq)
+    ffnrt_sumsq_result *figures = st == FFNRT_OK ? calloc(opt->count, sizeof *figures) : NULL;
+    if (st == FFNRT_OK && !figures)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "%s: out of host memory", fn);
     if (st == FFNRT_OK)
-        st = sums_of_squares(opt, sumsq, fn);
+        st = gradient_figures(opt, figures);
     uint64_t ns = ctx->last_op_ns;
     if (st == FFNRT_OK) {
         double total = 0;
         for (size_t i = 0; i < opt->count; i++) {
-            opt->params[i].norm = sqrt(sumsq[i]) / opt->scale;
-            total += sumsq[i];
+            opt_param *p = &opt->params[i];
+            uint64_t n = p->g->numel;
+            p->stats = (ffnrt_grad_stats){sqrt(figures[i].sumsq) / opt->scale,
+                                          n ? (double)figures[i].near_zero / (double)n : 0, figures[i].non_finite, n};
+            total += figures[i].sumsq;
         }
         r.grad_norm = sqrt(total) / opt->scale;
         if (!isfinite(r.grad_norm)) {
@@ -406,10 +397,14 @@ ffnrt_status ffnrt_optimizer_step(ffnrt_optimizer *opt, ffnrt_step_report *repor
                 r.clip = d->max_grad_norm / (r.grad_norm + 1e-6); /* torch.nn.utils.clip_grad_norm_'s */
             opt->steps++;
             float gscale = (float)(r.clip / opt->scale);
-            for (size_t i = 0; i < opt->count && st == FFNRT_OK; i++) {
-                st = update(opt, &opt->params[i], gscale, fn);
-                ns += ctx->last_op_ns;
+            /* Every parameter's update in one submission (batches nest). */
+            uint64_t update_ns = 0;
+            if ((st = ffnrt_batch_begin(ctx)) == FFNRT_OK) {
+                for (size_t i = 0; i < opt->count && st == FFNRT_OK; i++)
+                    st = update(opt, &opt->params[i], gscale, fn);
+                st = ffnrt_batch_end(ctx, st, &update_ns);
             }
+            ns += update_ns;
             if (st == FFNRT_OK && d->loss_scale > 0 &&
                 ++opt->clean >= (d->scale_window ? d->scale_window : DEFAULT_SCALE_WINDOW)) {
                 opt->scale = opt->scale * 2 < 0x1p100f ? opt->scale * 2 : opt->scale;
@@ -418,7 +413,7 @@ ffnrt_status ffnrt_optimizer_step(ffnrt_optimizer *opt, ffnrt_step_report *repor
             r.steps = opt->steps;
         }
     }
-    free(sumsq);
+    free(figures);
     r.next_loss_scale = opt->scale;
     if (report)
         *report = r;
