@@ -787,6 +787,15 @@ FFNRT_API ffnrt_status ffnrt_ffn_dead_features(const ffnrt_ffn *layer, uint32_t 
  * inference-only (FFNRT_ERROR_UNSUPPORTED). */
 FFNRT_API ffnrt_status ffnrt_ffn_forward_train(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
 
+/* The hidden features dead (exactly zero for every token) in every
+ * training forward that computed statistics (ffnrt_ffn_set_stats or the
+ * context's) since the window was last reset: the failure-mode table's
+ * units stuck at zero, across steps rather than one batch. Up to cap of
+ * them in increasing order into features, their number in *count, the
+ * forwards the window holds in *forwards; reset: empty the window after. */
+FFNRT_API ffnrt_status ffnrt_ffn_dead_window(ffnrt_ffn *layer, int reset, uint32_t *features, size_t cap,
+                                            size_t *count, uint64_t *forwards);
+
 /* Where ffnrt_ffn_backward writes the layer's gradients: device tensors of
  * the layer's dtype shaped as ffnrt_ffn_weights' matrices and biases
  * ([out, in] and 1-D). A NULL field is a gradient not wanted (a frozen
@@ -933,6 +942,16 @@ typedef struct ffnrt_ffn_cost {
     uint64_t bytes_moved;
     uint64_t peak_bytes;
     uint32_t kernels;        /* dispatches launched (before splitting for limits) */
+    /* A training step's (ffnrt_ffn_forward_train, then ffnrt_ffn_backward
+     * with dx and every gradient), whatever the path asked; UINT64_MAX
+     * where they pass 64 bits and the forward's do not, 0 for quantized
+     * layers (inference-only): */
+    uint64_t train_flops;      /* the forward's, plus 4 per multiply-add (the dx and dW products), the bias
+                                  sums and the activation's gradient */
+    uint64_t saved_bytes;      /* what the training forward keeps: 2 (dense) or 3 (gated) [tokens, hidden] */
+    uint64_t train_peak_bytes; /* weights, gradients, x, y, dy, dx, saved_bytes and the backward's own buffers;
+                                  an optimizer's state is its own (ffnrt_optimizer: 0-2 fp32 copies of the
+                                  parameters, 1 more for 16-bit ones) */
 } ffnrt_ffn_cost;
 
 FFNRT_API ffnrt_status ffnrt_ffn_cost_of(const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt_ffn_path path,

@@ -265,6 +265,8 @@ Test(errors, ffn_cost_overflow)
     cr_assert_eq(c.parameters, 3 * m * m);
     cr_assert_eq(c.weight_bytes, 12 * m * m);
     cr_assert_eq(c.flops, 2 * 3 * m * m + 2 * m);
+    /* A training step's figures pass 64 bits there: saturated, not wrapped. */
+    cr_assert_eq(c.train_peak_bytes, UINT64_MAX);
 }
 
 BACKEND_PARAMETERS(errors, empty_tensors_with_huge_dimensions)

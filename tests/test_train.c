@@ -1010,3 +1010,78 @@ ParameterizedTest(ffnrt_backend *backend, train, a_run_reproduces_and_learns, .t
     }
     test_context_done(ctx);
 }
+
+/* The training forward's statistics: with statistics on, each training
+ * forward's feature bits join the window, and ffnrt_ffn_dead_window lists
+ * the units dead in every forward since the last reset: here the ReLU
+ * units whose bias is -100 (dead for any input), and none else. The
+ * forward's own statistics (ffnrt_ffn_last_stats) are there too, and the
+ * gradients are still the reference's. */
+BACKEND_PARAMETERS(train, dead_units_window)
+ParameterizedTest(ffnrt_backend *backend, train, dead_units_window, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    train_case c = {FFNRT_FFN_DENSE, FFNRT_ACT_RELU, FFNRT_DTYPE_F32, 24, 40, 33, 1, 0};
+    train_data f = make_data(&c);
+    static const int dead[] = {3, 17, 39};
+    for (size_t i = 0; i < sizeof dead / sizeof dead[0]; i++)
+        f.a[B_IN][dead[i]] = -100.0f;
+    for (int k = 0; k < GRADS; k++)
+        free(f.g[k]);
+    for (int k = 0; k < GRADS; k++)
+        f.g[k] = malloc(f.gn[k] * sizeof(double));
+    ref_backward(&c, f.a, f.g);
+    train_run r = make_run(ctx, &c, &f);
+    ffnrt_stats_options so = FFNRT_STATS_OPTIONS_INIT;
+    cr_assert_eq(ffnrt_ffn_set_stats(r.layer, &so), FFNRT_OK, "%s", ffnrt_last_error_message());
+    uint32_t list[8];
+    size_t count = 99;
+    uint64_t forwards = 99;
+    cr_assert_eq(ffnrt_ffn_dead_window(r.layer, 0, list, 8, &count, &forwards), FFNRT_OK);
+    cr_expect(count == 0 && forwards == 0, "an empty window: %zu dead over %llu forwards", count,
+              (unsigned long long)forwards);
+    for (int step = 0; step < 2; step++) {
+        cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+        cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s",
+                     ffnrt_last_error_message());
+    }
+    ffnrt_stats st;
+    cr_assert_eq(ffnrt_ffn_last_stats(r.layer, &st), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_eq(st.dead_features, 3);
+    cr_assert_eq(ffnrt_ffn_dead_window(r.layer, 1, list, 8, &count, &forwards), FFNRT_OK);
+    cr_expect_eq(forwards, 2);
+    cr_assert_eq(count, 3, "%zu units dead over the window", count);
+    for (size_t i = 0; i < 3; i++)
+        cr_expect_eq(list[i], (uint32_t)dead[i]);
+    cr_assert_eq(ffnrt_ffn_dead_window(r.layer, 0, list, 8, &count, &forwards), FFNRT_OK);
+    cr_expect(count == 0 && forwards == 0, "reset: %zu over %llu", count, (unsigned long long)forwards);
+    float *dx = malloc(f.gn[G_DX] * sizeof(float));
+    cr_assert(dx);
+    download(r.dx, dx, f.gn[G_DX]);
+    cr_expect_leq(test_rel_error(dx, f.g[G_DX], f.gn[G_DX]), bound_for(&c));
+    free(dx);
+    free_run(&r);
+    free_data(&f);
+    test_context_done(ctx);
+}
+
+/* The training figures of ffnrt_ffn_cost_of, by hand for one gated layer
+ * with biases, and none for a quantized one. */
+Test(train_reference, cost)
+{
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 24, 40);
+    d.bias = 1;
+    ffnrt_ffn_cost c;
+    cr_assert_eq(ffnrt_ffn_cost_of(&d, 33, FFNRT_FFN_PATH_AUTO, &c), FFNRT_OK);
+    uint64_t t = 33, weights = 3 * 24 * 40, biases = 2 * 40 + 24, th = t * 40;
+    cr_expect_eq(c.train_flops, c.flops + 4 * t * weights + t * biases + 4 * th);
+    cr_expect_eq(c.saved_bytes, 3 * th * 4);
+    uint64_t backward = 4 * (24 * t + th + 40 * 24 + 2 * th + t);
+    cr_expect_eq(c.train_peak_bytes, 2 * c.weight_bytes + 4 * t * 24 * 4 + c.saved_bytes + backward);
+    d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q8_0;
+    d.d_model = 32, d.hidden = 64;
+    cr_assert_eq(ffnrt_ffn_cost_of(&d, 33, FFNRT_FFN_PATH_AUTO, &c), FFNRT_OK);
+    cr_expect(c.train_flops == 0 && c.saved_bytes == 0 && c.train_peak_bytes == 0);
+}

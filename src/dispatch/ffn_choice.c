@@ -355,6 +355,25 @@ int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ff
     uint64_t fixed = add(out->weight_bytes, io, &ok);
     out->bytes_moved = add(add(fixed, mul(acts, act, &ok), &ok), mul(tds, mul(td, es, &ok), &ok), &ok);
     out->peak_bytes = add(fixed, mul(peak_acts, act, &ok), &ok);
+    /* Training: the backward's products are two a matrix (dx and dW), the
+     * bias gradients a sum a bias per token, the activation's (gating's)
+     * gradient 2 (4) a hidden unit. */
+    int tok = ok; /* the training figures saturate where they pass 64 bits: the forward's still hold */
+    out->train_flops = add(add(out->flops, mul(mul(4, t, &tok), weights, &tok), &tok),
+                           add(mul(t, biases, &tok), mul(th, gated ? 4 : 2, &tok), &tok), &tok);
+    out->saved_bytes = mul(gated ? 3 : 2, act, &tok);
+    /* ffn_train.c's buffers: x or dy transposed [d, t], a hidden gradient
+     * transposed [h, t], a weight transposed [h, d], the hidden gradients
+     * (2 gated), a row of ones. */
+    uint64_t backward = mul(es, add(add(add(td, th, &tok), mul(h, d, &tok), &tok),
+                                    add(mul(th, gated ? 2 : 1, &tok), t, &tok), &tok),
+                            &tok);
+    out->train_peak_bytes = add(add(mul(2, out->weight_bytes, &tok), mul(2, io, &tok), &tok),
+                                add(out->saved_bytes, backward, &tok), &tok);
+    if (!tok)
+        out->train_flops = out->saved_bytes = out->train_peak_bytes = UINT64_MAX;
+    if (ffnrt_ffn_quantized(desc)) /* inference-only */
+        out->train_flops = out->saved_bytes = out->train_peak_bytes = 0;
     return ok;
 }
 

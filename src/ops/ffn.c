@@ -296,10 +296,10 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
     return st;
 }
 
-ffnrt_status ffnrt_ffn_forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
-                                       const ffnrt_ffn_choice *c, uint64_t *ns)
+static ffnrt_status forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
+                                    const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats)
 {
-    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, NULL, 1};
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 1};
     int gated = ffnrt_ffn_gated(&layer->desc);
     layer->saved_tokens = 0;
     ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, gated);
@@ -396,6 +396,78 @@ ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_te
     return ffnrt_context_finish_call(ctx, stats_done(ctx, &sc, st, layer));
 }
 
+/* ORs the last forward's "ever nonzero" feature bits into the training
+ * window's (ffnrt_ffn_dead_window). */
+static void window_add(ffnrt_ffn *l)
+{
+    size_t words = ((size_t)l->desc.hidden + 31) / 32;
+    if (!l->feature_bits || !l->last_stats)
+        return;
+    if (!l->window_alive && !(l->window_alive = calloc(words ? words : 1, sizeof *l->window_alive)))
+        return; /* the window is a statistic: it is left unchanged, never a failure */
+    for (size_t i = 0; i < words; i++)
+        l->window_alive[i] |= l->feature_bits[i];
+    l->window_forwards++;
+}
+
+ffnrt_status ffnrt_ffn_run_training(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn)
+{
+    ffnrt_context *ctx = layer->ctx;
+    ffnrt_ffn_desc d = layer->desc;
+    d.path = FFNRT_FFN_PATH_UNFUSED;
+    uint64_t tokens = x && x->ctx == ctx && d.d_model ? x->numel / (uint64_t)d.d_model : 0, ns = 0;
+    ffnrt_stats_call sc;
+    layer->saved_tokens = 0;
+    ffnrt_status st = stats_begin(ctx, &d, layer, tokens, fn, &sc);
+    ffnrt_stats_call *stats = st == FFNRT_OK && sc.choice.on ? &sc : NULL;
+    if (st == FFNRT_OK)
+        st = ffnrt_ffn_check_io(layer, x, y, fn);
+    ffnrt_ffn_choice c;
+    ffnrt_smem_reserve reserve = stats_reserve(&d, stats);
+    if (st == FFNRT_OK && tokens > 0)
+        st = ffnrt_choose_ffn(ctx, &d, tokens, &reserve, &c, NULL, &ctx->error);
+    if (st == FFNRT_OK && tokens > 0) {
+        c.unfused = 1;
+        if (stats)
+            stats->fp16 = c.fp16;
+        st = forward_keeping(layer, x, y, tokens, &c, &ns, stats);
+    }
+    ctx->last_op_ns = ns;
+    st = stats_done(ctx, &sc, st, layer);
+    if (st == FFNRT_OK && stats)
+        window_add(layer);
+    return st;
+}
+
+ffnrt_status ffnrt_ffn_dead_window(ffnrt_ffn *layer, int reset, uint32_t *features, size_t cap, size_t *count,
+                                   uint64_t *forwards)
+{
+    static const char fn[] = "ffnrt_ffn_dead_window";
+    if (!layer)
+        return ffnrt_null_handle(fn, "layer");
+    ffnrt_status st = FFNRT_OK;
+    if (!count || !forwards || (cap && !features)) {
+        st = ffnrt_fail(&layer->ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                        !count ? "count" : !forwards ? "forwards" : "features");
+    } else {
+        size_t n = 0;
+        uint64_t hidden = layer->window_alive && layer->window_forwards ? (uint64_t)layer->desc.hidden : 0;
+        for (uint64_t f = 0; f < hidden; f++)
+            if (!(layer->window_alive[f / 32] >> (f % 32) & 1)) {
+                if (n < cap)
+                    features[n] = (uint32_t)f;
+                n++;
+            }
+        *count = n;
+        *forwards = layer->window_forwards;
+        if (reset && layer->window_alive) {
+            memset(layer->window_alive, 0, ((size_t)layer->desc.hidden + 31) / 32 * sizeof *layer->window_alive);
+            layer->window_forwards = 0;
+        }
+    }
+    return ffnrt_context_finish_call(layer->ctx, st);
+}
+
 ffnrt_status ffnrt_ffn_autotune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
 {
     static const char fn[] = "ffnrt_ffn_autotune";
@@ -460,6 +532,19 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
                 }
         ffnrt_plan_add(plan, "ffn.candidates", list,
                        "what ffnrt_ffn_autotune times for this device and token count (path/kernel)");
+        ffnrt_ffn_cost cost;
+        if (ffnrt_ffn_quantized(desc)) {
+            ffnrt_plan_add(plan, "ffn.training", "none", "quantized layers are inference-only");
+        } else if (ffnrt_ffn_cost_model(desc, (uint64_t)tokens, 1, &cost)) {
+            char what[96];
+            snprintf(what, sizeof what, "%.3g GFLOP a step, %.3g MB kept, %.3g MB at the peak", 1e-9 * (double)cost.train_flops,
+                     1e-6 * (double)cost.saved_bytes, 1e-6 * (double)cost.train_peak_bytes);
+            ffnrt_plan_add(plan, "ffn.training", what,
+                           "ffnrt_ffn_forward_train runs the unfused path keeping %s [tokens, hidden]; ffnrt_ffn_backward "
+                           "runs each product through the forward's GEMM on operands transposed by transpose.kernel "
+                           "(dx = dz·W, dW = dzᵀ·in over the tokens, db = dzᵀ·1), one submission, fixed reductions",
+                           ffnrt_ffn_gated(desc) ? "the gate, the value and their product" : "the pre-activation and phi of it");
+        }
         ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL, 0};
         if (st == FFNRT_OK)
             st = c.unfused ? forward_unfused(&r, NULL, NULL) : forward_fused(&r, NULL, NULL);

@@ -41,6 +41,10 @@ struct ffnrt_ffn {
     ffnrt_stats_options stats_options;
     ffnrt_stats *last_stats;
     uint32_t *feature_bits;
+    /* The training window (ffnrt_ffn_dead_window): the features nonzero in
+     * any training forward with statistics since the last reset. */
+    uint32_t *window_alive;
+    uint64_t window_forwards;
 };
 
 static inline int ffnrt_ffn_gated(const ffnrt_ffn_desc *d) { return d->kind == FFNRT_FFN_GATED; }
@@ -61,10 +65,11 @@ void ffnrt_ffn_drop_scratch(ffnrt_ffn *l);
  * overwrites what a training forward kept. */
 ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
                                     const ffnrt_ffn_choice *c, uint64_t *ns, struct ffnrt_stats_call *stats);
-/* The training forward on the unfused path (c->unfused set), keeping the
- * intermediates the backward reads: dense pre and h, gated g, v and h. */
-ffnrt_status ffnrt_ffn_forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
-                                       const ffnrt_ffn_choice *c, uint64_t *ns);
+/* The training forward (ffnrt_ffn_forward_train after its checks): the
+ * unfused path keeping the intermediates the backward reads (dense pre
+ * and h, gated g, v and h), with the layer's statistics when they are on,
+ * whose feature bits join the training window. */
+ffnrt_status ffnrt_ffn_run_training(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn);
 void ffnrt_ffn_drop_backward(ffnrt_ffn *l);
 /* Checks gradient tensors given in the weight slots' order (NULL: not
  * wanted): each a slot the layer has, of its shape and dtype. */

@@ -241,6 +241,7 @@ void ffnrt_ffn_destroy(ffnrt_ffn *layer)
     }
     free(layer->last_stats);
     free(layer->feature_bits);
+    free(layer->window_alive);
     free(layer);
 }
 

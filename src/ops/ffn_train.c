@@ -98,19 +98,11 @@ ffnrt_status ffnrt_ffn_forward_train(ffnrt_ffn *layer, const ffnrt_tensor *x, ff
     static const char fn[] = "ffnrt_ffn_forward_train";
     if (!layer)
         return ffnrt_null_handle(fn, "layer");
-    ffnrt_context *ctx = layer->ctx;
+    layer->saved_tokens = 0;
     ffnrt_status st = check_trainable(layer, fn);
     if (st == FFNRT_OK)
-        st = ffnrt_ffn_check_io(layer, x, y, fn);
-    uint64_t tokens = st == FFNRT_OK ? x->numel / (uint64_t)layer->desc.d_model : 0, ns = 0;
-    layer->saved_tokens = 0;
-    ffnrt_ffn_choice c;
-    if (st == FFNRT_OK && tokens > 0)
-        st = product_choice(layer, tokens, &c);
-    if (st == FFNRT_OK && tokens > 0)
-        st = ffnrt_ffn_forward_keeping(layer, x, y, tokens, &c, &ns);
-    ctx->last_op_ns = ns;
-    return ffnrt_context_finish_call(ctx, st);
+        st = ffnrt_ffn_run_training(layer, x, y, fn);
+    return ffnrt_context_finish_call(layer->ctx, st);
 }
 
 /* ------------------------------------------------------------- backward */
