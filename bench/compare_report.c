@@ -11,7 +11,8 @@
 /* --------------------------------------------------------------- rows */
 
 static const char *const verdict_metric[FFNRT_CRITERION_COUNT] = {"v_latency", "v_memory", "v_throughput",
-                                                                   "v_finite", "v_dead"};
+                                                                   "v_finite", "v_dead", "v_quality", "v_step",
+                                                                   "v_train_memory"};
 
 static void identity(bench_row *r, const char *group, const ffnrt_compare_result *res, const ffnrt_device_info *info)
 {
@@ -73,6 +74,37 @@ static int add_point_row(bench_rows *rows, const ffnrt_compare_result *res, cons
         bench_row_metric(r, "peak_bytes_model", (double)p->peak_bytes_model);
     }
     bench_row_metric(r, "failed", t->failed);
+    return 0;
+}
+
+/* A trained candidate's figures on its row, and its validation curve as
+ * rows of group "curve" (one an evaluation: step, relative MSE). */
+static int add_training(bench_rows *rows, bench_row *r, const ffnrt_compare_result *res, const ffnrt_device_info *info)
+{
+    bench_row_metric(r, "train_runs", res->train_runs);
+    bench_row_metric(r, "train_failed", res->train_failed);
+    bench_row_metric(r, "train_steps", res->train_steps_run);
+    bench_row_metric(r, "val_rel_mse", res->val_rel_mse_mean);
+    bench_row_metric(r, "val_rel_mse_sd", res->val_rel_mse_stdev);
+    bench_row_metric(r, "val_rel_mse_min", res->val_rel_mse_min);
+    bench_row_metric(r, "val_rel_mse_max", res->val_rel_mse_max);
+    bench_row_metric(r, "step_ms", res->step_ms);
+    bench_row_metric(r, "train_tokens_per_s", res->train_tokens_per_s);
+    bench_row_metric(r, "train_mib", (double)res->train_bytes / 1048576.0);
+    bench_row_metric(r, "train_dead", res->train_dead_fraction);
+    bench_row_metric(r, "grad_norm_max", res->grad_norm_max);
+    bench_row_metric(r, "skipped_steps", (double)res->skipped_steps);
+    for (uint32_t k = 0; k < res->curve_points; k++) {
+        bench_row *c = bench_rows_push(rows);
+        if (!c)
+            return -1;
+        identity(c, "curve", res, info);
+        BENCH_SET(c->dir, "train");
+        snprintf(c->shape, sizeof c->shape, "s%u", res->curve_step[k]);
+        c->size = (double)res->curve_step[k];
+        bench_row_metric(c, "step", res->curve_step[k]);
+        bench_row_metric(c, "val_rel_mse", res->curve[k]);
+    }
     return 0;
 }
 
@@ -149,6 +181,11 @@ int compare_report_add(bench_rows *rows, bench_meta *meta, const ffnrt_compariso
             snprintf(text, sizeof text, "%s: stability %s", ffnrt_backend_name(info->backend), res->stability_note);
             bench_meta_keep_note(meta, text);
         }
+        if (res->train_measured && add_training(rows, r, res, info) != 0)
+            return -1;
+        r = &rows->v[rows->n - 1 - (res->train_measured ? res->curve_points : 0)]; /* the pushes may move it */
+        if (res->train_note[0])
+            add_note(meta, info, res, res->train_note);
         char failing[64] = "";
         for (int k = 0; k < FFNRT_CRITERION_COUNT; k++) {
             if (res->verdict[k] == FFNRT_VERDICT_NONE)
@@ -256,6 +293,43 @@ static void print_criteria(FILE *f, const bench_meta *m)
     }
 }
 
+/* The training table, when any candidate trained. */
+static void print_training(FILE *f, const bench_rows *rs, const bench_meta *m)
+{
+    int any = 0;
+    for (size_t i = 0; i < rs->n && !any; i++)
+        any = strcmp(rs->v[i].group, "candidate") == 0 && isfinite(bench_row_get(&rs->v[i], "train_runs"));
+    if (!any)
+        return;
+    fprintf(f, "\ntraining (the seed's protocol: each candidate learns the fixed teacher over the criteria's seeds):\n");
+    for (int d = 0; d < m->ndevices; d++) {
+        const bench_device_meta *dm = &m->devices[d];
+        fprintf(f, "== %s (%s)\n%-20s %-4s %30s %6s %6s %9s %10s %9s %6s %9s %5s\n", dm->name, dm->backend, "candidate",
+                "prec", "val rel MSE mean±sd [min,max]", "failed", "steps", "step ms", "tok/s", "MiB", "dead",
+                "|g| max", "skip");
+        for (size_t i = 0; i < rs->n; i++) {
+            const bench_row *c = &rs->v[i];
+            if (strcmp(c->group, "candidate") != 0 || strcmp(c->backend, dm->backend) != 0 ||
+                strcmp(c->device, dm->name) != 0 || !isfinite(bench_row_get(c, "train_runs")))
+                continue;
+            char q[64];
+            snprintf(q, sizeof q, "%.4g±%.2g [%.4g,%.4g]", bench_row_get(c, "val_rel_mse"),
+                     bench_row_get(c, "val_rel_mse_sd"), bench_row_get(c, "val_rel_mse_min"),
+                     bench_row_get(c, "val_rel_mse_max"));
+            fprintf(f, "%-20s %-4s %30s %3.0f/%-2.0f %6.0f %9.3f %10.0f %9.2f %6.3f %9.3g %5.0f\n", c->op, c->dtype, q,
+                    bench_row_get(c, "train_failed"), bench_row_get(c, "train_runs"), bench_row_get(c, "train_steps"),
+                    bench_row_get(c, "step_ms"), bench_row_get(c, "train_tokens_per_s"), bench_row_get(c, "train_mib"),
+                    bench_row_get(c, "train_dead"), bench_row_get(c, "grad_norm_max"),
+                    bench_row_get(c, "skipped_steps"));
+        }
+    }
+    fprintf(f, "val rel MSE: the validation MSE over the teacher's mean square after training, over the runs that "
+               "finished; failed: runs that did not (an error, a non-finite loss); step: training forward, MSE, "
+               "backward and AdamW, median host time; MiB: device memory a run holds; dead: hidden features dead on "
+               "the validation inputs after training, worst run; |g| max: the largest global gradient norm; skip: "
+               "steps skipped for non-finite gradients\n");
+}
+
 void compare_print_table(FILE *f, const bench_rows *rs, const bench_meta *m)
 {
     fprintf(f, "\nffnrt %s (commit %s) compare, %s on %s, %.1f s\n", m->version, m->commit, m->date, m->host,
@@ -318,6 +392,7 @@ void compare_print_table(FILE *f, const bench_rows *rs, const bench_meta *m)
             fprintf(f, "  %4.0f  %-18s %s\n", bench_row_get(c, "failed"), stab, c->note);
         }
     }
+    print_training(f, rs, m);
     fprintf(f, "\ncolumns: width m or g; params without and with biases; FLOP and bytes moved per token at 1 token "
                "(ffnrt_ffn_cost_of on the chosen path); peak mem: measured device memory at the memory criterion's "
                "token count (else the largest); path per token count (");
@@ -333,6 +408,60 @@ void compare_print_table(FILE *f, const bench_rows *rs, const bench_meta *m)
 }
 
 /* -------------------------------------------------------------- plots */
+
+/* The validation curves: one line a candidate (op and format), the mean
+ * over the runs at each evaluation, log scale; dashed: the criterion. */
+static int plot_curves(FILE *gp, const char *dir, const char *file, const bench_rows *rs, const bench_meta *m, int d,
+                       const void *arg)
+{
+    const ffnrt_compare_criteria *c = arg;
+    const bench_device_meta *dm = &m->devices[d];
+    char path[1200], series[32][48];
+    int ns = 0;
+    for (size_t i = 0; i < rs->n; i++) {
+        const bench_row *r = &rs->v[i];
+        if (strcmp(r->group, "curve") != 0 || strcmp(r->backend, dm->backend) != 0 || strcmp(r->device, dm->name) != 0)
+            continue;
+        char name[48];
+        snprintf(name, sizeof name, "%s %s", r->op, r->dtype);
+        int k = 0;
+        while (k < ns && strcmp(series[k], name) != 0)
+            k++;
+        if (k == ns && ns < 32)
+            snprintf(series[ns++], sizeof series[0], "%s", name);
+    }
+    if (!ns)
+        return 0;
+    snprintf(path, sizeof path, "%s/%s.dat", dir, file);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 0;
+    fprintf(gp, "set title \"%s (%s): validation MSE over the teacher's mean square while training (mean over the "
+                "runs)\" noenhanced\n", dm->name, dm->backend);
+    fprintf(gp, "set xlabel \"step\"\nset ylabel \"validation relative MSE\"\nset logscale y\nset key below\n");
+    if (c->max_val_rel_mse > 0)
+        fprintf(gp, "set arrow from graph 0, first %.9g to graph 1, first %.9g nohead lw 2 lc rgb \"black\" dt 2\n",
+                c->max_val_rel_mse, c->max_val_rel_mse);
+    fprintf(gp, "plot ");
+    for (int k = 0; k < ns; k++) {
+        fprintf(f, "# %s\n", series[k]);
+        for (size_t i = 0; i < rs->n; i++) {
+            const bench_row *r = &rs->v[i];
+            char name[48];
+            snprintf(name, sizeof name, "%s %s", r->op, r->dtype);
+            double y = bench_row_get(r, "val_rel_mse");
+            if (strcmp(r->group, "curve") == 0 && strcmp(r->backend, dm->backend) == 0 &&
+                strcmp(r->device, dm->name) == 0 && strcmp(name, series[k]) == 0 && isfinite(y) && y > 0)
+                fprintf(f, "%.9g %.9g\n", bench_row_get(r, "step"), y);
+        }
+        fprintf(f, "\n\n");
+        fprintf(gp, "%s'%s' index %d using 1:2 with linespoints lw 2 pt %d lc %d title \"%s\" noenhanced", k ? ", " : "",
+                path, k, 5 + 2 * (k % 5), k + 1, series[k]);
+    }
+    fprintf(gp, "\n");
+    fclose(f);
+    return 1;
+}
 
 int compare_write_plots(const char *dir, const bench_rows *rs, const bench_meta *m, char *why, size_t why_len)
 {
@@ -359,8 +488,9 @@ int compare_write_plots(const char *dir, const bench_rows *rs, const bench_meta 
     bench_plot plots[] = {
         {"throughput_params", 1, bench_plot_scatter, &tp, NULL},
         {"latency_memory", 1, bench_plot_scatter, &lm, NULL},
+        {"training_curves", 1, plot_curves, &c, NULL},
     };
-    return bench_draw_plots(dir, plots, 2, rs, m, why, why_len);
+    return bench_draw_plots(dir, plots, 3, rs, m, why, why_len);
 }
 
 int compare_write_all(const char *dir, const bench_rows *rs, const bench_meta *m, int plots)
@@ -387,7 +517,7 @@ int compare_write_all(const char *dir, const bench_rows *rs, const bench_meta *m
     if (plots && compare_write_plots(dir, rs, m, why, sizeof why) != 0)
         printf("plots: %s\n", why);
     printf("wrote %s/: table.txt, compare.json, compare.csv%s\n", dir,
-           plots && !why[0] ? ", plots (throughput_params_*, latency_memory_*; PNG and SVG)" : "");
+           plots && !why[0] ? ", plots (throughput_params_*, latency_memory_*, training_curves_* when trained; PNG and SVG)" : "");
     return rc;
 }
 

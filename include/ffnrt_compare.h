@@ -62,9 +62,32 @@ typedef struct ffnrt_compare_criteria {
     int64_t stability_tokens;  /* "stability_tokens": tokens per call */
     uint32_t seeds;            /* "seeds": input seeds, each a call per candidate; 0: no stability figures
                                   (then neither "finite" nor "max_dead_fraction" may be set) */
+    /* Training (the seed's protocol: ffnrt compare --train): each f32
+     * candidate learns a fixed random teacher (a SwiGLU layer of the gated
+     * width, its own weight streams) from fresh inputs of the stated
+     * distribution, train_seeds times (student initialisation and training
+     * inputs from the seed; the validation inputs from a stream no seed
+     * uses), with AdamW. 0 steps: no training. */
+    uint32_t train_steps;          /* "train_steps": steps a run (the most, with patience) */
+    uint32_t train_seeds;          /* "train_seeds": runs a candidate, 1 to 64 */
+    int64_t train_tokens;          /* "train_tokens": inputs a step */
+    int64_t validation_tokens;     /* "validation_tokens": the validation set's inputs */
+    double train_lr;               /* "train_lr": AdamW's learning rate, > 0 (0.01: the synthetic teacher
+                                      is learnt to 0.2-0.4 of its mean square in 200 steps) */
+    double train_weight_decay;     /* "train_weight_decay": AdamW's decoupled decay, >= 0 */
+    double train_max_grad_norm;    /* "train_max_grad_norm": global clipping; 0 (none): off */
+    uint32_t train_patience;       /* "train_patience": stop after this many evaluations (16 a run) without a
+                                      better validation loss; 0: every step runs */
+    double max_val_rel_mse;        /* "max_val_rel_mse": the quality criterion, the mean over runs of the
+                                      validation MSE over the teacher's mean square; 0: none */
+    double max_step_ms;            /* "max_step_ms": median training step (forward, backward, AdamW); 0: none */
+    double max_train_memory_mib;   /* "max_train_memory_mib": device memory a run holds (layer, gradients,
+                                      optimizer state, kept intermediates, inputs); 0: none */
 } ffnrt_compare_criteria;
 
-#define FFNRT_COMPARE_CRITERIA_INIT { 0.0, 0.0, 0, 0.0, 0, 0, -1.0, FFNRT_INPUT_NORMAL, 0.0, 1.0, 64, 3 }
+#define FFNRT_COMPARE_CRITERIA_INIT                                                                              \
+    { 0.0, 0.0, 0, 0.0, 0, 0, -1.0, FFNRT_INPUT_NORMAL, 0.0, 1.0, 64, 3, 0, 3, 64, 256, 1e-2, 0.01, 1.0, 0,     \
+      0.0, 0.0, 0.0 }
 
 /* Reads criteria text: one "key = value" a line, '#' starts a comment,
  * keys as above, each at most once; starts from FFNRT_COMPARE_CRITERIA_INIT.
@@ -82,6 +105,7 @@ FFNRT_API ffnrt_status ffnrt_compare_criteria_text(const ffnrt_compare_criteria 
 
 /* What to compare. */
 #define FFNRT_COMPARE_MAX_TOKENS 8
+#define FFNRT_COMPARE_MAX_CURVE 17 /* evaluations of a training run: before it, then 16 */
 
 typedef struct ffnrt_compare_spec {
     int64_t d_model;
@@ -188,6 +212,9 @@ typedef enum ffnrt_compare_criterion {
     FFNRT_CRITERION_THROUGHPUT,  /* mean tokens per second at throughput_tokens */
     FFNRT_CRITERION_FINITE,      /* non-finite outputs over every seed */
     FFNRT_CRITERION_DEAD,        /* the largest dead fraction over the seeds */
+    FFNRT_CRITERION_QUALITY,     /* training: mean validation relative MSE over the runs (a failed run: inf) */
+    FFNRT_CRITERION_STEP_TIME,   /* training: median step, ms */
+    FFNRT_CRITERION_TRAIN_MEMORY,/* training: device memory a run holds, MiB */
     FFNRT_CRITERION_COUNT
 } ffnrt_compare_criterion;
 
@@ -243,6 +270,23 @@ typedef struct ffnrt_compare_result {
     double dead_fraction_max;        /* hidden features dead for every token of a call: the worst seed */
     double dead_fraction_mean;
     char stability_note[160];        /* why not measured, or what was measured */
+    /* Training (criteria.train_steps > 0; f32 candidates: the others are
+     * inference-only and say so in train_note). */
+    int train_measured;
+    uint32_t train_runs, train_failed;      /* runs made; of them failed (an error, a non-finite loss) */
+    uint32_t train_steps_run;               /* steps a run took, the most over the runs */
+    double val_rel_mse_mean, val_rel_mse_stdev, val_rel_mse_min, val_rel_mse_max; /* over the runs that finished */
+    double step_ms;                         /* median host time of a step, over every run's steps */
+    double train_tokens_per_s;              /* train_tokens / step_ms */
+    uint64_t train_bytes;                   /* device memory a run holds */
+    uint64_t skipped_steps;                 /* steps skipped for non-finite gradients, every run */
+    double grad_norm_max;                   /* the largest global gradient norm seen */
+    double train_dead_fraction;             /* hidden features dead on the validation inputs after training,
+                                               the worst run */
+    uint32_t curve_points;                  /* the validation curve: mean over the runs at each evaluation */
+    uint32_t curve_step[FFNRT_COMPARE_MAX_CURVE];
+    double curve[FFNRT_COMPARE_MAX_CURVE];
+    char train_note[160];
     ffnrt_compare_verdict verdict[FFNRT_CRITERION_COUNT];
     double judged[FFNRT_CRITERION_COUNT]; /* the figure each verdict compared */
     int pass;                        /* every criterion set passed */

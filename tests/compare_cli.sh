@@ -8,7 +8,8 @@
 # (the same table from its JSON), criteria given after the run refused, a
 # report whose criteria were edited refused; --compare of two reports
 # (same criteria: clean; a run under a criterion nothing meets: the
-# verdicts it lost, exit 1; an injected slowdown: REGRESSION).
+# verdicts it lost, exit 1; an injected slowdown: REGRESSION); the
+# training protocol (--train: its criteria, table, verdict and curves).
 # Usage: compare_cli.sh path/to/ffnrt
 set -u
 ffnrt=${1:?usage: compare_cli.sh path/to/ffnrt}
@@ -166,4 +167,23 @@ check "an injected slowdown" 1 "$ffnrt" compare --compare "$dir/r1/compare.json"
 check "criteria given to --compare" 2 "$ffnrt" compare --compare "$dir/r1/compare.json" "$dir/r2/compare.json" --finite
 says "$dir/err" "after the run" "the refusal says why"
 check "a missing report" 2 "$ffnrt" compare --compare "$dir/r1/compare.json" "$dir/none.json"
+
+# Training: --train fixes train_steps in the sealed criteria, the training
+# table has a line a candidate and device, the quality verdict is judged,
+# the curves are in the report, and a training criterion alone implies training.
+check "the training protocol" 0 "$ffnrt" compare "${small[@]}" --train --train-steps 20 --train-seeds 2 \
+    --max-val-rel-mse 1000 --out "$dir/r3"
+says "$dir/out" "train_steps = 20$" "--train-steps in the sealed criteria"
+says "$dir/out" "^training (the seed's protocol" "the training table"
+[ "$(grep -cE '^(dense-gelu|swiglu) +f32 +[0-9.e+-]+±' "$dir/out")" = 4 ] ||
+    { echo "FAIL: expected 4 training lines"; cat "$dir/out"; fail=1; }
+[ "$(grep -cE ' pass$' "$dir/out")" = 4 ] || { echo "FAIL: expected 4 passes"; cat "$dir/out"; fail=1; }
+says "$dir/r3/compare.csv" ",val_rel_mse," "the CSV's training columns"
+says "$dir/r3/compare.json" '"group": "curve"' "the curves in the JSON"
+check "a training criterion implies training" 0 "$ffnrt" compare "${small[@]}" --max-val-rel-mse 1000 \
+    --train-steps 5 --train-seeds 1 --plan-only
+says "$dir/out" "train_steps = 5$" "the steps given"
+check "training criteria with --train-steps 0" 2 "$ffnrt" compare "${small[@]}" --max-val-rel-mse 1 \
+    --train-steps 0 --plan-only
+says "$dir/err" "train_steps" "the refusal says why"
 exit $fail

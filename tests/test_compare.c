@@ -767,3 +767,92 @@ ParameterizedTest(ffnrt_backend *b, compare, specs)
     ffnrt_compare_destroy(NULL);
     test_context_done(ctx);
 }
+
+/* The training protocol (criteria.train_steps): each f32 candidate learns
+ * the teacher over two seeds; the figures are there and sane (the
+ * validation loss falls, the curve starts at step 0 and ends at the last
+ * step, memory counted), the run is deterministic (a second comparison
+ * gives the same losses to the bit), block formats say they are
+ * inference-only, and the quality verdict follows the threshold. */
+BACKEND_PARAMETERS(compare, training)
+
+ParameterizedTest(ffnrt_backend *b, compare, training)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    ffnrt_compare_spec spec = FFNRT_COMPARE_SPEC_INIT(32, 96); /* g = 64: Q8_0's blocks fit both widths */
+    spec.candidates = 1u << FFNRT_CANDIDATE_DENSE_RELU | 1u << FFNRT_CANDIDATE_SWIGLU;
+    spec.biases = 1;
+    spec.formats = 1u << FFNRT_WEIGHT_F32 | 1u << FFNRT_WEIGHT_Q8_0;
+    spec.tokens[0] = 1;
+    spec.ntokens = 1;
+    spec.rounds = 1;
+    ffnrt_compare_criteria c = FFNRT_COMPARE_CRITERIA_INIT;
+    c.seeds = 0;
+    c.train_steps = 30;
+    c.train_seeds = 2;
+    c.train_tokens = 16;
+    c.validation_tokens = 32;
+    c.max_val_rel_mse = 1e6; /* every finished run passes */
+    c.max_train_memory_mib = 1e-6; /* and none fits this */
+    double losses[2][2];
+    for (int pass = 0; pass < 2; pass++) {
+        ffnrt_comparison *cmp = NULL;
+        EXPECT(ffnrt_compare_create(ctx, &spec, &c, &cmp), FFNRT_OK);
+        EXPECT(ffnrt_compare_run(cmp), FFNRT_OK);
+        const char *text;
+        EXPECT(ffnrt_compare_sealed(cmp, NULL, &text, NULL, NULL), FFNRT_OK);
+        cr_assert(strstr(text, "train_steps = 30\n") && strstr(text, "train_lr = 0.01\n"), "%s", text);
+        cr_assert_eq(ffnrt_compare_result_count(cmp), 4);
+        for (size_t i = 0; i < 4; i++) {
+            const ffnrt_compare_result *r = ffnrt_compare_result_get(cmp, i);
+            const char *name = ffnrt_compare_candidate_name(r->candidate);
+            if (r->format != FFNRT_WEIGHT_F32) {
+                cr_assert(!r->train_measured && strstr(r->train_note, "inference-only"), "%s: %s", name, r->train_note);
+                cr_assert_eq(r->verdict[FFNRT_CRITERION_QUALITY], FFNRT_VERDICT_UNMEASURED);
+                continue;
+            }
+            cr_assert(r->train_measured, "%s: %s", name, r->train_note);
+            cr_assert_eq(r->train_runs, 2);
+            cr_assert_eq(r->train_failed, 0, "%s: %s", name, r->train_note);
+            cr_assert_eq(r->train_steps_run, 30);
+            cr_assert(r->step_ms > 0 && r->train_tokens_per_s > 0 && r->train_bytes > 0 && r->grad_norm_max > 0);
+            /* Every run's state: the layer, its gradients, AdamW's two moments, the kept intermediates. */
+            ffnrt_ffn_cost cost;
+            EXPECT(ffnrt_ffn_cost_of(&r->desc, 16, FFNRT_FFN_PATH_UNFUSED, &cost), FFNRT_OK);
+            cr_assert(r->train_bytes >= 4 * cost.weight_bytes, "%s: %llu bytes", name,
+                      (unsigned long long)r->train_bytes);
+            cr_assert(r->curve_points >= 3 && r->curve_step[0] == 0 && r->curve_step[r->curve_points - 1] == 30);
+            cr_assert(r->curve[r->curve_points - 1] < r->curve[0], "%s: %.4g -> %.4g", name, r->curve[0],
+                      r->curve[r->curve_points - 1]);
+            cr_assert(isfinite(r->val_rel_mse_mean) && r->val_rel_mse_min <= r->val_rel_mse_mean &&
+                      r->val_rel_mse_mean <= r->val_rel_mse_max && r->val_rel_mse_stdev >= 0);
+            cr_assert_eq(r->verdict[FFNRT_CRITERION_QUALITY], FFNRT_VERDICT_PASS);
+            cr_assert_eq(r->judged[FFNRT_CRITERION_QUALITY], r->val_rel_mse_mean);
+            cr_assert_eq(r->verdict[FFNRT_CRITERION_TRAIN_MEMORY], FFNRT_VERDICT_FAIL);
+            cr_assert_eq(r->verdict[FFNRT_CRITERION_STEP_TIME], FFNRT_VERDICT_NONE);
+            cr_assert_eq(r->pass, 0);
+            losses[pass][r->candidate == FFNRT_CANDIDATE_SWIGLU] = r->val_rel_mse_mean;
+        }
+        ffnrt_compare_destroy(cmp);
+    }
+    cr_assert(losses[0][0] == losses[1][0] && losses[0][1] == losses[1][1],
+              "two comparisons give other losses: %.17g %.17g, %.17g %.17g", losses[0][0], losses[1][0], losses[0][1],
+              losses[1][1]);
+    test_context_done(ctx);
+}
+
+/* A training criterion needs training. */
+Test(compare_criteria, training_keys)
+{
+    ffnrt_compare_criteria c;
+    EXPECT(ffnrt_compare_criteria_parse("max_val_rel_mse = 0.3\n", &c), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert(strstr(ffnrt_last_error_message(), "train_steps"), "%s", ffnrt_last_error_message());
+    EXPECT(ffnrt_compare_criteria_parse("train_steps = 50\nmax_val_rel_mse = 0.3\ntrain_lr = 0.003\n"
+                                        "train_max_grad_norm = none\ntrain_patience = 4\n", &c), FFNRT_OK);
+    cr_assert(c.train_steps == 50 && c.max_val_rel_mse == 0.3 && c.train_lr == 0.003 && c.train_max_grad_norm == 0 &&
+              c.train_patience == 4);
+    EXPECT(ffnrt_compare_criteria_parse("train_steps = 5\ntrain_lr = 0\n", &c), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_criteria_parse("train_steps = 5\ntrain_seeds = 0\n", &c), FFNRT_ERROR_INVALID_ARGUMENT);
+    EXPECT(ffnrt_compare_criteria_parse("train_steps = 5\ntrain_weight_decay = -1\n", &c),
+           FFNRT_ERROR_INVALID_ARGUMENT);
+}

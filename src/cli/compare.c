@@ -44,7 +44,15 @@ static void usage(FILE *f)
             "  --stability-tokens N, --seeds N           tokens a call (64) and input seeds (3 when a stability key is\n"
             "                            given; 0: no stability figures)\n"
             "  (stability figures are measured when any of the last five is given; else none: each candidate's\n"
-            "   statistics variant is one more kernel to compile)\n"
+            "   statistics variant is one more kernel to compile)\n"            "training (the seed's protocol; --train, or any key below): each f32 candidate learns a fixed random\n"
+            "SwiGLU teacher over several seeds with AdamW, judged on the validation MSE over the teacher's mean square\n"
+            "  --train                   train with the defaults below (train_steps = 200)\n"
+            "  --train-steps N, --train-seeds N, --train-tokens N, --validation-tokens N   (200, 3, 64, 256)\n"
+            "  --train-lr X, --train-weight-decay X, --train-max-grad-norm X|none, --train-patience N\n"
+            "                            (0.01, 0.01, 1, 0: every step runs; N: stop after N evaluations of 16\n"
+            "                            without a better validation loss)\n"
+            "  --max-val-rel-mse X       the quality criterion: the mean over the runs (a failed run counts as inf)\n"
+            "  --max-step-ms X, --max-train-memory-mib X   a median step; the device memory a run holds\n"
             "options (the defaults suit a first try; the plan printed before the run says what was chosen, and why):\n"
             "  --only LIST        dense-relu,dense-gelu,dense-gelu_tanh,dense-silu,reglu,geglu,swiglu (default all)\n"
             "  --bias no|yes|both (default no: the seed's 2dm = 3dg counts weights only; the +bias column gives\n"
@@ -74,6 +82,12 @@ static const struct {
     {"--throughput-tokens", "throughput_tokens", 1}, {"--finite", "finite", 0},
     {"--max-dead-fraction", "max_dead_fraction", 1}, {"--input", "input", 1},
     {"--stability-tokens", "stability_tokens", 1},   {"--seeds", "seeds", 1},
+    {"--train-steps", "train_steps", 1},             {"--train-seeds", "train_seeds", 1},
+    {"--train-tokens", "train_tokens", 1},           {"--validation-tokens", "validation_tokens", 1},
+    {"--train-lr", "train_lr", 1},                   {"--train-weight-decay", "train_weight_decay", 1},
+    {"--train-max-grad-norm", "train_max_grad_norm", 1}, {"--train-patience", "train_patience", 1},
+    {"--max-val-rel-mse", "max_val_rel_mse", 1},     {"--max-step-ms", "max_step_ms", 1},
+    {"--max-train-memory-mib", "max_train_memory_mib", 1},
 };
 #define NCRITERIA_FLAGS (sizeof criteria_flags / sizeof criteria_flags[0])
 
@@ -233,6 +247,7 @@ typedef struct options {
     const char *out_dir, *json, *csv;
     int plots, progress;
     int plan_only;        /* --plan-only: the criteria and the plan, nothing run */
+    int train;            /* --train: the training protocol (train_steps = 200 unless given) */
 } options;
 
 static int parse_options(int argc, char **argv, options *o, char *lists)
@@ -365,6 +380,8 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
             o->csv = v;
         } else if (strcmp(a, "--no-plots") == 0) {
             o->plots = 0;
+        } else if (strcmp(a, "--train") == 0) {
+            o->train = 1;
         } else if (strcmp(a, "--plan-only") == 0) {
             o->plan_only = 1;
         } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {
@@ -383,17 +400,16 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
     return 0;
 }
 
-/* 1 when the criteria text names a key of the stability figures on a line
- * of its own (comments and blank lines aside). */
-static int mentions_stability(const char *text)
+/* 1 when the criteria text names one of keys on a line of its own
+ * (comments and blank lines aside). */
+static int mentions(const char *text, const char *const *keys, size_t nkeys)
 {
-    static const char *const keys[] = {"finite", "max_dead_fraction", "input", "stability_tokens", "seeds"};
     for (const char *p = text; p && *p;) {
         size_t n = strcspn(p, "\n");
         const char *q = p;
         while (q < p + n && (*q == ' ' || *q == '\t'))
             q++;
-        for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        for (size_t k = 0; k < nkeys; k++) {
             size_t kl = strlen(keys[k]);
             if ((size_t)(p + n - q) >= kl && strncmp(q, keys[k], kl) == 0 &&
                 (q[kl] == ' ' || q[kl] == '\t' || q[kl] == '='))
@@ -426,7 +442,24 @@ static int fix_criteria(options *o, ffnrt_compare_criteria *c, bench_meta *meta)
      * kernels to compile (seconds each on CPU drivers): measured when the
      * criteria ask for them (any of their keys), else seeds = 0, a line of
      * the criteria like any other, so it is fixed, hashed and printed. */
-    o->stability_default = !mentions_stability(text);
+    static const char *const stability_keys[] = {"finite", "max_dead_fraction", "input", "stability_tokens", "seeds"};
+    static const char *const training_keys[] = {"train_seeds", "train_tokens", "validation_tokens", "train_lr",
+                                                "train_weight_decay", "train_max_grad_norm", "train_patience",
+                                                "max_val_rel_mse", "max_step_ms", "max_train_memory_mib"};
+    static const char *const steps_key[] = {"train_steps"};
+    /* Training runs with --train or any training key; its length is a
+     * line of the criteria like any other (200 steps unless given). */
+    if ((o->train || mentions(text, training_keys, sizeof training_keys / sizeof training_keys[0])) &&
+        !mentions(text, steps_key, 1)) {
+        char *more = realloc(text, strlen(text) + 24);
+        if (!more) {
+            free(text);
+            return 1;
+        }
+        text = more;
+        strcat(text, "train_steps = 200\n");
+    }
+    o->stability_default = !mentions(text, stability_keys, sizeof stability_keys / sizeof stability_keys[0]);
     if (o->stability_default) {
         char *more = realloc(text, strlen(text) + 16);
         if (!more) {

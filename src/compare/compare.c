@@ -102,7 +102,7 @@ static const compare_format *format_of(ffnrt_weight_format f)
 }
 
 static const char *const criterion_names[FFNRT_CRITERION_COUNT] = {"latency", "memory", "throughput", "finite",
-                                                                    "dead"};
+                                                                   "dead", "quality", "step_time", "train_memory"};
 static const char *const verdict_names[] = {"-", "pass", "FAIL", "unmeasured"};
 
 const char *ffnrt_compare_candidate_name(ffnrt_compare_candidate c)
@@ -610,6 +610,28 @@ static void judge(const ffnrt_comparison *cmp, ffnrt_compare_result *r)
                                            : r->dead_fraction_max <= c->max_dead_fraction ? FFNRT_VERDICT_PASS
                                                                                            : FFNRT_VERDICT_FAIL;
     }
+    /* Training: a run that failed counts as an infinite loss in the mean. */
+    int trained = r->train_measured && r->train_runs > 0;
+    if (c->max_val_rel_mse > 0) {
+        double q = !trained ? NAN : r->train_failed ? INFINITY : r->val_rel_mse_mean;
+        r->judged[FFNRT_CRITERION_QUALITY] = q;
+        r->verdict[FFNRT_CRITERION_QUALITY] = !trained                     ? FFNRT_VERDICT_UNMEASURED
+                                              : q <= c->max_val_rel_mse ? FFNRT_VERDICT_PASS
+                                                                          : FFNRT_VERDICT_FAIL;
+    }
+    if (c->max_step_ms > 0) {
+        r->judged[FFNRT_CRITERION_STEP_TIME] = trained ? r->step_ms : NAN;
+        r->verdict[FFNRT_CRITERION_STEP_TIME] = !trained                       ? FFNRT_VERDICT_UNMEASURED
+                                                : r->step_ms <= c->max_step_ms ? FFNRT_VERDICT_PASS
+                                                                               : FFNRT_VERDICT_FAIL;
+    }
+    if (c->max_train_memory_mib > 0) {
+        double mib = trained ? (double)r->train_bytes / 1048576.0 : NAN;
+        r->judged[FFNRT_CRITERION_TRAIN_MEMORY] = mib;
+        r->verdict[FFNRT_CRITERION_TRAIN_MEMORY] = !trained                           ? FFNRT_VERDICT_UNMEASURED
+                                                   : mib <= c->max_train_memory_mib ? FFNRT_VERDICT_PASS
+                                                                                    : FFNRT_VERDICT_FAIL;
+    }
     r->pass = !failed_any;
     for (int k = 0; k < FFNRT_CRITERION_COUNT; k++)
         if (r->verdict[k] != FFNRT_VERDICT_NONE && r->verdict[k] != FFNRT_VERDICT_PASS)
@@ -619,8 +641,10 @@ static void judge(const ffnrt_comparison *cmp, ffnrt_compare_result *r)
 /* ------------------------------------------------------------ progress */
 
 /* A step's kernels before any of its kind ran: the fused path's two
- * products (a stability step adds the statistics' finishing pass). */
-static const uint32_t prior_kernels[2] = {2, 3};
+ * products (a stability step adds the statistics' finishing pass; a
+ * training step builds the unfused path, the backward's products and
+ * transposes, the loss and the optimizer's passes). */
+static const uint32_t prior_kernels[COMPARE_STEP_KINDS] = {2, 3, 20};
 
 /* The context's kernels: built so far, or of them those its disk cache gave. */
 static uint64_t kernels(const ffnrt_comparison *cmp, int loaded)
@@ -670,7 +694,7 @@ ffnrt_status ffnrt_compare_get_progress(const ffnrt_comparison *cmp, ffnrt_compa
     } else {
         memset(out, 0, sizeof *out);
         double to_go = 0;
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < COMPARE_STEP_KINDS; k++) {
             out->steps_done += cmp->steps_done[k];
             out->steps_total += cmp->steps_total[k];
             double per_step = cmp->steps_done[k] ? (double)cmp->step_kernels[k] / cmp->steps_done[k] : prior_kernels[k];
@@ -716,6 +740,10 @@ ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp)
     cmp->loaded_at_start = kernels(cmp, 1);
     cmp->steps_total[COMPARE_STEP_TIMING] = (uint32_t)(cmp->nresults * cmp->ntokens);
     cmp->steps_total[COMPARE_STEP_STABILITY] = cmp->criteria.seeds ? (uint32_t)cmp->nresults : 0;
+    uint32_t trainable = 0;
+    for (size_t i = 0; i < cmp->nresults; i++)
+        trainable += cmp->results[i].format == FFNRT_WEIGHT_F32;
+    cmp->steps_total[COMPARE_STEP_TRAINING] = cmp->criteria.train_steps ? trainable : 0;
 
     for (size_t i = 0; i < cmp->nresults; i++) {
         ffnrt_compare_result *r = &cmp->results[i];
@@ -732,6 +760,8 @@ ffnrt_status ffnrt_compare_run(ffnrt_comparison *cmp)
             st = compare_run_format(cmp, &formats[f], cmp->results + first, n);
         first += n;
     }
+    if (st == FFNRT_OK && cmp->criteria.train_steps)
+        compare_train_all(cmp);
     for (size_t i = 0; i < cmp->nresults; i++)
         judge(cmp, &cmp->results[i]);
     cmp->end_ms = lab_now_ms();

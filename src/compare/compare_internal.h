@@ -19,6 +19,13 @@ ffnrt_status ffnrt_criteria_set_one(ffnrt_compare_criteria *c, const char *key, 
 ffnrt_status ffnrt_criteria_canonical(const ffnrt_compare_criteria *c, char *buf, size_t len, char hex[65],
                                       ffnrt_error *err);
 
+typedef enum compare_step_kind {
+    COMPARE_STEP_TIMING = 0,
+    COMPARE_STEP_STABILITY = 1,
+    COMPARE_STEP_TRAINING = 2, /* a candidate's training runs: its first step builds the training kernels */
+    COMPARE_STEP_KINDS
+} compare_step_kind;
+
 struct ffnrt_comparison {
     ffnrt_context *ctx;
     ffnrt_error err; /* the error of the call in progress, which ffnrt_lab_end_call ends */
@@ -37,13 +44,12 @@ struct ffnrt_comparison {
      * (compare_step_kind), the kernels they built, and where the time went. */
     int started;
     double start_ms, end_ms, compile_ms, measure_ms;
-    uint32_t steps_total[2], steps_done[2];
-    uint64_t step_kernels[2];
+    uint32_t steps_total[COMPARE_STEP_KINDS], steps_done[COMPARE_STEP_KINDS];
+    uint64_t step_kernels[COMPARE_STEP_KINDS];
     uint64_t kernels_at_start, loaded_at_start;
 };
 
 /* A step: one layer's first call, which builds its kernels (compiling). */
-typedef enum compare_step_kind { COMPARE_STEP_TIMING = 0, COMPARE_STEP_STABILITY = 1 } compare_step_kind;
 
 typedef struct compare_step {
     compare_step_kind kind;
@@ -91,17 +97,25 @@ typedef struct compare_rng {
 
 void compare_rng_seed(compare_rng *r, uint64_t seed, uint64_t stream);
 double compare_rng_uniform(compare_rng *r); /* [0, 1) */
+/* n weights of nn.Linear's initialisation for fan_in inputs. */
+void compare_fill_linear(compare_rng *r, float *out, size_t n, int64_t fan_in);
+/* Device memory the context holds now. */
+uint64_t compare_in_use(ffnrt_context *ctx);
 /* n values of the criteria's input distribution. */
 void compare_fill_input(compare_rng *r, const ffnrt_compare_criteria *c, float *out, size_t n);
 
 /* A [rows, cols] device tensor of `dtype` holding fp32 host values,
- * rounded once to the dtype. */
+ * rounded once to the dtype (v NULL: left as made, for outputs). */
 ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *v, int64_t rows, int64_t cols,
                             ffnrt_tensor **out, ffnrt_error *err);
 
 /* The status of a public call on ctx: FFNRT_OK, or the call's error (the
  * context's last) recorded in err too. */
 ffnrt_status compare_called(ffnrt_context *ctx, ffnrt_status st, ffnrt_error *err);
+
+/* train.c: the seed's training protocol for every f32 result (the others
+ * say they are inference-only), when the criteria ask for training. */
+void compare_train_all(ffnrt_comparison *cmp);
 
 /* stability.c: the stability figures of one layer over the criteria's
  * seeds, from the ops' in-kernel diagnostics; fills the result's

@@ -47,7 +47,7 @@ static void print_double(char *out, size_t len, double v)
     }
 }
 
-typedef enum key_kind { K_LIMIT, K_TOKENS, K_BOOL, K_FRACTION, K_INPUT, K_COUNT } key_kind;
+typedef enum key_kind { K_LIMIT, K_TOKENS, K_BOOL, K_FRACTION, K_INPUT, K_COUNT, K_RATE, K_NONNEG } key_kind;
 
 typedef struct criteria_key {
     const char *name;
@@ -70,6 +70,17 @@ static const criteria_key keys[] = {
     {"input", K_INPUT, AT(input), 0, 0, "\"normal MEAN STD\" (STD > 0) or \"uniform LO HI\" (LO < HI)"},
     {"stability_tokens", K_TOKENS, AT(stability_tokens), 1, 1 << 20, "a token count >= 1"},
     {"seeds", K_COUNT, AT(seeds), 0, 64, "a count of seeds, 1 to 64, or 0 for no stability figures"},
+    {"train_steps", K_COUNT, AT(train_steps), 0, 1 << 20, "a count of steps, or 0 for no training"},
+    {"train_seeds", K_COUNT, AT(train_seeds), 1, 64, "a count of runs, 1 to 64"},
+    {"train_tokens", K_TOKENS, AT(train_tokens), 1, 1 << 20, "a token count >= 1"},
+    {"validation_tokens", K_TOKENS, AT(validation_tokens), 1, 1 << 20, "a token count >= 1"},
+    {"train_lr", K_RATE, AT(train_lr), 0, 0, "a learning rate > 0"},
+    {"train_weight_decay", K_NONNEG, AT(train_weight_decay), 0, 0, "a decay >= 0"},
+    {"train_max_grad_norm", K_LIMIT, AT(train_max_grad_norm), 0, 0, "a norm > 0, or none"},
+    {"train_patience", K_COUNT, AT(train_patience), 0, 16, "evaluations without improvement, 1 to 16, or 0"},
+    {"max_val_rel_mse", K_LIMIT, AT(max_val_rel_mse), 0, 0, "a relative MSE > 0, or none"},
+    {"max_step_ms", K_LIMIT, AT(max_step_ms), 0, 0, "a step time in ms > 0, or none"},
+    {"max_train_memory_mib", K_LIMIT, AT(max_train_memory_mib), 0, 0, "MiB > 0, or none"},
 };
 #define NKEYS (sizeof keys / sizeof keys[0])
 
@@ -94,6 +105,12 @@ static int set_key(ffnrt_compare_criteria *c, const criteria_key *k, const char 
             return 0;
         }
         if (parse_double(v, &d) != 0 || !(d > 0))
+            return -1;
+        *(double *)base = d;
+        return 0;
+    case K_RATE:
+    case K_NONNEG:
+        if (parse_double(v, &d) != 0 || d < 0 || (k->kind == K_RATE && d == 0))
             return -1;
         *(double *)base = d;
         return 0;
@@ -158,6 +175,10 @@ static void print_key(const ffnrt_compare_criteria *c, const criteria_key *k, ch
         else
             snprintf(out, len, "none");
         return;
+    case K_RATE:
+    case K_NONNEG:
+        print_double(out, len, *(const double *)base);
+        return;
     case K_FRACTION:
         if (*(const double *)base >= 0)
             print_double(out, len, *(const double *)base);
@@ -213,9 +234,16 @@ static char *trim(char *s)
 }
 
 /* Keys that depend on each other: a stability criterion needs stability
- * figures, so seeds = 0 (none measured) cannot go with one. */
+ * figures, so seeds = 0 (none measured) cannot go with one; a training
+ * criterion needs training (train_steps >= 1). */
 static ffnrt_status check_together(const ffnrt_compare_criteria *c, const char *fn, ffnrt_error *err)
 {
+    if (c->train_steps == 0 && (c->max_val_rel_mse > 0 || c->max_step_ms > 0 || c->max_train_memory_mib > 0))
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "%s: %s is a training criterion and train_steps = 0 trains nothing: give train_steps >= 1 "
+                          "(ffnrt compare --train) or drop the criterion", fn,
+                          c->max_val_rel_mse > 0 ? "max_val_rel_mse" : c->max_step_ms > 0 ? "max_step_ms"
+                                                                                          : "max_train_memory_mib");
     if (c->seeds == 0 && (c->require_finite || c->max_dead_fraction >= 0))
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
                           "%s: %s is a stability criterion and seeds = 0 measures no stability figures: give seeds "

@@ -43,7 +43,7 @@ void compare_fill_input(compare_rng *r, const ffnrt_compare_criteria *c, float *
 }
 
 /* nn.Linear's default initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)). */
-static void fill_linear(compare_rng *r, float *out, size_t n, int64_t fan_in)
+void compare_fill_linear(compare_rng *r, float *out, size_t n, int64_t fan_in)
 {
     double bound = 1.0 / sqrt((double)fan_in);
     for (size_t i = 0; i < n; i++)
@@ -64,7 +64,9 @@ ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *
     ffnrt_status st = compare_called(ctx, ffnrt_tensor_create(ctx, dtype, cols ? 2 : 1, shape, &t), err);
     if (st != FFNRT_OK)
         return st;
-    if (dtype == FFNRT_DTYPE_F32) {
+    if (!v) {
+        /* A tensor the caller fills (outputs, gradients). */
+    } else if (dtype == FFNRT_DTYPE_F32) {
         st = compare_called(ctx, ffnrt_tensor_write(t, v, n * sizeof(float)), err);
     } else {
         uint16_t *bits = malloc(n * sizeof *bits + 1);
@@ -85,7 +87,7 @@ ffnrt_status compare_upload(ffnrt_context *ctx, ffnrt_dtype dtype, const float *
 }
 
 /* Device memory the context holds now. */
-static uint64_t in_use(ffnrt_context *ctx)
+uint64_t compare_in_use(ffnrt_context *ctx)
 {
     uint64_t bytes = 0;
     ffnrt_context_memory(ctx, &bytes, NULL, 0);
@@ -120,33 +122,33 @@ static void weight_set_make(ffnrt_comparison *cmp, const compare_format *f, int 
     ffnrt_error err;
     ffnrt_error_clear(&err);
     ffnrt_status st = v ? FFNRT_OK : ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
-    uint64_t before = in_use(ctx);
+    uint64_t before = compare_in_use(ctx);
     /* Streams per matrix, so a dense and a gated set differ, and one's
      * numbers do not depend on the other's size. */
     uint64_t seed = cmp->spec.weight_seed ? cmp->spec.weight_seed : 1;
     if (st == FFNRT_OK) {
         compare_rng_seed(&r, seed, gated ? 11 : 1);
-        fill_linear(&r, v, n_up, d);
+        compare_fill_linear(&r, v, n_up, d);
         st = f->upload(ctx, f, v, up_rows, d, &w->up, &err);
     }
     if (st == FFNRT_OK) {
         compare_rng_seed(&r, seed, gated ? 12 : 2);
-        fill_linear(&r, v, n_down, h);
+        compare_fill_linear(&r, v, n_down, h);
         st = f->upload(ctx, f, v, d, h, &w->down, &err);
     }
-    w->weight_bytes = in_use(ctx) - before;
-    before = in_use(ctx);
+    w->weight_bytes = compare_in_use(ctx) - before;
+    before = compare_in_use(ctx);
     if (st == FFNRT_OK && (cmp->spec.biases == 0 || (cmp->spec.biases & 2))) {
         compare_rng_seed(&r, seed, gated ? 13 : 3);
-        fill_linear(&r, v, (size_t)up_rows, d);
+        compare_fill_linear(&r, v, (size_t)up_rows, d);
         st = compare_upload(ctx, f->dtype, v, up_rows, 0, &w->b_up, &err);
         if (st == FFNRT_OK) {
             compare_rng_seed(&r, seed, gated ? 14 : 4);
-            fill_linear(&r, v, (size_t)d, h);
+            compare_fill_linear(&r, v, (size_t)d, h);
             st = compare_upload(ctx, f->dtype, v, d, 0, &w->b_down, &err);
         }
     }
-    w->bias_bytes = in_use(ctx) - before;
+    w->bias_bytes = compare_in_use(ctx) - before;
     free(v);
     w->status = st;
     if (st != FFNRT_OK)
@@ -253,14 +255,14 @@ static ffnrt_status measure_tokens(ffnrt_comparison *cmp, const compare_format *
         compare_rng r;
         compare_rng_seed(&r, 0, 100 + (uint64_t)tokens);
         compare_fill_input(&r, &cmp->criteria, xv, (size_t)(tokens * d));
-        uint64_t before = in_use(ctx);
+        uint64_t before = compare_in_use(ctx);
         int64_t shape[2] = {tokens, d};
         /* A failure here (a size past the device) is every candidate's. */
         ffnrt_error io;
         ffnrt_error_clear(&io);
         if (compare_upload(ctx, f->dtype, xv, tokens, d, &x, &io) == FFNRT_OK)
             compare_called(ctx, ffnrt_tensor_create(ctx, f->dtype, 2, shape, &y), &io);
-        io_bytes = in_use(ctx) - before;
+        io_bytes = compare_in_use(ctx) - before;
         for (size_t i = 0; i < n && io.status != FFNRT_OK; i++)
             note_failure(&res[i], io.message, tokens);
     }
