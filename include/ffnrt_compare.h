@@ -47,6 +47,11 @@ typedef enum ffnrt_compare_input {
     FFNRT_INPUT_UNIFORM      /* U[a, b) */
 } ffnrt_compare_input;
 
+typedef enum ffnrt_compare_task {
+    FFNRT_TASK_SYNTHETIC = 0,
+    FFNRT_TASK_GGUF
+} ffnrt_compare_task;
+
 typedef struct ffnrt_compare_criteria {
     double max_latency_ms;     /* "max_latency_ms": mean end-to-end time of a 1-token forward; 0: none */
     double max_memory_mib;     /* "max_memory_mib": peak device memory at memory_tokens, MiB; 0: none */
@@ -68,6 +73,12 @@ typedef struct ffnrt_compare_criteria {
      * distribution, train_seeds times (student initialisation and training
      * inputs from the seed; the validation inputs from a stream no seed
      * uses), with AdamW. 0 steps: no training. */
+    ffnrt_compare_task task;       /* "task": "synthetic" (the fixed random teacher above), or "gguf N": the
+                                      distillation of layer N of the spec's GGUF model (ffnrt_compare_spec
+                                      .gguf_path): its FFN (dequantized) is the teacher, the inputs are the
+                                      RMS-normalised rows of its token_embd.weight, row r for validation when
+                                      r % 10 == 8, held out when r % 10 == 9, else for training */
+    int64_t task_layer;
     uint32_t train_steps;          /* "train_steps": steps a run (the most, with patience) */
     uint32_t train_seeds;          /* "train_seeds": runs a candidate, 1 to 64 */
     int64_t train_tokens;          /* "train_tokens": inputs a step */
@@ -86,8 +97,8 @@ typedef struct ffnrt_compare_criteria {
 } ffnrt_compare_criteria;
 
 #define FFNRT_COMPARE_CRITERIA_INIT                                                                              \
-    { 0.0, 0.0, 0, 0.0, 0, 0, -1.0, FFNRT_INPUT_NORMAL, 0.0, 1.0, 64, 3, 0, 3, 64, 256, 1e-2, 0.01, 1.0, 0,     \
-      0.0, 0.0, 0.0 }
+    { 0.0, 0.0, 0, 0.0, 0, 0, -1.0, FFNRT_INPUT_NORMAL, 0.0, 1.0, 64, 3, FFNRT_TASK_SYNTHETIC, 0, 0, 3, 64, 256,    \
+      1e-2, 0.01, 1.0, 0, 0.0, 0.0, 0.0 }
 
 /* Reads criteria text: one "key = value" a line, '#' starts a comment,
  * keys as above, each at most once; starts from FFNRT_COMPARE_CRITERIA_INIT.
@@ -132,10 +143,13 @@ typedef struct ffnrt_compare_spec {
      * callback may ask ffnrt_compare_get_progress for the figures so far. */
     void (*progress)(void *user, const char *what);
     void *progress_user;
+    /* The GGUF model of the training task "gguf N" (criteria.task); its
+     * d_model must be the spec's. */
+    const char *gguf_path;
 } ffnrt_compare_spec;
 
 #define FFNRT_COMPARE_SPEC_INIT(d_model_, dense_hidden_) \
-    { (d_model_), (dense_hidden_), 0, 1, 0, 0, 0, {0}, 0, 0, 0, NULL, NULL }
+    { (d_model_), (dense_hidden_), 0, 1, 0, 0, 0, {0}, 0, 0, 0, NULL, NULL, NULL }
 
 typedef struct ffnrt_comparison ffnrt_comparison;
 

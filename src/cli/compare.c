@@ -47,6 +47,9 @@ static void usage(FILE *f)
             "   statistics variant is one more kernel to compile)\n"            "training (the seed's protocol; --train, or any key below): each f32 candidate learns a fixed random\n"
             "SwiGLU teacher over several seeds with AdamW, judged on the validation MSE over the teacher's mean square\n"
             "  --train                   train with the defaults below (train_steps = 200)\n"
+            "  --task \"gguf N\" --gguf FILE   distil layer N of a GGUF model (its FFN the teacher, its token\n"
+            "                            embeddings RMS-normalised the inputs, rows r %% 10 == 8 for validation);\n"
+            "                            default synthetic: a fixed random SwiGLU teacher on the --input inputs\n"
             "  --train-steps N, --train-seeds N, --train-tokens N, --validation-tokens N   (200, 3, 64, 256)\n"
             "  --train-lr X, --train-weight-decay X, --train-max-grad-norm X|none, --train-patience N\n"
             "                            (0.01, 0.01, 1, 0: every step runs; N: stop after N evaluations of 16\n"
@@ -87,7 +90,7 @@ static const struct {
     {"--train-lr", "train_lr", 1},                   {"--train-weight-decay", "train_weight_decay", 1},
     {"--train-max-grad-norm", "train_max_grad_norm", 1}, {"--train-patience", "train_patience", 1},
     {"--max-val-rel-mse", "max_val_rel_mse", 1},     {"--max-step-ms", "max_step_ms", 1},
-    {"--max-train-memory-mib", "max_train_memory_mib", 1},
+    {"--max-train-memory-mib", "max_train_memory_mib", 1}, {"--task", "task", 1},
 };
 #define NCRITERIA_FLAGS (sizeof criteria_flags / sizeof criteria_flags[0])
 
@@ -287,7 +290,7 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
         }
         static const char *const valued[] = {"--d", "--m", "--budget", "--multiple", "--only", "--bias", "--tokens",
                                              "--precision", "--rounds", "--device", "--weight-seed", "--out", "--json",
-                                             "--csv", "--criteria"};
+                                             "--csv", "--criteria", "--gguf"};
         int takes = 0;
         for (size_t k = 0; k < sizeof valued / sizeof valued[0]; k++)
             takes |= strcmp(a, valued[k]) == 0;
@@ -382,6 +385,8 @@ static int parse_options(int argc, char **argv, options *o, char *lists)
             o->plots = 0;
         } else if (strcmp(a, "--train") == 0) {
             o->train = 1;
+        } else if (strcmp(a, "--gguf") == 0) {
+            o->spec.gguf_path = v;
         } else if (strcmp(a, "--plan-only") == 0) {
             o->plan_only = 1;
         } else if (strcmp(a, "--progress") == 0 || strcmp(a, "--no-progress") == 0) {
@@ -443,7 +448,7 @@ static int fix_criteria(options *o, ffnrt_compare_criteria *c, bench_meta *meta)
      * criteria ask for them (any of their keys), else seeds = 0, a line of
      * the criteria like any other, so it is fixed, hashed and printed. */
     static const char *const stability_keys[] = {"finite", "max_dead_fraction", "input", "stability_tokens", "seeds"};
-    static const char *const training_keys[] = {"train_seeds", "train_tokens", "validation_tokens", "train_lr",
+    static const char *const training_keys[] = {"task", "train_seeds", "train_tokens", "validation_tokens", "train_lr",
                                                 "train_weight_decay", "train_max_grad_norm", "train_patience",
                                                 "max_val_rel_mse", "max_step_ms", "max_train_memory_mib"};
     static const char *const steps_key[] = {"train_steps"};

@@ -47,7 +47,7 @@ static void print_double(char *out, size_t len, double v)
     }
 }
 
-typedef enum key_kind { K_LIMIT, K_TOKENS, K_BOOL, K_FRACTION, K_INPUT, K_COUNT, K_RATE, K_NONNEG } key_kind;
+typedef enum key_kind { K_LIMIT, K_TOKENS, K_BOOL, K_FRACTION, K_INPUT, K_COUNT, K_RATE, K_NONNEG, K_TASK } key_kind;
 
 typedef struct criteria_key {
     const char *name;
@@ -70,6 +70,7 @@ static const criteria_key keys[] = {
     {"input", K_INPUT, AT(input), 0, 0, "\"normal MEAN STD\" (STD > 0) or \"uniform LO HI\" (LO < HI)"},
     {"stability_tokens", K_TOKENS, AT(stability_tokens), 1, 1 << 20, "a token count >= 1"},
     {"seeds", K_COUNT, AT(seeds), 0, 64, "a count of seeds, 1 to 64, or 0 for no stability figures"},
+    {"task", K_TASK, AT(task), 0, 0, "\"synthetic\" or \"gguf LAYER\""},
     {"train_steps", K_COUNT, AT(train_steps), 0, 1 << 20, "a count of steps, or 0 for no training"},
     {"train_seeds", K_COUNT, AT(train_seeds), 1, 64, "a count of runs, 1 to 64"},
     {"train_tokens", K_TOKENS, AT(train_tokens), 1, 1 << 20, "a token count >= 1"},
@@ -108,6 +109,18 @@ static int set_key(ffnrt_compare_criteria *c, const criteria_key *k, const char 
             return -1;
         *(double *)base = d;
         return 0;
+    case K_TASK: {
+        char kind[16], layer[32], extra;
+        int got = sscanf(v, "%15s %31s %c", kind, layer, &extra);
+        if (got == 1 && strcmp(kind, "synthetic") == 0) {
+            c->task = FFNRT_TASK_SYNTHETIC, c->task_layer = 0;
+            return 0;
+        }
+        if (got != 2 || strcmp(kind, "gguf") != 0 || parse_count(layer, 0, 1 << 20, &n) != 0)
+            return -1;
+        c->task = FFNRT_TASK_GGUF, c->task_layer = n;
+        return 0;
+    }
     case K_RATE:
     case K_NONNEG:
         if (parse_double(v, &d) != 0 || d < 0 || (k->kind == K_RATE && d == 0))
@@ -178,6 +191,12 @@ static void print_key(const ffnrt_compare_criteria *c, const criteria_key *k, ch
     case K_RATE:
     case K_NONNEG:
         print_double(out, len, *(const double *)base);
+        return;
+    case K_TASK:
+        if (c->task == FFNRT_TASK_GGUF)
+            snprintf(out, len, "gguf %lld", (long long)c->task_layer);
+        else
+            snprintf(out, len, "synthetic");
         return;
     case K_FRACTION:
         if (*(const double *)base >= 0)

@@ -11,10 +11,20 @@
  * so every candidate of a run sees the very same inputs and targets, the
  * validation set is no run's training data, and the split is a rule of
  * the seed, not of the device. The teacher is a SwiGLU layer of the gated
- * width without biases (SmolLM2's form); a step is the training forward,
- * the MSE and its gradient, the backward and an AdamW step, all on the
- * device, timed on the host clock. */
+ * width without biases (SmolLM2's form).
+ *
+ * The task "gguf N" distils a real model's layer instead: the teacher is
+ * layer N's FFN as the file holds it (block formats dequantized exactly by
+ * the kernels), the inputs are rows of its token embedding table,
+ * RMS-normalised as the model's blocks see them (eps 1e-5, without the
+ * learned scale), split by row index: r % 10 == 8 validation, 9 held out,
+ * the rest training. Run k's step s takes train rows from (k·104729 +
+ * s·train_tokens) on, wrapping.
+ *
+ * A step is the training forward, the MSE and its gradient, the backward
+ * and an AdamW step, all on the device, timed on the host clock. */
 #include "compare_internal.h"
+#include "ffnrt_gguf.h"
 #include "lab.h"
 
 #include <math.h>
@@ -29,10 +39,16 @@ typedef struct teacher {
     ffnrt_ffn *layer;
     ffnrt_tensor *x_val, *t_val;
     double mean_square; /* of the teacher's validation outputs */
+    /* The task "gguf N": the model, its embedding table and its split. */
+    ffnrt_gguf *gguf;
+    ffnrt_gguf_tensor_info emb;
+    size_t row_bytes;
+    int64_t rows, train_rows;
 } teacher;
 
 static void teacher_free(teacher *t)
 {
+    ffnrt_gguf_close(t->gguf);
     ffnrt_ffn_destroy(t->layer);
     ffnrt_tensor_destroy(t->w_up);
     ffnrt_tensor_destroy(t->w_down);
@@ -61,33 +77,124 @@ static ffnrt_status numbers(ffnrt_comparison *cmp, uint64_t seed, uint64_t strea
     return st;
 }
 
-/* Refills a tensor of inputs from (seed, stream). */
-static ffnrt_status refill(ffnrt_comparison *cmp, uint64_t seed, uint64_t stream, ffnrt_tensor *t, float *host)
+/* Embedding row r, RMS-normalised, into out (d_model floats). */
+static ffnrt_status embedding_row(const teacher *t, int64_t r, int64_t d, float *out, ffnrt_error *err)
 {
-    compare_rng r;
-    compare_rng_seed(&r, seed, stream);
-    compare_fill_input(&r, &cmp->criteria, host, ffnrt_tensor_numel(t));
-    return compare_called(cmp->ctx, ffnrt_tensor_write(t, host, ffnrt_tensor_bytes(t)), &cmp->err);
+    ffnrt_status st = ffnrt_dequantize(t->emb.format, (const unsigned char *)t->emb.data + (size_t)r * t->row_bytes,
+                                       t->row_bytes, 1, d, out);
+    if (st != FFNRT_OK)
+        return ffnrt_fail(err, st, "token_embd.weight row %lld: %s", (long long)r, ffnrt_last_error_message());
+    double sq = 0;
+    for (int64_t i = 0; i < d; i++)
+        sq += (double)out[i] * out[i];
+    float scale = (float)(1.0 / sqrt(sq / (double)d + 1e-5));
+    for (int64_t i = 0; i < d; i++)
+        out[i] *= scale;
+    return FFNRT_OK;
+}
+
+/* The split: training row i and validation row j of the table. */
+static int64_t train_row(int64_t i) { return i / 8 * 10 + i % 8; }
+static int64_t validation_row(int64_t j) { return j * 10 + 8; }
+
+/* Fills a tensor with run (seed)'s inputs at step: fresh numbers of the
+ * criteria's distribution, or the task's training rows. */
+static ffnrt_status refill(ffnrt_comparison *cmp, const teacher *t, uint64_t seed, uint32_t step, ffnrt_tensor *x,
+                           float *host)
+{
+    ffnrt_status st = FFNRT_OK;
+    if (!t->gguf) {
+        compare_rng r;
+        compare_rng_seed(&r, seed, STREAM_STEPS + step);
+        compare_fill_input(&r, &cmp->criteria, host, ffnrt_tensor_numel(x));
+    } else {
+        int64_t d = cmp->spec.d_model, n = ffnrt_tensor_dim(x, 0);
+        uint64_t k = seed - (cmp->spec.weight_seed ? cmp->spec.weight_seed : 1);
+        for (int64_t i = 0; i < n && st == FFNRT_OK; i++) {
+            int64_t at = (int64_t)((k * 104729u + (uint64_t)step * (uint64_t)n + (uint64_t)i) % (uint64_t)t->train_rows);
+            st = embedding_row(t, train_row(at), d, host + i * d, &cmp->err);
+        }
+    }
+    return st == FFNRT_OK ? compare_called(cmp->ctx, ffnrt_tensor_write(x, host, ffnrt_tensor_bytes(x)), &cmp->err) : st;
 }
 
 static uint64_t base_seed(const ffnrt_comparison *cmp) { return cmp->spec.weight_seed ? cmp->spec.weight_seed : 1; }
+
+/* The task "gguf N": the model's layer as the teacher, its embedding
+ * table as the inputs, the validation rows into t->x_val. */
+static ffnrt_status gguf_task(ffnrt_comparison *cmp, teacher *t)
+{
+    ffnrt_context *ctx = cmp->ctx;
+    int64_t d = cmp->spec.d_model, v = cmp->criteria.validation_tokens;
+    ffnrt_gguf_ffn layer;
+    ffnrt_ffn_desc desc;
+    ffnrt_ffn_weights w;
+    if (!cmp->spec.gguf_path)
+        return ffnrt_fail(&cmp->err, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "the task is \"gguf %lld\" but the spec names no GGUF file (gguf_path)",
+                          (long long)cmp->criteria.task_layer);
+    ffnrt_status st = ffnrt_gguf_open(cmp->spec.gguf_path, &t->gguf);
+    if (st == FFNRT_OK)
+        st = ffnrt_gguf_ffn_layer(t->gguf, cmp->criteria.task_layer, &layer);
+    if (st == FFNRT_OK)
+        st = ffnrt_gguf_ffn_desc(t->gguf, &layer, &desc, &w);
+    if (st != FFNRT_OK)
+        return ffnrt_fail(&cmp->err, st, "%s: %s", cmp->spec.gguf_path, ffnrt_last_error_message());
+    if (desc.d_model != d)
+        return ffnrt_fail(&cmp->err, FFNRT_ERROR_SHAPE_MISMATCH,
+                          "the teacher (layer %lld of %s) has d_model %lld; the candidates have %lld: give --d %lld",
+                          (long long)cmp->criteria.task_layer, cmp->spec.gguf_path, (long long)desc.d_model,
+                          (long long)d, (long long)desc.d_model);
+    st = compare_called(ctx, ffnrt_ffn_create(ctx, &desc, &w, &t->layer), &cmp->err);
+    int64_t e = st == FFNRT_OK ? ffnrt_gguf_find_tensor(t->gguf, "token_embd.weight") : -1;
+    if (st == FFNRT_OK && e < 0)
+        st = ffnrt_fail(&cmp->err, FFNRT_ERROR_INVALID_FILE, "%s has no token_embd.weight", cmp->spec.gguf_path);
+    if (st == FFNRT_OK)
+        st = ffnrt_gguf_tensor_at(t->gguf, (size_t)e, &t->emb);
+    if (st == FFNRT_OK && (t->emb.format == FFNRT_WEIGHT_FORMAT_COUNT || t->emb.n_dims != 2 || t->emb.ne[0] != d))
+        st = ffnrt_fail(&cmp->err, FFNRT_ERROR_UNSUPPORTED, "%s: token_embd.weight is %s [%lld, %lld], not rows of %lld "
+                        "in one of ffnrt's formats", cmp->spec.gguf_path, t->emb.type_name, (long long)t->emb.ne[0],
+                        (long long)t->emb.ne[1], (long long)d);
+    if (st == FFNRT_OK)
+        st = ffnrt_weight_bytes(t->emb.format, 1, d, &t->row_bytes);
+    t->rows = t->emb.ne[1];
+    t->train_rows = t->rows / 10 * 8 + (t->rows % 10 < 8 ? t->rows % 10 : 8);
+    if (st == FFNRT_OK && (t->rows / 10 < v || t->train_rows < 1))
+        st = ffnrt_fail(&cmp->err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: %lld embedding rows hold %lld validation rows, "
+                        "fewer than validation_tokens = %lld", cmp->spec.gguf_path, (long long)t->rows,
+                        (long long)(t->rows / 10), (long long)v);
+    float *host = st == FFNRT_OK ? malloc((size_t)(v * d) * sizeof *host) : NULL;
+    if (st == FFNRT_OK && !host)
+        st = ffnrt_fail(&cmp->err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_compare_run: out of host memory");
+    for (int64_t j = 0; j < v && st == FFNRT_OK; j++)
+        st = embedding_row(t, validation_row(j), d, host + j * d, &cmp->err);
+    if (st == FFNRT_OK)
+        st = compare_upload(ctx, FFNRT_DTYPE_F32, host, v, d, &t->x_val, &cmp->err);
+    free(host);
+    return st;
+}
 
 static ffnrt_status teacher_make(ffnrt_comparison *cmp, teacher *t)
 {
     ffnrt_context *ctx = cmp->ctx;
     int64_t d = cmp->spec.d_model, g = cmp->gated_hidden, v = cmp->criteria.validation_tokens;
     memset(t, 0, sizeof *t);
-    ffnrt_status st = numbers(cmp, base_seed(cmp), STREAM_TEACHER, 2 * g, d, d, &t->w_up);
-    if (st == FFNRT_OK)
-        st = numbers(cmp, base_seed(cmp), STREAM_TEACHER + 1, d, g, g, &t->w_down);
-    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, d, g);
-    ffnrt_ffn_weight_tensors w = {0};
-    w.w_gate_value = t->w_up;
-    w.w_out = t->w_down;
-    if (st == FFNRT_OK)
-        st = compare_called(ctx, ffnrt_ffn_create_from_tensors(ctx, &desc, &w, &t->layer), &cmp->err);
-    if (st == FFNRT_OK)
-        st = numbers(cmp, base_seed(cmp), STREAM_VALIDATION, v, d, 0, &t->x_val);
+    ffnrt_status st = FFNRT_OK;
+    if (cmp->criteria.task == FFNRT_TASK_GGUF) {
+        st = gguf_task(cmp, t);
+    } else {
+        st = numbers(cmp, base_seed(cmp), STREAM_TEACHER, 2 * g, d, d, &t->w_up);
+        if (st == FFNRT_OK)
+            st = numbers(cmp, base_seed(cmp), STREAM_TEACHER + 1, d, g, g, &t->w_down);
+        ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, d, g);
+        ffnrt_ffn_weight_tensors w = {0};
+        w.w_gate_value = t->w_up;
+        w.w_out = t->w_down;
+        if (st == FFNRT_OK)
+            st = compare_called(ctx, ffnrt_ffn_create_from_tensors(ctx, &desc, &w, &t->layer), &cmp->err);
+        if (st == FFNRT_OK)
+            st = numbers(cmp, base_seed(cmp), STREAM_VALIDATION, v, d, 0, &t->x_val);
+    }
     if (st == FFNRT_OK)
         st = compare_upload(ctx, FFNRT_DTYPE_F32, NULL, v, d, &t->t_val, &cmp->err);
     if (st == FFNRT_OK)
@@ -222,7 +329,7 @@ static void run_one(ffnrt_comparison *cmp, const ffnrt_compare_result *r, const 
         f->curve_step[0] = 0, f->curve[0] = rel, f->curve_points = 1;
     }
     for (uint32_t i = 0; i < c->train_steps && st == FFNRT_OK; i++) {
-        st = refill(cmp, seed, STREAM_STEPS + i, s.x, host);
+        st = refill(cmp, t, seed, i, s.x, host);
         if (st == FFNRT_OK) /* the targets: data, not the step */
             st = compare_called(ctx, ffnrt_ffn_forward(t->layer, s.x, s.target), &cmp->err);
         double t0 = lab_now_ms();
