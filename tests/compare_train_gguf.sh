@@ -23,7 +23,7 @@ devices=$(grep -cE '^== .* \((opencl|vulkan)\)$' "$dir/out")
     { echo "FAIL: expected a finished training line a candidate and device ($lines lines, $devices devices)"; cat "$dir/out"; fail=1; }
 "$ffnrt" compare --d 64 --m 96 "${run[@]}" --gguf "$model" --device opencl --out "$dir/r2" >"$dir/out2" 2>&1 ||
     { echo "FAIL: a mismatched run should still report"; cat "$dir/out2"; fail=1; }
-grep -q "has d_model 576; the candidates have 64" "$dir/out2" ||
+grep -q "d_model 576, the candidates' 64 (give --d 576)" "$dir/out2" ||
     { echo "FAIL: the mismatch is not said"; cat "$dir/out2"; fail=1; }
 [ $fail = 0 ] && echo "ok: the SmolLM2 distillation on $devices devices"
 exit $fail

@@ -139,12 +139,12 @@ static ffnrt_status gguf_task(ffnrt_comparison *cmp, teacher *t)
     if (st == FFNRT_OK)
         st = ffnrt_gguf_ffn_desc(t->gguf, &layer, &desc, &w);
     if (st != FFNRT_OK)
-        return ffnrt_fail(&cmp->err, st, "%s: %s", cmp->spec.gguf_path, ffnrt_last_error_message());
-    if (desc.d_model != d)
+        return ffnrt_fail(&cmp->err, st, "%s (the task's file %s)", ffnrt_last_error_message(), cmp->spec.gguf_path);
+    if (desc.d_model != d) /* the figures first: a note may cut a long path */
         return ffnrt_fail(&cmp->err, FFNRT_ERROR_SHAPE_MISMATCH,
-                          "the teacher (layer %lld of %s) has d_model %lld; the candidates have %lld: give --d %lld",
-                          (long long)cmp->criteria.task_layer, cmp->spec.gguf_path, (long long)desc.d_model,
-                          (long long)d, (long long)desc.d_model);
+                          "d_model %lld, the candidates' %lld (give --d %lld): layer %lld of %s",
+                          (long long)desc.d_model, (long long)d, (long long)desc.d_model,
+                          (long long)cmp->criteria.task_layer, cmp->spec.gguf_path);
     st = compare_called(ctx, ffnrt_ffn_create(ctx, &desc, &w, &t->layer), &cmp->err);
     int64_t e = st == FFNRT_OK ? ffnrt_gguf_find_tensor(t->gguf, "token_embd.weight") : -1;
     if (st == FFNRT_OK && e < 0)
