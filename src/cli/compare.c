@@ -425,6 +425,18 @@ static int mentions(const char *text, const char *const *keys, size_t nkeys)
     return 0;
 }
 
+/* text with line added (a default the criteria take as their own line);
+ * NULL, with text freed, when out of memory. */
+static char *append_line(char *text, const char *line)
+{
+    char *more = realloc(text, strlen(text) + strlen(line) + 1);
+    if (!more) {
+        free(text);
+        return NULL;
+    }
+    return strcat(more, line);
+}
+
 /* The criteria: the file's lines, then the flags' (a key given twice is
  * refused), read and fixed before any device is opened. */
 static int fix_criteria(options *o, ffnrt_compare_criteria *c, bench_meta *meta)
@@ -456,23 +468,13 @@ static int fix_criteria(options *o, ffnrt_compare_criteria *c, bench_meta *meta)
      * line of the criteria like any other (200 steps unless given). */
     if ((o->train || mentions(text, training_keys, sizeof training_keys / sizeof training_keys[0])) &&
         !mentions(text, steps_key, 1)) {
-        char *more = realloc(text, strlen(text) + 24);
-        if (!more) {
-            free(text);
+        if (!(text = append_line(text, "train_steps = 200\n")))
             return 1;
-        }
-        text = more;
-        strcat(text, "train_steps = 200\n");
     }
     o->stability_default = !mentions(text, stability_keys, sizeof stability_keys / sizeof stability_keys[0]);
     if (o->stability_default) {
-        char *more = realloc(text, strlen(text) + 16);
-        if (!more) {
-            free(text);
+        if (!(text = append_line(text, "seeds = 0\n")))
             return 1;
-        }
-        text = more;
-        strcat(text, "seeds = 0\n");
     }
     ffnrt_status st = ffnrt_compare_criteria_parse(text, c);
     free(text);

@@ -97,28 +97,27 @@ static ffnrt_status embedding_row(const teacher *t, int64_t r, int64_t d, float 
 static int64_t train_row(int64_t i) { return i / 8 * 10 + i % 8; }
 static int64_t validation_row(int64_t j) { return j * 10 + 8; }
 
-/* Fills a tensor with run (seed)'s inputs at step: fresh numbers of the
+static uint64_t base_seed(const ffnrt_comparison *cmp) { return cmp->spec.weight_seed ? cmp->spec.weight_seed : 1; }
+
+/* Fills a tensor with run k's inputs at step: fresh numbers of the
  * criteria's distribution, or the task's training rows. */
-static ffnrt_status refill(ffnrt_comparison *cmp, const teacher *t, uint64_t seed, uint32_t step, ffnrt_tensor *x,
+static ffnrt_status refill(ffnrt_comparison *cmp, const teacher *t, uint32_t k, uint32_t step, ffnrt_tensor *x,
                            float *host)
 {
     ffnrt_status st = FFNRT_OK;
     if (!t->gguf) {
         compare_rng r;
-        compare_rng_seed(&r, seed, STREAM_STEPS + step);
+        compare_rng_seed(&r, base_seed(cmp) + k, STREAM_STEPS + step);
         compare_fill_input(&r, &cmp->criteria, host, ffnrt_tensor_numel(x));
     } else {
         int64_t d = cmp->spec.d_model, n = ffnrt_tensor_dim(x, 0);
-        uint64_t k = seed - (cmp->spec.weight_seed ? cmp->spec.weight_seed : 1);
         for (int64_t i = 0; i < n && st == FFNRT_OK; i++) {
-            int64_t at = (int64_t)((k * 104729u + (uint64_t)step * (uint64_t)n + (uint64_t)i) % (uint64_t)t->train_rows);
+            int64_t at = (int64_t)(((uint64_t)k * 104729u + (uint64_t)step * (uint64_t)n + (uint64_t)i) % (uint64_t)t->train_rows);
             st = embedding_row(t, train_row(at), d, host + i * d, &cmp->err);
         }
     }
     return st == FFNRT_OK ? compare_called(cmp->ctx, ffnrt_tensor_write(x, host, ffnrt_tensor_bytes(x)), &cmp->err) : st;
 }
-
-static uint64_t base_seed(const ffnrt_comparison *cmp) { return cmp->spec.weight_seed ? cmp->spec.weight_seed : 1; }
 
 /* The task "gguf N": the model's layer as the teacher, its embedding
  * table as the inputs, the validation rows into t->x_val. */
@@ -329,7 +328,7 @@ static void run_one(ffnrt_comparison *cmp, const ffnrt_compare_result *r, const 
         f->curve_step[0] = 0, f->curve[0] = rel, f->curve_points = 1;
     }
     for (uint32_t i = 0; i < c->train_steps && st == FFNRT_OK; i++) {
-        st = refill(cmp, t, seed, i, s.x, host);
+        st = refill(cmp, t, k, i, s.x, host);
         if (st == FFNRT_OK) /* the targets: data, not the step */
             st = compare_called(ctx, ffnrt_ffn_forward(t->layer, s.x, s.target), &cmp->err);
         double t0 = lab_now_ms();
