@@ -90,6 +90,9 @@ uint ffn_mulhi(uint a, uint b)
 #define STORE_F4(name, i4, v) name##_f4[(i4)] = (v)
 #define STORE_U4(name, i4, v) name##_u4[(i4)] = (v)
 #define u4 uvec4 /* a 4-word vector, as f4 */
+#define U4(a, b, c, d) uvec4((a), (b), (c), (d))
+#define U4_SPLAT(s) uvec4(s)
+#define F4_OF_INT4(u) vec4(ivec4(u)) /* the words of u as signed integers, to floats */
 /* No native half loads (see LOAD_HALF4 in prelude_opencl.cl). */
 /* See prelude_opencl.cl. */
 #define NIBBLES4(w, sh) vec4((uvec4(w) >> uvec4((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & uvec4(15u))

@@ -44,6 +44,9 @@ typedef float4 f4;
 #define BUFFER_RO_U4(binding, name) /* the same for a binding of 32-bit words */
 #define LOAD_U4(name, i4) vload4((i4), (name))
 typedef uint4 u4;
+#define U4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
+#define U4_SPLAT(s) ((uint4)(s))
+#define F4_OF_INT4(u) convert_float4(as_int4(u)) /* the words of u as signed integers, to floats */
 /* Four halves from element i of a packed 16-bit binding, converted
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */

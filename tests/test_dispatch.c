@@ -559,7 +559,7 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_expect_eq(chosen, -1);
     cr_expect(need[0] && need[1] && !need[2]);
     /* OpenCL's copy 11 GB/s and GEMM 35 GFLOP/s against 1.0 and 2.7: it wins, though less capable. */
-    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1}, {1.0, 2.7, 60.0, 1}, {0, 0, 0, 0}};
+    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1, 1}, {1.0, 2.7, 60.0, 1, 1}, {0, 0, 0, 0, 0}};
     memset(need, 0, sizeof need);
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, f, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 0, "%s", reason);
@@ -570,11 +570,11 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, swapped, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "%s", reason);
     /* Within 10% of each other: capability decides. */
-    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1}, {9.8, 29.0, 20.0, 1}, {0, 0, 0, 0}};
+    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1, 1}, {9.8, 29.0, 20.0, 1, 1}, {0, 0, 0, 0, 0}};
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, close, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "as fast within 10%%, the more capable: %s", reason);
     /* A device that could not be measured (valid < 0) leaves capability to decide. */
-    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1}, {0, 0, 0, -1}, {0, 0, 0, 0}};
+    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1, 1}, {0, 0, 0, 0, -1}, {0, 0, 0, 0, 0}};
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, failed, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "%s", reason);
     /* Asked for by backend: one candidate, no figures needed. */

@@ -34,7 +34,12 @@ typedef struct qcase {
     ffnrt_dtype dtype;
     int d_model, hidden, tokens;
     int bias, stacked, from_tensors;
+    int x_codes; /* x exactly 8-bit codes a block of 32: q / 128 with |q| <= 127, each block's max 127 / 128 */
 } qcase;
+
+/* The error bound in force: 0, the accumulation's (bound_for); else this
+ * normwise one (the integer path's). */
+static double integer_path_bound;
 
 static uint32_t rng_state;
 static float uniform(float lo, float hi)
@@ -100,6 +105,18 @@ static qdata make_data(const qcase *c)
     float sd = 2.0f / sqrtf((float)d), sh = 2.0f / sqrtf((float)h);
     ffnrt_dtype dt = c->dtype;
     q.a[X] = make_matrix(F32_, dt, t, d, 1.0f);
+    if (c->x_codes) {
+        /* The integer path's codes of these are the values themselves:
+         * max|x| = 127/128 a block, so d = 1/128 and x / d are integers. */
+        float *xs = malloc((size_t)(t * d) * sizeof *xs);
+        cr_assert(xs);
+        for (int64_t i = 0; i < t * d; i++)
+            xs[i] = i % 32 == 5 ? (i % 64 == 5 ? 127.0f : -127.0f) / 128.0f : rintf(uniform(-127.0f, 127.0f)) / 128.0f;
+        cr_assert_eq(ffnrt_quantize((ffnrt_weight_format)dt, xs, t, d, q.a[X].bytes, q.a[X].size), FFNRT_OK);
+        for (int64_t i = 0; i < t * d; i++)
+            q.a[X].values[i] = xs[i];
+        free(xs);
+    }
     q.a[W_IN] = make_matrix(c->f_in, dt, gated && c->stacked ? 2 * h : h, d, sd);
     q.a[B_IN] = make_matrix(F32_, dt, 1, gated && c->stacked ? 2 * h : h, 0.5f);
     q.a[W_VALUE] = make_matrix(c->f_value, dt, gated && !c->stacked ? h : 0, d, sd);
@@ -161,6 +178,8 @@ static double bound_for(const qcase *c)
 {
     const char *scale_env = getenv("FFNRT_TEST_BOUND_SCALE");
     double scale = scale_env ? atof(scale_env) : 1.0;
+    if (integer_path_bound > 0)
+        return scale * integer_path_bound;
     return scale * contract_ffn_bound(c->dtype, c->d_model, c->hidden);
 }
 
@@ -315,15 +334,15 @@ ParameterizedTest(kernel_group *g, ffn_quant, formats)
     const ffnrt_dtype F32 = FFNRT_DTYPE_F32, F16 = FFNRT_DTYPE_F16;
     int t1 = g->kernel == 1 ? 3 : 1, tp = 19;
     qcase cases[] = {
-        {G, Q8, Q8, Q8, F32, 64, 96, t1, 0, 0, 0},
-        {G, Q40, Q40, Q40, F32, 64, 96, tp, 1, 0, 0},
-        {G, Q41, Q41, Q41, F32, 96, 64, t1, 0, 1, 0},
-        {D, Q40, F32_, Q41, F32, 96, 64, tp, 1, 0, 0},
-        {D, Q8, F32_, F32_, F32, 64, 32, t1, 0, 0, 1},
-        {G, Q4K, Q4K, Q6K, F32, 256, 256, 2, 0, 0, 0},
-        {G, Q6K, Q6K, Q4K, F32, 256, 256, tp, 0, 1, 0},
-        {G, Q40, Q8, Q41, F32, 64, 96, t1, 1, 0, 1}, /* gate and value differ: unfused */
-        {G, Q41, Q41, Q8, F16, 64, 96, tp, 1, 0, 0},
+        {G, Q8, Q8, Q8, F32, 64, 96, t1, 0, 0, 0, 0},
+        {G, Q40, Q40, Q40, F32, 64, 96, tp, 1, 0, 0, 0},
+        {G, Q41, Q41, Q41, F32, 96, 64, t1, 0, 1, 0, 0},
+        {D, Q40, F32_, Q41, F32, 96, 64, tp, 1, 0, 0, 0},
+        {D, Q8, F32_, F32_, F32, 64, 32, t1, 0, 0, 1, 0},
+        {G, Q4K, Q4K, Q6K, F32, 256, 256, 2, 0, 0, 0, 0},
+        {G, Q6K, Q6K, Q4K, F32, 256, 256, tp, 0, 1, 0, 0},
+        {G, Q40, Q8, Q41, F32, 64, 96, t1, 1, 0, 1, 0}, /* gate and value differ: unfused */
+        {G, Q41, Q41, Q8, F16, 64, 96, tp, 1, 0, 0, 0},
     };
     ffnrt_context *ctx = group_context(g, NULL);
     if (!ctx)
@@ -353,12 +372,79 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
     o.max_workgroup_count = 4;
     o.max_workgroup_size = 32;
     qcase cases[] = {
-        {FFNRT_FFN_GATED, FFNRT_WEIGHT_Q4_0, FFNRT_WEIGHT_Q4_0, FFNRT_WEIGHT_Q8_0, FFNRT_DTYPE_F32, 160, 224, 5, 1, 1, 0},
+        {FFNRT_FFN_GATED, FFNRT_WEIGHT_Q4_0, FFNRT_WEIGHT_Q4_0, FFNRT_WEIGHT_Q8_0, FFNRT_DTYPE_F32, 160, 224, 5, 1, 1, 0, 0},
     };
     ffnrt_context *ctx = group_context(g, &o);
     if (!ctx)
         return;
     run_case(ctx, &cases[0], kernel_names[g->kernel]);
+    test_context_done(ctx);
+}
+
+/* The integer path (ffn.int_dot forced on, decode on the register-blocked
+ * kernel): Q4_0 and Q4_1 products quantize x to 8 bits a block and take
+ * integer dot products.
+ * - Its contract against the exact x: x's rounding (at most max|x|/254 a
+ *   block of 32) bounds a product normwise by sqrt(32)/254 |W|_F |x|; over
+ *   a layer's two products, with random weights and inputs, the layer's
+ *   normwise error stays under 2^-5 (seen 0.012, as ggml's 0.0096).
+ * - Exact otherwise: with x already 8-bit codes (x_codes) and the down
+ *   matrix dense, the quantized x is x itself, so the integer products
+ *   must meet the fp32 accumulation bound: codes, pairing, offsets, the
+ *   nibble sums and each format's minimum all enter that bound.
+ * The plan names the path and its bound; the exact policy never takes it
+ * unless forced. */
+BACKEND_PARAMETERS(ffn_quant, integer_path)
+ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
+{
+    const ffnrt_ffn_kind D = FFNRT_FFN_DENSE, G = FFNRT_FFN_GATED;
+    const ffnrt_weight_format Q40 = FFNRT_WEIGHT_Q4_0, Q41 = FFNRT_WEIGHT_Q4_1, Q8 = FFNRT_WEIGHT_Q8_0;
+    const ffnrt_dtype F32 = FFNRT_DTYPE_F32, F16 = FFNRT_DTYPE_F16;
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", "on"), FFNRT_OK);
+    qcase exact[] = {
+        {G, Q40, Q40, F32_, F32, 64, 96, 1, 0, 0, 0, 1},
+        {G, Q41, Q41, F32_, F32, 96, 64, 3, 1, 1, 0, 1},
+        {D, Q41, F32_, F32_, F32, 64, 32, 2, 1, 0, 0, 1},
+        {D, Q40, F32_, F32_, F16, 128, 64, 1, 0, 0, 0, 1},
+    };
+    integer_path_bound = 0;
+    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+        run_case(ctx, &exact[i], "blocked");
+    qcase rounded[] = {
+        {G, Q40, Q40, Q40, F32, 64, 96, 1, 1, 0, 0, 0},
+        {G, Q41, Q41, Q41, F32, 96, 64, 4, 0, 1, 0, 0},
+        {D, Q40, F32_, Q41, F32, 96, 64, 2, 1, 0, 0, 0},
+        {G, Q40, Q8, Q41, F32, 64, 96, 1, 1, 0, 1, 0}, /* unfused: Q8_0 value on the float path */
+        {G, Q41, Q41, Q40, F16, 64, 96, 1, 1, 0, 0, 0},
+    };
+    integer_path_bound = 1.0 / 32;
+    for (size_t i = 0; i < sizeof rounded / sizeof rounded[0]; i++)
+        run_case(ctx, &rounded[i], "blocked");
+    integer_path_bound = 0;
+    /* The plan: the path on, in each product's kernel, and its bound. */
+    ffnrt_ffn_desc desc = case_desc(&rounded[0], FFNRT_FFN_PATH_FUSED);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), "on");
+    cr_expect(strstr(ffnrt_plan_text(plan), "sqrt(32)/254") != NULL, "%s", ffnrt_plan_text(plan));
+    cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.gate_value"), "integer dot products") != NULL, "%s",
+              ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    test_context_done(ctx);
+
+    /* Unforced: never under the exact policy; not at prefill. */
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.precision = FFNRT_PRECISION_EXACT;
+    ctx = test_context(*b, &o);
+    cr_assert_not_null(ctx);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+    if (ffnrt_plan_choice(plan, "ffn.int_dot")) /* absent where the kernel is not the blocked one (GPU profiles) */
+        cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), "off", "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
     test_context_done(ctx);
 }
 

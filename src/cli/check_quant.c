@@ -279,7 +279,7 @@ static int run_format(ffnrt_context *ctx, const layer_f32 *l, ffnrt_weight_forma
                     ffnrt_tensor_create(ctx, d.dtype, 2, shape, &ty) != FFNRT_OK ||
                     ffnrt_tensor_write(tx, xs, es * n) != FFNRT_OK || ffnrt_ffn_forward(layer, tx, ty) != FFNRT_OK ||
                     ffnrt_tensor_read(ty, ys, es * n) != FFNRT_OK)) {
-        fprintf(stderr, "%s: %s: %s\n", me, fname, ffnrt_last_error_message());
+        fprintf(stderr, "%s: %s: %s\n%s", me, fname, ffnrt_last_error_message(), ffnrt_context_build_log(ctx));
         rc = -1;
     }
     if (rc == 0) {

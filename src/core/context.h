@@ -17,6 +17,7 @@ typedef struct ffnrt_kernel_entry {
  * with ffnrt's own kernels (tune/calibrate.c). */
 typedef struct ffnrt_calibration {
     double copy_gbps, gemm_gflops, dispatch_us;
+    double int_dot_speedup; /* a Q4_0 decode layer's time on the float path over the integer path's */
     int valid;
 } ffnrt_calibration;
 

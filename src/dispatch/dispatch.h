@@ -83,10 +83,13 @@ typedef struct ffnrt_ffn_choice {
     ffnrt_tiled_shape tiled; /* TILED */
     int fp16;                /* the activation and gating in fp16 arithmetic, on every path */
     ffnrt_smem_reserve stats; /* what the products' statistics variant takes (the launches' shapes too) */
+    int int_dot;              /* blocked: Q4_0/Q4_1 products quantize their input to 8 bits (integer dot products) */
 } ffnrt_ffn_choice;
 
 /* The path, kernel, arithmetic and tiles of a forward of `tokens` tokens,
  * leaving `stats` (NULL: none) of shared memory to the statistics. */
+/* Whether products in format f can take the integer path (Q4_0, Q4_1). */
+int ffnrt_ffn_int_dot_format(ffnrt_weight_format f);
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
                               const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
                               ffnrt_error *err);
@@ -128,6 +131,7 @@ typedef struct ffnrt_gemm_variant {
     int vec_acc;       /* blocked: a vector of partial sums per output (else dot()) */
     int wide_codes;    /* blocked, block formats: 16 weights a step in 16-wide vectors */
     int sum_x;         /* blocked, block formats: each group's codes dotted with x before scaling */
+    int x_q8;          /* the integer path: x quantized to 8 bits a block, integer dot products */
     ffnrt_blocked_shape blocked;
     ffnrt_matvec_shape matvec;
     uint32_t tokens; /* matrix-vector: tokens a dispatch */

@@ -588,6 +588,60 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
                    1e-6 * (double)f16.weight_bytes);
 }
 
+/* The integer path (gemm.kernel's X_Q8): a Q4_0 or Q4_1 product on the
+ * register-blocked kernel quantizes its input to 8-bit codes a block of 32
+ * (shaders/quantize.kernel) and takes integer dot products of codes with
+ * codes, scaled once a block. x's rounding adds error, |x - d q| <= d / 2
+ * with d = max|x| / 127 over the block: ggml's Q8_0 rule, which its CPU and
+ * Vulkan backends take by default. So: forced either way by ffn.int_dot;
+ * never under the exact policy (the products then see x as given); under
+ * balanced and fast, where calibration measured it 5% faster than the
+ * float path on this device. */
+static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_ffn_choice *c,
+                           ffnrt_plan *plan)
+{
+    int eligible = 0;
+    const ffnrt_ffn_matrix ms[3] = {FFNRT_FFN_MATRIX_IN, FFNRT_FFN_MATRIX_VALUE, FFNRT_FFN_MATRIX_OUT};
+    for (int i = 0; i < 3; i++)
+        eligible |= ffnrt_ffn_int_dot_format(ffnrt_ffn_format(d, ms[i]));
+    if (!eligible)
+        return;
+    static const char bound[] = "x's 8-bit codes err by at most half a step, max|x|/254 a block of 32, so a "
+                                "product errs normwise by at most sqrt(32)/254 |W|_F |x| against the exact x's";
+    if (c->kernel != FFNRT_KERNEL_BLOCKED) {
+        ffnrt_plan_add(plan, "ffn.int_dot", "off", "the %s kernel dequantizes the weights to fp32 (the integer "
+                       "path is the register-blocked kernel's)", kernel_names[c->kernel]);
+        return;
+    }
+    const ffnrt_setting *s = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_INT_DOT, NULL, NULL);
+    if (s) {
+        c->int_dot = s->v[0] != 0;
+        ffnrt_plan_add(plan, "ffn.int_dot", c->int_dot ? "on" : "off", "forced by %s%s%s", why_set(s),
+                       c->int_dot ? "; " : "", c->int_dot ? bound : "");
+    } else if (tokens > 4) {
+        /* Measured: at 64 tokens the float path's register blocks, each
+         * weight dequantized once for 8 rows, ran 1.2-1.9x faster. */
+        ffnrt_plan_add(plan, "ffn.int_dot", "off", "%llu tokens: the integer path is decode's (4 tokens or fewer); "
+                       "above, each dequantized weight serves several rows", (unsigned long long)tokens);
+    } else if (ctx->policy == FFNRT_PRECISION_EXACT) {
+        ffnrt_plan_add(plan, "ffn.int_dot", "off", "precision exact: the products take x as given (the integer "
+                       "path rounds it to 8 bits)");
+    } else if (!ctx->calibration.valid) {
+        ffnrt_plan_add(plan, "ffn.int_dot", "off", "not calibrated: the integer path runs where calibration "
+                       "measures it faster (ffnrt_context_calibrate)");
+    } else {
+        c->int_dot = ctx->calibration.int_dot_speedup >= 1.05;
+        ffnrt_plan_add(plan, "ffn.int_dot", c->int_dot ? "on" : "off", "calibration measured the integer path at "
+                       "%.2fx the float path's speed (a Q4_0 layer at decode; on from 1.05x)%s%s",
+                       ctx->calibration.int_dot_speedup, c->int_dot ? "; " : "", c->int_dot ? bound : "");
+    }
+}
+
+int ffnrt_ffn_int_dot_format(ffnrt_weight_format f)
+{
+    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1;
+}
+
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
                               const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
                               ffnrt_error *err)
@@ -628,6 +682,8 @@ ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d,
         ffnrt_plan_add(plan, "ffn.arithmetic", c->fp16 ? "fp16" : "fp32",
                        "the activation%s in %s (%s); products accumulate in fp32 on every path",
                        is_gated(d) ? " and the gating product" : "", c->fp16 ? "fp16 registers" : "fp32", why);
+    if (st == FFNRT_OK)
+        choose_int_dot(ctx, d, tokens, c, plan);
     if (st == FFNRT_OK && c->kernel == FFNRT_KERNEL_TILED)
         st = ffnrt_choose_tiled(ctx, &c->stats, &c->tiled, plan, err);
     return st;

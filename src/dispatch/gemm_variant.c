@@ -44,7 +44,8 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         /* Block formats on drivers that run a work-item as vector code: 16
          * weights a step (the prelude's 16-wide vectors, where it has
          * them), which dequantizing needs to keep up with the bytes. */
-        v.wide_codes = ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
+        v.x_q8 = c->int_dot && ffnrt_ffn_int_dot_format(pr->format);
+        v.wide_codes = !v.x_q8 && ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
         /* One kernel for decode and prefill: the shape follows the rows. */
         ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes);
         v.blocked = b;
@@ -52,7 +53,7 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         v.vec_acc = kp.blocked_vec_acc != 0;
         /* Elsewhere, at decode (few rows: registers for a group's sums),
          * each group's codes are dotted with x before they are scaled. */
-        v.sum_x = ql && !v.wide_codes && b.tm <= 4;
+        v.sum_x = ql && !v.x_q8 && !v.wide_codes && b.tm <= 4;
         /* 16-bit outputs go through shared memory, as whole words. */
         v.smem_floats = esize == 4 ? 1 : (uint64_t)b.wg_n * b.tn * b.wg_m * b.tm;
         v.workgroup = b.wg_n * b.wg_m;
@@ -88,13 +89,15 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
 
 void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
 {
-    char shape[160];
+    char shape[256];
     const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(v->weights);
     if (v->level == FFNRT_KERNEL_BLOCKED)
         snprintf(shape, sizeof shape, "blocked: %ux%u a work-item, %ux%u work-items (n x m)%s%s%s", v->blocked.tm,
                  v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->aligned4 ? ", vector loads" : "",
-                 v->wide_codes ? ", 16 weights a step (16-wide vectors)"
-                               : v->sum_x ? ", each group's codes dotted before scaling" : "",
+                 v->x_q8         ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products"
+                 : v->wide_codes ? ", 16 weights a step (16-wide vectors)"
+                 : v->sum_x      ? ", each group's codes dotted before scaling"
+                                 : "",
                  v->vec_acc ? ", vector accumulators" : "");
     else if (v->level == FFNRT_KERNEL_MATVEC)
         snprintf(shape, sizeof shape, "matvec: %u rows x %u lanes a group, %u tokens a dispatch%s", v->matvec.rows,
@@ -106,7 +109,9 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
     snprintf(buf, cap, "%s; %s storage, %s weights%s; epilogue %s%s%s%s%s; %u work-items, %llu float%s of shared memory%s",
              shape,
              ffnrt_dtype_name(v->storage), ql ? ffnrt_weight_format_name(v->weights) : "dense",
-             ql ? (v->level == FFNRT_KERNEL_TILED ? " dequantized into the staged tiles" : " dequantized in registers")
+             ql ? (v->level == FFNRT_KERNEL_TILED ? " dequantized into the staged tiles"
+                   : v->x_q8                    ? " as integer codes, scaled once a block"
+                                                : " dequantized in registers")
                 : "",
              ffnrt_op_row_of(v->act) ? ffnrt_op_row_of(v->act)->name : "none", v->gated ? " x value" : "",
              v->bias ? ", bias" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",

@@ -259,6 +259,7 @@ static const knob_row knobs[FFNRT_KNOB_COUNT] = {
     [FFNRT_KNOB_FFN_MATVEC] = {"ffn.matvec", "FFNRT_GEMV_SHAPE", 1, parse_matvec},
     [FFNRT_KNOB_FFN_BLOCK] = {"ffn.block", "FFNRT_GEMM_BLOCK", 1, parse_block},
     [FFNRT_KNOB_FFN_TUNING] = {"ffn.tuning", "FFNRT_TUNING", 1, parse_tuning},
+    [FFNRT_KNOB_FFN_INT_DOT] = {"ffn.int_dot", "FFNRT_FFN_INT_DOT", 1, parse_bool},
     [FFNRT_KNOB_CHECK_FINITE] = {"check.finite", "FFNRT_CHECK_FINITE", 1, parse_bool},
 };
 

@@ -45,6 +45,31 @@ static ffnrt_binding bind_elements(const ffnrt_context *ctx, const ffnrt_tensor 
     return (ffnrt_binding){t->buffer, t->offset + offset, end - offset};
 }
 
+uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k) { return rows * (k / 32) * 18; }
+
+/* The integer path's input: x's rows m0.. (rows of them) quantized into
+ * xq from its first word (shaders/quantize.kernel), in dispatches of at
+ * most the grid's groups. */
+static ffnrt_status quantize_rows(ffnrt_context *ctx, const ffnrt_gemm_launch *pr, uint64_t m0, uint64_t rows)
+{
+    uint32_t wg = ctx->limits.max_workgroup_size < 64 ? ctx->limits.max_workgroup_size : 64;
+    ffnrt_defines defines = {0};
+    ffnrt_defines_storage(&defines, pr->dtype, ctx->half_conversion.kind);
+    ffnrt_bkernel *kernel = NULL;
+    ffnrt_status st = ffnrt_context_kernel(ctx, "quantize.kernel", NULL, "ffnrt_quantize_x", FFNRT_KERNEL_PLAIN,
+                                           defines.text, 2, 3 * sizeof(uint32_t), wg, &kernel);
+    uint64_t blocks = rows * (pr->k / 32), per_dispatch = (uint64_t)wg * ctx->limits.max_workgroup_count[0];
+    for (uint64_t b0 = 0; b0 < blocks && st == FFNRT_OK; b0 += per_dispatch) {
+        uint64_t nb = blocks - b0 < per_dispatch ? blocks - b0 : per_dispatch;
+        uint32_t params[3] = {(uint32_t)nb, 0, 0};
+        ffnrt_binding b[2] = {bind_elements(ctx, pr->x, m0 * pr->k + 32 * b0, 32 * nb, &params[1]),
+                              bind_elements(ctx, pr->xq, 18 * b0, 18 * nb, &params[2])};
+        uint32_t groups[2] = {(uint32_t)((nb + wg - 1) / wg), 1};
+        st = ctx->ops->dispatch(ctx->dev, kernel, b, 2, params, groups, &ctx->error);
+    }
+    return st;
+}
+
 /* gemm.kernel's build defines for a variant: the one place a variant
  * becomes text (and so the kernel cache's key). */
 static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *v, ffnrt_defines *d)
@@ -68,6 +93,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
             ffnrt_defines_add(d, "#define WQ_WIDE 1");
         if (v->sum_x)
             ffnrt_defines_add(d, "#define WQ_SUMX 1");
+        if (v->x_q8)
+            ffnrt_defines_add(d, "#define X_Q8 1");
         if (v->aligned4)
             ffnrt_defines_add(d, "#define ALIGNED4 %u", 1);
         ffnrt_defines_add(d, "#define TM %uu", v->blocked.tm);
@@ -121,6 +148,8 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     ffnrt_status st = ffnrt_choose_gemm_variant(ctx, c, &problem, &v, &ctx->error);
     if (st != FFNRT_OK)
         return st;
+    if (v.x_q8 && !plan && (!pr->xq || pr->xq->bytes / 4 < ffnrt_xq_words(pr->m, pr->k)))
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "gemm.kernel: the integer path without its scratch (an internal error)");
     int matvec = v.level == FFNRT_KERNEL_MATVEC;
     const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(pr->w.format);
     uint64_t esize = ffnrt_dtype_size(pr->dtype);
@@ -174,6 +203,8 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     uint64_t m_cap = matvec ? v.tokens : (uint64_t)lim->max_workgroup_count[1] * m_per_group;
     if (m_chunk > m_cap)
         m_chunk = m_cap;
+    if (v.x_q8 && m_chunk > usable_bytes / (4 * ffnrt_xq_words(1, pr->k)))
+        m_chunk = usable_bytes / (4 * ffnrt_xq_words(1, pr->k)); /* x's 8-bit blocks in one binding */
     if (n_chunk == 0 || m_chunk == 0)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
                           "an FFN row of %llu %s elements does not fit the device's buffer range of %llu bytes",
@@ -184,8 +215,9 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         char what[64], variant[384], choice[448];
         snprintf(what, sizeof what, "ffn.%s", name);
         ffnrt_gemm_variant_text(&v, variant, sizeof variant);
-        snprintf(choice, sizeof choice, "%s; %llu dispatch%s", variant, (unsigned long long)(splits_m * splits_n),
-                 splits_m * splits_n > 1 ? "es" : "");
+        snprintf(choice, sizeof choice, "%s; %llu dispatch%s%s", variant,
+                 (unsigned long long)(splits_m * splits_n), splits_m * splits_n > 1 ? "es" : "",
+                 v.x_q8 ? ", after quantize.kernel's" : "");
         ffnrt_plan_add(plan, what, choice,
                        "[%llu x %llu] x [%llu x %llu]^T%s; a dispatch takes at most %llu output features and %llu "
                        "tokens: bindings within the %llu B buffer range, groups within %u a dimension",
@@ -198,6 +230,8 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
 
     for (uint64_t m0 = 0; m0 < pr->m && st == FFNRT_OK; m0 += m_chunk) {
         uint64_t mc = pr->m - m0 < m_chunk ? pr->m - m0 : m_chunk;
+        if (v.x_q8)
+            st = quantize_rows(ctx, pr, m0, mc);
         for (uint64_t n0 = 0; n0 < pr->n && st == FFNRT_OK; n0 += n_chunk) {
             uint64_t nc = pr->n - n0 < n_chunk ? pr->n - n0 : n_chunk;
             gemm_params p = {(uint32_t)mc, (uint32_t)nc, (uint32_t)pr->k, 0, 0, 0, 0, (uint32_t)pr->n, 0, 0,
@@ -206,7 +240,10 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
             uint64_t wpr = ql ? code_words : pr->k;
             ffnrt_binding b[9];
             uint32_t nb = 0;
-            b[nb++] = bind_elements(ctx, pr->x, m0 * pr->k, mc * pr->k, &p.x_base);
+            if (v.x_q8)
+                b[nb++] = bind_elements(ctx, pr->xq, 0, ffnrt_xq_words(mc, pr->k), &p.x_base);
+            else
+                b[nb++] = bind_elements(ctx, pr->x, m0 * pr->k, mc * pr->k, &p.x_base);
             b[nb++] = bind_elements(ctx, pr->w.w, (pr->w.w_row0 + n0) * wpr, nc * wpr, &p.w_base);
             b[nb++] = bind_elements(ctx, pr->y, pr->y_first + m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y_base);
             if (gated)

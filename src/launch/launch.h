@@ -173,7 +173,12 @@ typedef struct ffnrt_gemm_launch {
     const ffnrt_stats_run *stats; /* NULL: the kernel without statistics */
     int accumulate;               /* y += the product */
     uint64_t y_first;             /* element index of y[0][0] in y (rows of a stacked matrix) */
+    ffnrt_tensor *xq;             /* the integer path's scratch: ffnrt_xq_words(m, k) words at least */
 } ffnrt_gemm_launch;
+
+/* 32-bit words of the integer path's quantized x for rows x k elements
+ * (shaders/quant.inc's X_Q8 layout). */
+uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k);
 
 /* Records one product's dispatches into the open batch, with the kernel,
  * tiles and arithmetic of the choice; with plan non-NULL, adds "ffn.<name>"

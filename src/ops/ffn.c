@@ -47,9 +47,9 @@ ffnrt_status ffnrt_ffn_check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
     return st;
 }
 
-ffnrt_status ffnrt_ffn_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_value)
+ffnrt_status ffnrt_ffn_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_value, int need_xq)
 {
-    if (l->scratch_tokens != tokens || (need_gate_value && !l->g))
+    if (l->scratch_tokens != tokens || (need_gate_value && !l->g) || (need_xq && !l->xq))
         ffnrt_ffn_drop_scratch(l);
     int64_t shape[2] = {(int64_t)tokens, l->desc.hidden};
     static const char fn[] = "FFN intermediates";
@@ -60,6 +60,11 @@ ffnrt_status ffnrt_ffn_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_valu
         st = ffnrt_tensor_alloc(l->ctx, l->desc.dtype, 2, shape, fn, &l->g);
     if (st == FFNRT_OK && need_gate_value && !l->v)
         st = ffnrt_tensor_alloc(l->ctx, l->desc.dtype, 2, shape, fn, &l->v);
+    if (st == FFNRT_OK && need_xq && !l->xq) {
+        uint64_t k = l->desc.d_model > l->desc.hidden ? (uint64_t)l->desc.d_model : (uint64_t)l->desc.hidden;
+        int64_t words = (int64_t)ffnrt_xq_words(tokens, k);
+        st = ffnrt_tensor_alloc(l->ctx, FFNRT_DTYPE_F32, 1, &words, fn, &l->xq);
+    }
     if (st == FFNRT_OK)
         l->scratch_tokens = tokens;
     return st;
@@ -133,8 +138,8 @@ static ffnrt_gemm_launch product(const ffn_run *r, const ffnrt_tensor *x, uint64
                                  ffnrt_gemm_operand wv, int gated, int bias, uint64_t n, ffnrt_tensor *y,
                                  ffnrt_activation act, float alpha, float beta, const ffn_kernel_stats *ks)
 {
-    ffnrt_gemm_launch g = {x, r->tokens, k, w, wv, n, y, act, alpha, beta, r->d->dtype, gated, bias, ks ? ks->run : NULL,
-                           0, 0};
+    ffnrt_gemm_launch g = {x,    r->tokens, k,     w,    wv, n, y, act, alpha, beta, r->d->dtype, gated,
+                           bias, ks ? ks->run : NULL, 0, 0, r->l ? r->l->xq : NULL};
     return g;
 }
 
@@ -289,7 +294,7 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
 {
     ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 0};
     layer->saved_tokens = 0; /* its intermediates are overwritten */
-    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, c->unfused && ffnrt_ffn_gated(&layer->desc));
+    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, c->unfused && ffnrt_ffn_gated(&layer->desc), c->int_dot);
     if (st == FFNRT_OK)
         st = c->unfused ? forward_unfused(&r, x, y) : forward_fused(&r, x, y);
     *ns = r.ns;
@@ -302,7 +307,7 @@ static ffnrt_status forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
     ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 1};
     int gated = ffnrt_ffn_gated(&layer->desc);
     layer->saved_tokens = 0;
-    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, gated);
+    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, gated, c->int_dot);
     if (st == FFNRT_OK && !gated && !layer->pre) {
         int64_t shape[2] = {(int64_t)tokens, layer->desc.hidden};
         st = ffnrt_tensor_alloc(layer->ctx, layer->desc.dtype, 2, shape, "FFN pre-activations", &layer->pre);

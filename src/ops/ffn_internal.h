@@ -27,6 +27,7 @@ struct ffnrt_ffn {
     ffnrt_tensor *scales[FFN_SLOT_COUNT];    /* a block format's scales (src/quant/layout.c) */
     ffnrt_tensor *h, *g, *v;                 /* intermediates, [scratch_tokens, hidden] */
     ffnrt_tensor *pre;                       /* dense, training: W_in·x + b_in, kept beside h = phi(pre) */
+    ffnrt_tensor *xq;                        /* the integer path's 8-bit x (or h), scratch_tokens rows */
     uint64_t scratch_tokens;
     /* Training (ffn_train.c): the tokens of the training forward whose
      * intermediates h (and pre, or g and v) are kept for the backward (0:
@@ -58,7 +59,9 @@ ffnrt_status ffnrt_ffn_check_pair(ffnrt_ffn *layer, const ffnrt_tensor *x, const
 ffnrt_status ffnrt_ffn_check_io(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *y, const char *fn);
 /* The layer's intermediates for `tokens` tokens (g and v for the unfused
  * gated path), made or remade as needed. */
-ffnrt_status ffnrt_ffn_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_value);
+/* The layer's intermediates for `tokens` tokens (gate and value apart for
+ * the unfused gated path; the integer path's quantized input). */
+ffnrt_status ffnrt_ffn_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_value, int need_xq);
 void ffnrt_ffn_drop_scratch(ffnrt_ffn *l);
 /* A forward with a given choice; *ns gets the device time of its batches.
  * stats: the forward's statistics (ops/stats.h), NULL when off. It

@@ -224,7 +224,8 @@ void ffnrt_ffn_drop_scratch(ffnrt_ffn *l)
     ffnrt_tensor_free(l->g);
     ffnrt_tensor_free(l->v);
     ffnrt_tensor_free(l->pre);
-    l->h = l->g = l->v = l->pre = NULL;
+    ffnrt_tensor_free(l->xq);
+    l->h = l->g = l->v = l->pre = l->xq = NULL;
     l->scratch_tokens = 0;
     l->saved_tokens = 0;
 }

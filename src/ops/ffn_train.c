@@ -149,7 +149,7 @@ static ffnrt_status product(bw_run *r, const ffnrt_ffn_choice *c, const ffnrt_te
     ffnrt_context *ctx = r->ctx;
     ffnrt_gemm_operand wo = {w, 0, NULL, 0, NULL, FFNRT_WEIGHT_F32}, none = {0};
     ffnrt_gemm_launch g = {a, m, k, wo, none, n, y, FFNRT_ACT_COUNT, 0, 0, r->l->desc.dtype, 0, 0, NULL,
-                           accumulate, y_first};
+                           accumulate, y_first, NULL};
     ffnrt_status st = ffnrt_batch_begin(ctx);
     if (st != FFNRT_OK)
         return st;

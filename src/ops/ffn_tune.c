@@ -25,6 +25,12 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
                                            &ctx->error);
     if (st != FFNRT_OK)
         return st;
+    /* The integer path as the dispatcher takes it (calibration), for
+     * every blocked candidate: tuning picks the path and kernel. */
+    ffnrt_ffn_choice base;
+    st = ffnrt_choose_ffn(ctx, d, tokens, NULL, &base, NULL, &ctx->error);
+    if (st != FFNRT_OK)
+        return st;
     ffnrt_ffn_choice cand[MAX_CANDIDATES];
     double t[MAX_CANDIDATES][TUNING_MAX_ROUNDS];
     int nc = 0;
@@ -33,7 +39,7 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
             if (!ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, tokens, d) || (!unfused && !ffnrt_ffn_fusable(d)))
                 continue;
             ffnrt_ffn_choice c = {unfused, (ffnrt_product_kernel)k, ffnrt_ffn_matvec_tokens(ctx, d), {0, 0, 0, 0, 0},
-                                  fp16, {0, 0, 0}}; /* timed without statistics */
+                                  fp16, {0, 0, 0}, base.int_dot && k == FFNRT_KERNEL_BLOCKED}; /* timed without statistics */
             ffnrt_error ignored;
             if (k == FFNRT_KERNEL_TILED && ffnrt_choose_tiled(ctx, NULL, &c.tiled, NULL, &ignored) != FFNRT_OK)
                 continue;

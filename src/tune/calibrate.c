@@ -14,11 +14,11 @@
  * are kept apart. The device choice reads the device's own ("none"). */
 static void variant_of(const ffnrt_context *ctx, char *out, size_t cap)
 {
-    snprintf(out, cap, "calibration profile=%s limits=%s", ctx->profile ? ctx->profile->name : "none",
+    snprintf(out, cap, "calibration v2 profile=%s limits=%s", ctx->profile ? ctx->profile->name : "none",
              ctx->limit_notes);
 }
 
-static const char plain_variant[] = "calibration profile=none limits=";
+static const char plain_variant[] = "calibration v2 profile=none limits=";
 
 static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
 {
@@ -27,9 +27,10 @@ static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
         return 0;
     memcpy(text, blob, len);
     text[len] = '\0';
-    ffnrt_calibration c = {0, 0, 0, 1};
-    if (sscanf(text, "%lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us) == 3 && c.copy_gbps > 0 &&
-        c.gemm_gflops > 0 && c.dispatch_us > 0 && c.copy_gbps < 1e6 && c.gemm_gflops < 1e7 && c.dispatch_us < 1e7) {
+    ffnrt_calibration c = {.valid = 1};
+    if (sscanf(text, "%lf %lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us, &c.int_dot_speedup) == 4 &&
+        c.copy_gbps > 0 && c.gemm_gflops > 0 && c.dispatch_us > 0 && c.copy_gbps < 1e6 && c.gemm_gflops < 1e7 &&
+        c.dispatch_us < 1e7 && c.int_dot_speedup > 0 && c.int_dot_speedup < 1e3) {
         *out = c;
         return 1;
     }
@@ -54,7 +55,8 @@ static void figures_store(ffnrt_disk_cache *disk, const ffnrt_device_info *info,
                           const ffnrt_calibration *c)
 {
     char text[128];
-    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g\n", c->copy_gbps, c->gemm_gflops, c->dispatch_us);
+    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g %.6g\n", c->copy_gbps, c->gemm_gflops, c->dispatch_us,
+                       c->int_dot_speedup);
     ffnrt_device_blob_put(disk, info, FFNRT_CACHE_CALIBRATION, variant, text, (size_t)len);
     ffnrt_registry_figures_put(info, variant, c);
 }
@@ -105,13 +107,61 @@ static ffnrt_status run_ffn(void *p)
     return ffnrt_ffn_run(f->layer, f->x, f->y, "calibration", NULL);
 }
 
+/* The integer path against the float one: a gated Q4_0 layer at decode,
+ * 512 x 2048 (3 MB of weights, past the CPU devices' caches' share of one
+ * core), with ffn.int_dot forced each way for the two timings and then put
+ * back as it was. The speedup is the float path's time over the integer
+ * path's; the choice takes the integer path where it is 5% or more. */
+static ffnrt_status time_int_dot(ffnrt_context *ctx, double *speedup)
+{
+    const int64_t d = 512, h = 2048;
+    ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, d, h);
+    desc.glu.kind = FFNRT_SWIGLU;
+    desc.format_in = desc.format_value = desc.format_out = FFNRT_WEIGHT_Q4_0;
+    desc.path = FFNRT_FFN_PATH_FUSED;
+    float *w = calloc((size_t)(3 * d * h), sizeof *w);
+    if (!w)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "calibration: out of host memory");
+    for (int64_t i = 0; i < 3 * d * h; i++)
+        w[i] = (float)((i * 2654435761u) % 2001) * 1e-3f - 1.0f; /* spread codes, no zero blocks */
+    ffnrt_ffn_weights wt = {0};
+    wt.w_gate = w;
+    wt.w_value = w + d * h;
+    wt.w_out = w + 2 * d * h;
+    ffn_arg f = {NULL, NULL, NULL};
+    int64_t xs[2] = {1, d};
+    ffnrt_status st = ffnrt_ffn_build(ctx, &desc, &wt, "calibration", &f.layer);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 2, xs, "calibration", &f.x);
+    if (st == FFNRT_OK)
+        st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 2, xs, "calibration", &f.y);
+    ffnrt_setting kept = ctx->settings.ctx[FFNRT_KNOB_FFN_INT_DOT];
+    double t[2] = {0, 0};
+    for (int on = 0; on < 2 && st == FFNRT_OK; on++) {
+        ffnrt_setting *s = &ctx->settings.ctx[FFNRT_KNOB_FFN_INT_DOT];
+        memset(s, 0, sizeof *s);
+        s->source = FFNRT_FROM_FORCE;
+        s->v[0] = (uint64_t)on;
+        snprintf(s->from, sizeof s->from, "calibration");
+        st = time_op(ctx, 5, run_ffn, &f, &t[on]);
+    }
+    ctx->settings.ctx[FFNRT_KNOB_FFN_INT_DOT] = kept;
+    if (st == FFNRT_OK)
+        *speedup = t[1] > 0 ? t[0] / t[1] : 1.0;
+    ffnrt_tensor_free(f.x);
+    ffnrt_tensor_free(f.y);
+    ffnrt_ffn_destroy(f.layer);
+    free(w);
+    return st;
+}
+
 ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
 {
     if (ctx->calibration.valid) {
         *out = ctx->calibration;
         return FFNRT_OK;
     }
-    ffnrt_calibration cal = {0, 0, 0, 1};
+    ffnrt_calibration cal = {.valid = 1};
     /* Copy: 16 MiB each way (within every device's buffer range). */
     int64_t n = 4 << 20, one = 1;
     copy_arg c = {ctx, NULL, NULL};
@@ -161,6 +211,8 @@ ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
     ffnrt_tensor_free(f.y);
     ffnrt_ffn_destroy(f.layer);
     free(w);
+    if (st == FFNRT_OK)
+        st = time_int_dot(ctx, &cal.int_dot_speedup);
     if (st != FFNRT_OK)
         return st;
     ctx->calibration = cal;
