@@ -753,6 +753,12 @@ FFNRT_API void ffnrt_ffn_destroy(ffnrt_ffn *layer); /* NULL is a no-op */
  * the layer's weight and bias tensors (FFNRT_ERROR_INVALID_ARGUMENT). The device time of
  * the whole block (every kernel) is ffnrt_context_last_op_time's. */
 FFNRT_API ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
+/* y += ffn(x): a transformer block's residual update, in the same pass:
+ * the down product (its bias too) is added to y's values where it is
+ * written, one rounding an output, no extra kernel or tensor. As
+ * ffnrt_ffn_forward otherwise (autotuning, which would overwrite y, takes
+ * stored results only). */
+FFNRT_API ffnrt_status ffnrt_ffn_forward_residual(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y);
 
 /* The plan of a forward of `tokens` tokens through a layer of this desc
  * (no weights needed): path, product kernel, tiles, splits, with reasons.

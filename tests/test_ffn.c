@@ -221,6 +221,10 @@ static void read_output(const ffnrt_tensor *y, ffnrt_dtype dtype, size_t n, floa
 
 /* Runs the case on both paths in ctx; checks each against the reference
  * and against each other. */
+/* 1: the cases run as ffnrt_ffn_forward_residual, y starting as x's
+ * values (a residual stream), and are checked against x + the reference. */
+static int residual_mode;
+
 static void run_case(ffnrt_context *ctx, const ffn_case *c)
 {
     ffn_data f = make_data(c);
@@ -275,6 +279,9 @@ static void run_case(ffnrt_context *ctx, const ffn_case *c)
     }
 
     double bound = bound_for(c);
+    if (residual_mode)
+        for (size_t i = 0; i < n; i++)
+            f.y_ref[i] += f.a[X].values[i];
     float *out[2];
     double err[2];
     for (int path = 0; path < 2; path++) {
@@ -283,7 +290,12 @@ static void run_case(ffnrt_context *ctx, const ffn_case *c)
         ffnrt_status st = c->from_tensors ? ffnrt_ffn_create_from_tensors(ctx, &desc, &tw, &layer)
                                           : ffnrt_ffn_create(ctx, &desc, &hw, &layer);
         cr_assert_eq(st, FFNRT_OK, "create: %s", ffnrt_last_error_message());
-        cr_assert_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK, "forward: %s", ffnrt_last_error_message());
+        if (residual_mode) {
+            cr_assert_eq(ffnrt_tensor_write(y, f.a[X].stored, ffnrt_tensor_bytes(y)), FFNRT_OK);
+            cr_assert_eq(ffnrt_ffn_forward_residual(layer, x, y), FFNRT_OK, "forward: %s", ffnrt_last_error_message());
+        } else {
+            cr_assert_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK, "forward: %s", ffnrt_last_error_message());
+        }
         out[path] = malloc((n ? n : 1) * sizeof(float));
         cr_assert(out[path]);
         read_output(y, c->dtype, n, out[path]);
@@ -412,6 +424,33 @@ ParameterizedTest(ffnrt_backend *b, ffn, shapes)
         {*b, D, FFNRT_ACT_GELU, F32, 29, 17, 2, 0, 0, 0, FFNRT_MATMUL_TILED},
     };
     run_cases(cases, sizeof cases / sizeof cases[0], NULL);
+}
+
+/* ffnrt_ffn_forward_residual: y += the layer's output, on both paths and
+ * every product kernel the device runs (matvec's tokens in chunks, tiled's
+ * split K-less store), biases on and off, dense and gated, fp16 storage;
+ * within the forward's bound against x + the reference. */
+ParameterizedTestParameters(ffn, residual)
+{
+    static ffnrt_backend backends[TEST_BACKENDS];
+    memcpy(backends, test_backends, sizeof backends);
+    return cr_make_param_array(ffnrt_backend, backends, TEST_BACKENDS);
+}
+
+ParameterizedTest(ffnrt_backend *b, ffn, residual)
+{
+    ffnrt_ffn_kind D = FFNRT_FFN_DENSE, G = FFNRT_FFN_GATED;
+    ffnrt_dtype F32 = FFNRT_DTYPE_F32, F16 = FFNRT_DTYPE_F16;
+    ffn_case cases[] = {
+        {*b, D, FFNRT_ACT_GELU, F32, 6, 12, 7, 1, 0, 0, FFNRT_MATMUL_AUTO},
+        {*b, G, FFNRT_SWIGLU, F32, 33, 70, 1, 1, 1, 0, FFNRT_MATMUL_AUTO},
+        {*b, G, FFNRT_GEGLU, F16, 29, 17, 9, 0, 0, 0, FFNRT_MATMUL_AUTO},
+        {*b, G, FFNRT_SWIGLU, F32, 29, 17, 23, 1, 0, 0, FFNRT_MATMUL_MATVEC},
+        {*b, D, FFNRT_ACT_RELU, F16, 29, 17, 2, 1, 0, 0, FFNRT_MATMUL_TILED},
+    };
+    residual_mode = 1;
+    run_cases(cases, sizeof cases / sizeof cases[0], NULL);
+    residual_mode = 0;
 }
 
 /* Limits of a small GPU: a 64 KiB buffer range splits W (and x, y) over

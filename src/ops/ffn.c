@@ -84,6 +84,7 @@ typedef struct ffn_run {
     uint64_t ns; /* device time of every batch */
     ffnrt_stats_call *stats; /* the forward's statistics when on, else NULL */
     int keep;    /* training: the dense pre-activations go to l->pre, kept beside h */
+    int residual; /* y += the layer's output: the down product adds into y */
 } ffn_run;
 
 /* The statistics of one kernel of the path: the call's, with its roles
@@ -240,6 +241,7 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
     }
     ffnrt_gemm_launch down = product(r, lh, h, weights_only(r, l ? &l->out : NULL, FFNRT_FFN_MATRIX_OUT), no_operand,
                                      0, 0, dm, y, FFNRT_ACT_COUNT, 0, 0, d->bias ? NULL : &last);
+    down.accumulate = r->residual;
     if (st == FFNRT_OK)
         st = run_product(r, &down, "down");
     if (st == FFNRT_OK)
@@ -269,6 +271,7 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
     ffnrt_gemm_launch down =
         product(r, lh, h, operand(r, l ? &l->out : NULL, FFNRT_FFN_MATRIX_OUT, 1), no_operand, 0, d->bias, dm, y,
                 FFNRT_ACT_COUNT, 0, 0, &last);
+    down.accumulate = r->residual;
     if (r->plan) {
         ffnrt_status st = ffnrt_launch_gemm(ctx, r->c, &up, r->plan, gated ? "gate_value" : "up");
         return st == FFNRT_OK ? ffnrt_launch_gemm(ctx, r->c, &down, r->plan, "down") : st;
@@ -290,9 +293,9 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
 /* -------------------------------------------------------------- forward */
 
 ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
-                                    const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats)
+                                    const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats, int residual)
 {
-    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 0};
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 0, residual};
     layer->saved_tokens = 0; /* its intermediates are overwritten */
     ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, c->unfused && ffnrt_ffn_gated(&layer->desc), c->int_dot);
     if (st == FFNRT_OK)
@@ -304,7 +307,7 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
 static ffnrt_status forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
                                     const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats)
 {
-    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 1};
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 1, 0};
     int gated = ffnrt_ffn_gated(&layer->desc);
     layer->saved_tokens = 0;
     ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, gated, c->int_dot);
@@ -335,14 +338,16 @@ static ffnrt_smem_reserve stats_reserve(const ffnrt_ffn_desc *d, const ffnrt_sta
 }
 
 ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn,
-                           ffnrt_stats_call *stats)
+                           ffnrt_stats_call *stats, int residual)
 {
     ffnrt_context *ctx = layer->ctx;
     const ffnrt_ffn_desc *d = &layer->desc;
     ffnrt_status st = ffnrt_ffn_check_io(layer, x, y, fn);
     uint64_t tokens = st == FFNRT_OK ? x->numel / (uint64_t)d->d_model : 0;
     uint64_t ns = 0;
-    if (st == FFNRT_OK && tokens > 0 && ctx->autotune && d->path == FFNRT_FFN_PATH_AUTO &&
+    /* (Tuning runs forwards into y: a residual forward takes stored
+     * results only, and leaves y's other value alone.) */
+    if (st == FFNRT_OK && tokens > 0 && ctx->autotune && !residual && d->path == FFNRT_FFN_PATH_AUTO &&
         d->matmul == FFNRT_MATMUL_AUTO) {
         char key[160];
         int code;
@@ -357,7 +362,7 @@ ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor
         if (stats)
             stats->fp16 = c.fp16;
         if (st == FFNRT_OK)
-            st = ffnrt_ffn_forward_with(layer, x, y, tokens, &c, &ns, stats);
+            st = ffnrt_ffn_forward_with(layer, x, y, tokens, &c, &ns, stats, residual);
     }
     ctx->last_op_ns = ns;
     return st;
@@ -387,9 +392,9 @@ static ffnrt_status stats_done(ffnrt_context *ctx, ffnrt_stats_call *sc, ffnrt_s
     return ffnrt_stats_end(ctx, sc, st, layer ? &layer->last_stats : NULL, layer ? &layer->feature_bits : NULL);
 }
 
-ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
+static ffnrt_status forward_call(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn,
+                                 int residual)
 {
-    static const char fn[] = "ffnrt_ffn_forward";
     if (!layer)
         return ffnrt_null_handle(fn, "layer");
     ffnrt_context *ctx = layer->ctx;
@@ -397,8 +402,18 @@ ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_te
     ffnrt_stats_call sc;
     ffnrt_status st = stats_begin(ctx, &layer->desc, layer, tokens, fn, &sc);
     if (st == FFNRT_OK)
-        st = ffnrt_ffn_run(layer, x, y, fn, sc.choice.on ? &sc : NULL);
+        st = ffnrt_ffn_run(layer, x, y, fn, sc.choice.on ? &sc : NULL, residual);
     return ffnrt_context_finish_call(ctx, stats_done(ctx, &sc, st, layer));
+}
+
+ffnrt_status ffnrt_ffn_forward(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
+{
+    return forward_call(layer, x, y, "ffnrt_ffn_forward", 0);
+}
+
+ffnrt_status ffnrt_ffn_forward_residual(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
+{
+    return forward_call(layer, x, y, "ffnrt_ffn_forward_residual", 1);
 }
 
 /* ORs the last forward's "ever nonzero" feature bits into the training
@@ -550,7 +565,7 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
                            "(dx = dz·W, dW = dzᵀ·in over the tokens, db = dzᵀ·1), one submission, fixed reductions",
                            ffnrt_ffn_gated(desc) ? "the gate, the value and their product" : "the pre-activation and phi of it");
         }
-        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL, 0};
+        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL, 0, 0};
         if (st == FFNRT_OK)
             st = c.unfused ? forward_unfused(&r, NULL, NULL) : forward_fused(&r, NULL, NULL);
     }

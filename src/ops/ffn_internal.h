@@ -65,9 +65,10 @@ ffnrt_status ffnrt_ffn_scratch(ffnrt_ffn *l, uint64_t tokens, int need_gate_valu
 void ffnrt_ffn_drop_scratch(ffnrt_ffn *l);
 /* A forward with a given choice; *ns gets the device time of its batches.
  * stats: the forward's statistics (ops/stats.h), NULL when off. It
- * overwrites what a training forward kept. */
+ * overwrites what a training forward kept. residual: y += the output. */
 ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
-                                    const ffnrt_ffn_choice *c, uint64_t *ns, struct ffnrt_stats_call *stats);
+                                    const ffnrt_ffn_choice *c, uint64_t *ns, struct ffnrt_stats_call *stats,
+                                    int residual);
 /* The training forward (ffnrt_ffn_forward_train after its checks): the
  * unfused path keeping the intermediates the backward reads (dense pre
  * and h, gated g, v and h), with the layer's statistics when they are on,

@@ -55,7 +55,7 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
         for (int i = 0; i < nc; i++) {
             uint64_t ns;
             double t0 = ffnrt_now_ms();
-            if (ffnrt_ffn_forward_with(layer, x, y, tokens, &cand[i], &ns, NULL) != FFNRT_OK)
+            if (ffnrt_ffn_forward_with(layer, x, y, tokens, &cand[i], &ns, NULL, 0) != FFNRT_OK)
                 return ffnrt_fail(&ctx->error, ctx->error.status, "autotune (%s, %s): %s",
                                   cand[i].unfused ? "unfused" : "fused", ffnrt_product_kernel_name(cand[i].kernel),
                                   ctx->error.message);

@@ -59,7 +59,9 @@ ffnrt_status ffnrt_ffn_check_desc(ffnrt_error *err, const ffnrt_ffn_desc *d, con
 /* A layer over device tensors it does not own (ffnrt_ffn_create_from_tensors). */
 ffnrt_status ffnrt_ffn_build_on_tensors(ffnrt_context *ctx, const ffnrt_ffn_desc *desc,
                                         const ffnrt_ffn_weight_tensors *weights, const char *fn, ffnrt_ffn **out);
+/* A forward after the checks of the call that runs it (residual: y += the
+ * layer's output). */
 ffnrt_status ffnrt_ffn_run(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn,
-                           struct ffnrt_stats_call *stats);
+                           struct ffnrt_stats_call *stats, int residual);
 
 #endif

@@ -104,7 +104,7 @@ typedef struct ffn_arg {
 static ffnrt_status run_ffn(void *p)
 {
     ffn_arg *f = p;
-    return ffnrt_ffn_run(f->layer, f->x, f->y, "calibration", NULL);
+    return ffnrt_ffn_run(f->layer, f->x, f->y, "calibration", NULL, 0);
 }
 
 /* The integer path against the float one: a gated Q4_0 layer at decode,
