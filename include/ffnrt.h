@@ -617,6 +617,14 @@ FFNRT_API uint32_t ffnrt_stats_bin(float x, float lo, float hi, uint32_t bins);
  * their hist first). NaN for an empty histogram or q outside [0, 1]. */
 FFNRT_API double ffnrt_stats_quantile(const uint32_t *hist, uint32_t bins, float lo, float hi, double q);
 
+/* y = x / sqrt(mean(x²) + eps) · weight over x's rows (its last axis):
+ * Llama's RMSNorm, the pre-norm of a transformer block, with the mean in
+ * fp32 as llama.cpp computes it. weight has a row's elements in x's
+ * dtype; y has x's shape and may be x (in place). 16-bit rows must have an
+ * even length (FFNRT_ERROR_UNSUPPORTED otherwise). */
+FFNRT_API ffnrt_status ffnrt_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, const ffnrt_tensor *weight,
+                                      float eps, ffnrt_tensor *y);
+
 /* ------------------------------------------------------ weight formats */
 
 /* How a weight matrix [rows, k] (row-major, [out, in] as nn.Linear) is

@@ -212,5 +212,9 @@ ffnrt_status ffnrt_sumsq_collect(ffnrt_context *ctx, const ffnrt_tensor *partial
  * uint32 class a row, checked by the caller. */
 ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits, const ffnrt_tensor *labels,
                                         ffnrt_tensor *dlogits, const ffnrt_tensor *rowloss, float factor);
+/* Records y = RMSNorm(x) · w over x's rows (shaders/rms_norm.kernel; x
+ * and y bound whole, checked by the caller) into the open batch. */
+ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, const ffnrt_tensor *w, float eps,
+                                   ffnrt_tensor *y);
 
 #endif

@@ -135,3 +135,31 @@ ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *
     uint32_t groups[2] = {gx, (uint32_t)gy};
     return ctx->ops->dispatch(ctx->dev, kernel, bind, 4, &params, groups, &ctx->error);
 }
+
+ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, const ffnrt_tensor *w, float eps,
+                                   ffnrt_tensor *y)
+{
+    ffnrt_status st = check_whole(ctx, x, "tensor");
+    if (st != FFNRT_OK)
+        return st;
+    uint64_t n = (uint64_t)x->shape[x->ndim - 1], rows = n ? x->numel / n : 0;
+    uint32_t wg = reduce_workgroup(ctx);
+    ffnrt_defines defines = {0};
+    ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
+    ffnrt_defines_storage(&defines, x->dtype, ctx->half_conversion.kind);
+    ffnrt_bkernel *kernel = NULL;
+    st = ffnrt_context_kernel(ctx, "rms_norm.kernel", NULL, "ffnrt_rms_norm", FFNRT_KERNEL_PLAIN, defines.text, 3,
+                              3 * sizeof(uint32_t), wg, &kernel);
+    ffnrt_binding bind[3] = {whole(x), whole(w), whole(y)};
+    /* One group a row, in dispatches of the grid's first dimension. */
+    for (uint64_t r0 = 0; r0 < rows && st == FFNRT_OK; r0 += ctx->limits.max_workgroup_count[0]) {
+        uint64_t rc = rows - r0 < ctx->limits.max_workgroup_count[0] ? rows - r0 : ctx->limits.max_workgroup_count[0];
+        struct {
+            uint32_t n, row0;
+            float eps;
+        } params = {(uint32_t)n, (uint32_t)r0, eps};
+        uint32_t groups[2] = {(uint32_t)rc, 1};
+        st = ctx->ops->dispatch(ctx->dev, kernel, bind, 3, &params, groups, &ctx->error);
+    }
+    return st;
+}
