@@ -498,6 +498,7 @@ static const bench_part parts[] = {
     {"elementwise", bench_part_elementwise, bench_part_elementwise_kernels},
     {"ffn", bench_part_ffn, bench_part_ffn_kernels},
     {"start", bench_part_start, NULL},
+    {"stack", bench_part_stack, NULL},
 };
 #define NPARTS (sizeof parts / sizeof parts[0])
 
@@ -526,8 +527,10 @@ static void usage(FILE *f)
             "         the host C loop at 1M. --full: 1M, 4M, 16M and 64M in f32, f16, bf16 and fp16 arithmetic,\n"
             "         every FFN shape at 1, 8, 64 and 512 tokens, f32 and f16, the host C loop at every size (the default)\n"
             "selection (comma-separated lists; each replaces the preset's choice):\n"
-            "  --only PARTS       elementwise,ffn,start,peer (start: cold and warm start of a gated layer;\n"
-            "                     peer: the host C loop; CLBlast runs with ffn)\n"
+            "  --only PARTS       elementwise,ffn,start,peer,stack (start: cold and warm start of a gated layer;\n"
+            "                     peer: the host C loop; CLBlast runs with ffn; stack: --gguf's FFN stack)\n"
+            "  --gguf FILE        a GGUF model: its every FFN layer in sequence per token (norm, FFN, residual)\n"
+            "                     at 1 and 64 tokens (--tokens), group \"stack\" (scripts/bench passes SmolLM2's)\n"
             "  --op NAMES         activations and GLU kinds (gelu,swiglu), FFN workloads (dense-gelu,swiglu)\n"
             "  --device NAMES     backend (opencl, vulkan) or a substring of the device's name, vendor or API (pocl)\n"
             "  --precision LIST   f32,f16,bf16,f16a (f16a: fp16 arithmetic on f16 storage)\n"
@@ -711,7 +714,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
                     strcmp(a, "--tokens") == 0 || strcmp(a, "--path") == 0 || strcmp(a, "--only") == 0 ||
                     strcmp(a, "--repeats") == 0 || strcmp(a, "--min-runs") == 0 || strcmp(a, "--budget") == 0 ||
                     strcmp(a, "--out") == 0 || strcmp(a, "--json") == 0 || strcmp(a, "--csv") == 0 ||
-                    strcmp(a, "--stats-bins") == 0 || strcmp(a, "--weights") == 0;
+                    strcmp(a, "--stats-bins") == 0 || strcmp(a, "--weights") == 0 || strcmp(a, "--gguf") == 0;
         if (takes) {
             const char *value = cli_args_value(&args);
             if (!value || *nlists >= 16) {
@@ -829,6 +832,8 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
                 }
                 cfg.formats[cfg.nformats++] = f;
             }
+        } else if (strcmp(a, "--gguf") == 0) {
+            cfg.gguf_path = v;
         } else if (strcmp(a, "--no-regret") == 0) {
             cfg.dispatch_regret = 0;
         } else if (strcmp(a, "--stats") == 0) {

@@ -198,7 +198,7 @@ static ffnrt_status copy_call(void *arg)
 /* The copy limit's GB/s for n fp32 elements: the row of that size when one
  * ran (the element-wise part's, or another workload's), else measured here
  * and added as a limit row. */
-static double copy_limit(const bench_device *dev, const bench_config *cfg, bench_rows *rows, size_t elements)
+double bench_copy_limit(const bench_device *dev, const bench_config *cfg, bench_rows *rows, size_t elements)
 {
     char shape[32];
     snprintf(shape, sizeof shape, "%zu", elements);
@@ -619,7 +619,7 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             /* Reads and writes of the copy add up to the weights' bytes, so
              * both stay in (or leave) the caches alike. */
             size_t elements = ((size_t)cost.weight_bytes / 8 + 1023) / 1024 * 1024;
-            copy_gbps = copy_limit(dev, cfg, rows, elements);
+            copy_gbps = bench_copy_limit(dev, cfg, rows, elements);
         }
         double t[2] = {0, 0};
         size_t first = rows->n;
@@ -665,6 +665,30 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
             snprintf(rows->v[first].note, sizeof rows->v[first].note,
                      "%.2f GFLOP/s, fused/unfused %.2f device, %.2f host", (double)cost.flops / t[0], t[1] / t[0],
                      rows->v[first + 1].host_ns / rows->v[first].host_ns);
+        /* The integer path (ffn.int_dot) beside the fused row at decode,
+         * forced on whatever the dispatcher would choose: its speed against
+         * the float path's, on every device. */
+        if (rc == 0 && layer[0] && tokens[i] <= 4 && (wf == FFNRT_WEIGHT_Q4_0 || wf == FFNRT_WEIGHT_Q4_1)) {
+            bench_row *r = bench_rows_push(rows);
+            if (!r) {
+                rc = -1;
+            } else {
+                *r = rows->v[first];
+                BENCH_SET(r->path, "fused+int8");
+                ffn_call_arg a = {layer[0], x, y};
+                rc = ffnrt_context_force(ctx, "ffn.int_dot", "on") == FFNRT_OK ? bench_measure(ctx, ffn_call, &a, &c, r)
+                                                                                : -1;
+                ffnrt_context_force(ctx, "ffn.int_dot", NULL);
+                if (rc != 0) {
+                    rows->n--;
+                } else {
+                    r->rate = (double)cost.weight_bytes / r->median_ns;
+                    r->ratio = copy_gbps > 0 ? r->rate / copy_gbps : 0;
+                    snprintf(r->note, sizeof r->note, "integer path %.2fx the float path's speed",
+                             t[0] > 0 ? t[0] / r->median_ns : 0);
+                }
+            }
+        }
         if (rc == 0 && !wf && tokens[i] >= 64 && (layer[0] || layer[1]))
             rc = train_row(dev, &c, w, dtype, layer[0] ? layer[0] : layer[1], x, cost, t[0] > 0 ? first : first + 1,
                            rows);
@@ -699,7 +723,7 @@ static void quant_notes(bench_rows *rows, size_t first, double best_gflops)
         bench_row *r = &rows->v[i];
         ffnrt_weight_format wf;
         if (strcmp(r->group, "ffn") != 0 || ffnrt_weight_format_from_name(r->dtype, &wf) != FFNRT_OK ||
-            wf < FFNRT_WEIGHT_Q8_0)
+            wf < FFNRT_WEIGHT_Q8_0 || strstr(r->path, "int8"))
             continue;
         const bench_row *half = NULL;
         for (size_t j = first; j < rows->n && !half; j++) {

@@ -46,6 +46,7 @@ typedef struct bench_config {
     ffnrt_weight_format formats[8];     /* FFN weights in block formats (f32 activations), beside the dtypes' rows */
     int nformats;
     int formats_given;                  /* --weights chose them (else the preset did) */
+    const char *gguf_path;              /* --gguf: the model whose FFN stack the stack part runs (NULL: none) */
 } bench_config;
 
 typedef struct bench_device {
@@ -92,6 +93,11 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg, bench_rows 
  * progress line's "to go"; dev's ctx may be NULL, its info is read). */
 double bench_part_elementwise_kernels(const bench_device *dev, const bench_config *cfg);
 double bench_part_ffn_kernels(const bench_device *dev, const bench_config *cfg);
+/* A GGUF model's whole FFN stack per token (bench_stack.c), with --gguf. */
+int bench_part_stack(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
+/* The f32 copy kernel of `elements` elements as a limit row (measured once
+ * a run and device per size); its GB/s, 0 when it failed. */
+double bench_copy_limit(const bench_device *dev, const bench_config *cfg, bench_rows *rows, size_t elements);
 /* Cold and warm start of a gated layer (bench_start.c). */
 int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_rows *rows);
 /* The host C loop peer for activations (peer_host.c); runs once per run. */
