@@ -29,6 +29,7 @@
  * against the forward of the same layer on the same clock. */
 #include "bench_ffn.h"
 #include "bench_parts.h"
+#include "ffnrt_lab.h"
 #include "lab.h"
 #include "peer_clblast.h"
 #include "peer_ggml.h"
@@ -289,6 +290,53 @@ static double gemm_limit(const bench_device *dev, const bench_config *cfg, bench
     ffnrt_tensor_destroy(x);
     ffnrt_tensor_destroy(y);
     return gflops;
+}
+
+/* The op-rate roofs (ffnrt_lab_roof): fp32 FMA (GFLOP/s) and the integer
+ * path's 8-bit code products (Gop/s), each a limit row; *fma and *int8 get
+ * their rates (0 where a probe failed). */
+typedef struct roof_arg {
+    ffnrt_context *ctx;
+    ffnrt_tensor *out;
+    int integer;
+    double ops;
+} roof_arg;
+
+static ffnrt_status roof_call(void *p)
+{
+    roof_arg *a = p;
+    return ffnrt_lab_roof(a->ctx, a->integer, a->out, &a->ops);
+}
+
+static void roof_limits(const bench_device *dev, const bench_config *cfg, bench_rows *rows, double *fma, double *int8)
+{
+    int64_t items = 64 * 1024;
+    roof_arg a = {dev->ctx, NULL, 0, 0};
+    *fma = *int8 = 0;
+    if (ffnrt_tensor_create(dev->ctx, FFNRT_DTYPE_F32, 1, &items, &a.out) != FFNRT_OK)
+        return;
+    for (a.integer = 0; a.integer < 2; a.integer++) {
+        bench_row *r = bench_rows_push(rows);
+        if (!r)
+            break;
+        bench_row_device(r, dev, "limit");
+        BENCH_SET(r->op, a.integer ? "int8-dot" : "fma");
+        BENCH_SET(r->dir, "fwd");
+        BENCH_SET(r->dtype, a.integer ? "i32" : "f32");
+        BENCH_SET(r->shape, "65536 items");
+        r->size = (double)items;
+        if (bench_measure(dev->ctx, roof_call, &a, cfg, r) != 0) {
+            rows->n--;
+            continue;
+        }
+        r->rate = a.ops / r->median_ns;
+        BENCH_SET(r->rate_unit, a.integer ? "Gop/s" : "GFLOP/s");
+        r->ratio = 1;
+        BENCH_SET(r->ratio_to, a.integer ? "int8-dot" : "fma");
+        BENCH_SET(r->note, a.integer ? "the probe: 8-bit code products (32-bit pairs)" : "the probe: fp32 FMA chains");
+        *(a.integer ? int8 : fma) = r->rate;
+    }
+    ffnrt_tensor_destroy(a.out);
 }
 
 /* Runs every token count of one workload and dtype. */
@@ -716,15 +764,29 @@ done:
 
 /* A quantized row's notes, once every row of the device is in: its time
  * against the fp16 layer's (same shape, tokens and path), and at decode
- * the operations a weight and their rate against the arithmetic roof. */
-static void quant_notes(bench_rows *rows, size_t first, double best_gflops)
+ * the operations a weight and their rate against the op-rate roof (the
+ * FMA probe's: ops counted as flops), with its time over the lower of the
+ * two roofs' bound (bytes at the copy rate, operations at the op rate) as
+ * the metric "of_roof". The integer path's rows: a code product a weight
+ * a token at the int8 probe's rate. */
+static void quant_notes(bench_rows *rows, size_t first, double best_gflops, double int8_gops)
 {
     for (size_t i = first; i < rows->n; i++) {
         bench_row *r = &rows->v[i];
         ffnrt_weight_format wf;
         if (strcmp(r->group, "ffn") != 0 || ffnrt_weight_format_from_name(r->dtype, &wf) != FFNRT_OK ||
-            wf < FFNRT_WEIGHT_Q8_0 || strstr(r->path, "int8"))
+            wf < FFNRT_WEIGHT_Q8_0)
             continue;
+        if (strstr(r->path, "int8")) {
+            double weights = 0;
+            int64_t d, h;
+            if (r->size <= 8 && sscanf(strchr(r->op, ' ') ? strchr(r->op, ' ') + 1 : "", "%" SCNd64 "x%" SCNd64, &d, &h) == 2)
+                weights = 3.0 * (double)d * (double)h;
+            double ops_s = int8_gops > 0 && weights > 0 ? weights * r->size / r->median_ns / int8_gops : 0;
+            double bound = ops_s > r->ratio ? ops_s : r->ratio; /* the time's share the slower roof explains */
+            bench_row_metric(r, "of_roof", bound);
+            continue;
+        }
         const bench_row *half = NULL;
         for (size_t j = first; j < rows->n && !half; j++) {
             const bench_row *h = &rows->v[j];
@@ -750,6 +812,7 @@ static void quant_notes(bench_rows *rows, size_t first, double best_gflops)
             ffnrt_ffn_cost_of(&desc, (int64_t)r->size, FFNRT_FFN_PATH_FUSED, &cost);
             double weights = (double)(cost.parameters), ops = 2.0 * r->size + (wf == FFNRT_WEIGHT_Q8_0 || wf == FFNRT_WEIGHT_Q6_K ? 2 : 3);
             double roof = best_gflops > 0 ? weights * ops / r->median_ns / best_gflops : 0;
+            bench_row_metric(r, "of_roof", roof > r->ratio ? roof : r->ratio);
             snprintf(r->note, sizeof r->note, "%s; %.0f op/w %.2f of roof%s%.20s", vs_half, ops, roof, fu ? "; " : "",
                      fu ? fu + 8 : "");
         } else {
@@ -890,6 +953,8 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
     quiet.verbose_rows = 0;
     size_t first = rows->n;
     double gemm = gemm_limit(dev, cfg, rows);
+    double fma_gflops = 0, int8_gops = 0;
+    roof_limits(dev, cfg, rows, &fma_gflops, &int8_gops);
     int rc = 0;
     for (size_t wi = 0; wi < sizeof workloads / sizeof workloads[0]; wi++) {
         const ffn_workload *w = &workloads[wi];
@@ -911,9 +976,10 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
      * the probe, or any layer or peer that beat it. */
     double best = 0;
     for (size_t i = first; i < rows->n; i++)
-        if (strcmp(rows->v[i].rate_unit, "GFLOP/s") == 0 && rows->v[i].rate > best)
+        if (strcmp(rows->v[i].rate_unit, "GFLOP/s") == 0 && strcmp(rows->v[i].op, "fma") != 0 &&
+            rows->v[i].rate > best)
             best = rows->v[i].rate;
-    quant_notes(rows, first, best);
+    quant_notes(rows, first, fma_gflops > best ? fma_gflops : best, int8_gops);
     for (size_t i = first; i < rows->n; i++) {
         bench_row *r = &rows->v[i];
         if (strcmp(r->ratio_to, "gemm") == 0)

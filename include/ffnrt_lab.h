@@ -40,6 +40,15 @@ FFNRT_API void ffnrt_error_clear(ffnrt_error *err);
  * where it has no message). Returns err's status. */
 FFNRT_API ffnrt_status ffnrt_lab_end_call(ffnrt_context *ctx, const ffnrt_error *err);
 
+/* ------------------------------------------------------------------ roofs */
+
+/* One dispatch of the arithmetic roof kernel (shaders/roof.kernel) over
+ * out's elements (an f32 tensor: a work-item each, whole groups of up to
+ * 64): chains of fp32 FMAs, or (integer) of the integer path's 32-bit
+ * products. *ops gets the flops, or the 8-bit code products, it did; its
+ * device time is ffnrt_context_last_op_time's. The bench's op-rate roofs. */
+FFNRT_API ffnrt_status ffnrt_lab_roof(ffnrt_context *ctx, int integer, ffnrt_tensor *out, double *ops);
+
 /* ---------------------------------------------------------------- SHA-256 */
 
 /* SHA-256 (FIPS 180-4) of n bytes, as 64 lowercase hex digits and a NUL:

@@ -1,7 +1,9 @@
 /* The lab's doors into the library (include/ffnrt_lab.h): how a call of a
- * library built on ffnrt ends, and the SHA-256 of a buffer in hex. */
+ * library built on ffnrt ends, the arithmetic roofs' kernel, and the
+ * SHA-256 of a buffer in hex. */
 #include "core/context.h"
 #include "core/sha256.h"
+#include "launch/launch.h"
 
 #include <stdio.h>
 
@@ -16,6 +18,20 @@ ffnrt_status ffnrt_lab_end_call(ffnrt_context *ctx, const ffnrt_error *err)
         ctx->error = e;
     ffnrt_error_publish(&e);
     return e.status;
+}
+
+ffnrt_status ffnrt_lab_roof(ffnrt_context *ctx, int integer, ffnrt_tensor *out, double *ops)
+{
+    static const char fn[] = "ffnrt_lab_roof";
+    if (!ctx)
+        return ffnrt_null_handle(fn, "ctx");
+    if (!out || !ops || out->ctx != ctx || out->dtype != FFNRT_DTYPE_F32)
+        return ffnrt_context_finish_call(ctx, ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                                                         "%s: out must be an f32 tensor of ctx, ops non-NULL", fn));
+    ffnrt_status st = ffnrt_batch_begin(ctx);
+    if (st == FFNRT_OK)
+        st = ffnrt_batch_end(ctx, ffnrt_launch_roof(ctx, integer, out, ops), &ctx->last_op_ns);
+    return ffnrt_context_finish_call(ctx, st);
 }
 
 void ffnrt_lab_sha256_hex(const void *data, size_t n, char hex[65])

@@ -212,6 +212,10 @@ ffnrt_status ffnrt_sumsq_collect(ffnrt_context *ctx, const ffnrt_tensor *partial
  * uint32 class a row, checked by the caller. */
 ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits, const ffnrt_tensor *labels,
                                         ffnrt_tensor *dlogits, const ffnrt_tensor *rowloss, float factor);
+/* Records the roof kernel (shaders/roof.kernel) over out's elements, a
+ * work-item each (whole groups of up to 64): fp32 FMA, or integer (the
+ * integer path's products); *ops gets the flops or code products it does. */
+ffnrt_status ffnrt_launch_roof(ffnrt_context *ctx, int integer, const ffnrt_tensor *out, double *ops);
 /* Records y = RMSNorm(x) · w over x's rows (shaders/rms_norm.kernel; x
  * and y bound whole, checked by the caller) into the open batch. */
 ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, const ffnrt_tensor *w, float eps,
