@@ -62,7 +62,11 @@ ParameterizedTest(ffnrt_backend *b, dispatch, every_op_has_a_plan)
                 cr_assert_eq(ffnrt_ffn_plan(ctx, &d, tokens, &plan), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
                 expect_plan(plan, ffn_items, 5);
                 const char *chosen = ffnrt_plan_choice(plan, "ffn.path");
-                cr_expect_str_eq(chosen, path == 2 ? "unfused" : "fused");
+                /* AUTO at decode: unfused where this device's calibration
+                 * (read from the tests' shared cache) measured fused slower. */
+                int calibrated_unfused = path == 0 && tokens <= 8 &&
+                                         strstr(ffnrt_plan_text(plan), "calibration measured the fused path") != NULL;
+                cr_expect_str_eq(chosen, path == 2 || calibrated_unfused ? "unfused" : "fused");
                 /* 4096 x 14336 fp32 weights exceed lavapipe's 128 MiB range: the plan says it splits. */
                 if (*b == FFNRT_BACKEND_VULKAN)
                     cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.down"), "2 dispatches") != NULL, "%s",
@@ -398,6 +402,60 @@ ParameterizedTest(ffnrt_backend *b, dispatch, profiles_lower_limits)
     cr_expect_eq(ffnrt_profile_info(count, &name, &text), FFNRT_ERROR_INVALID_ARGUMENT);
 }
 
+/* What calibration decides, from figures set on the context: at decode
+ * the path (unfused where fused measured below 0.95x) and, under the
+ * balanced policy, the integer path for Q4_0 and Q4_1 (from 1.05x); never
+ * above 8 tokens (path) or 4 (integer path), never under exact; each with
+ * its measured figure in the plan. */
+BACKEND_PARAMETERS(dispatch, calibration_decides_path_and_integer_path)
+ParameterizedTest(ffnrt_backend *b, dispatch, calibration_decides_path_and_integer_path)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.precision = FFNRT_PRECISION_BALANCED;
+    ffnrt_context *ctx = test_context(*b, &o);
+    if (!ctx)
+        return;
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+    d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q4_1;
+    const struct {
+        double fused, int_dot;
+        int64_t tokens;
+        const char *path, *int_path, *why;
+    } cases[] = {
+        {0.5, 2.0, 1, "unfused", "on", "fused path at 0.50x"},
+        {0.5, 2.0, 4, "unfused", "on", "integer path at 2.00x"},
+        {0.5, 2.0, 9, NULL, "off", "9 tokens"},
+        {1.2, 0.8, 1, "fused", "off", "integer path at 0.80x"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ctx->calibration = (ffnrt_calibration){.copy_gbps = 10, .gemm_gflops = 10, .dispatch_us = 10,
+                                               .int_dot_speedup = cases[i].int_dot,
+                                               .fused_speedup = cases[i].fused, .valid = 1};
+        ffnrt_plan *plan = NULL;
+        cr_assert_eq(ffnrt_ffn_plan(ctx, &d, cases[i].tokens, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+        if (cases[i].path)
+            cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), cases[i].path, "%s", ffnrt_plan_text(plan));
+        cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), cases[i].int_path, "%s", ffnrt_plan_text(plan));
+        cr_expect(strstr(ffnrt_plan_text(plan), cases[i].why) != NULL, "%s", ffnrt_plan_text(plan));
+        ffnrt_plan_destroy(plan);
+    }
+    /* Dense weights take no integer path: no such line. */
+    ffnrt_ffn_desc f = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &f, 1, &plan), FFNRT_OK);
+    cr_expect_null(ffnrt_plan_choice(plan, "ffn.int_dot"), "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    /* The exact policy: never the integer path, whatever calibration says. */
+    ctx->policy = FFNRT_PRECISION_EXACT;
+    ctx->calibration.int_dot_speedup = 3.0;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), "off", "%s", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    ctx->calibration.valid = 0;
+    test_context_done(ctx);
+}
+
 BACKEND_PARAMETERS(dispatch, autotune_steers_the_path)
 ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
 {
@@ -440,10 +498,13 @@ ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
     cr_expect(strstr(ffnrt_plan_text(plan), "tuned for this device") != NULL, "%s", ffnrt_plan_text(plan));
     ffnrt_plan_destroy(plan);
-    /* Stored results can be set aside (the bench's untuned choice). */
+    /* Stored results can be set aside (the bench's untuned choice: the
+     * default, or at decode the calibration's measured path). */
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.tuning", "off"), FFNRT_OK);
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
-    cr_expect(strstr(ffnrt_plan_text(plan), "no tuning result") != NULL, "%s", ffnrt_plan_text(plan));
+    cr_expect(strstr(ffnrt_plan_text(plan), "no tuning result") != NULL ||
+                  strstr(ffnrt_plan_text(plan), "calibration measured the fused path") != NULL,
+              "%s", ffnrt_plan_text(plan));
     ffnrt_plan_destroy(plan);
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.tuning", NULL), FFNRT_OK);
     /* Another token bucket has no result yet. */
@@ -559,7 +620,7 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_expect_eq(chosen, -1);
     cr_expect(need[0] && need[1] && !need[2]);
     /* OpenCL's copy 11 GB/s and GEMM 35 GFLOP/s against 1.0 and 2.7: it wins, though less capable. */
-    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1, 1}, {1.0, 2.7, 60.0, 1, 1}, {0, 0, 0, 0, 0}};
+    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1, 1, 1}, {1.0, 2.7, 60.0, 1, 1, 1}, {0, 0, 0, 0, 0, 0}};
     memset(need, 0, sizeof need);
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, f, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 0, "%s", reason);
@@ -570,11 +631,11 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, swapped, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "%s", reason);
     /* Within 10% of each other: capability decides. */
-    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1, 1}, {9.8, 29.0, 20.0, 1, 1}, {0, 0, 0, 0, 0}};
+    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1, 1, 1}, {9.8, 29.0, 20.0, 1, 1, 1}, {0, 0, 0, 0, 0, 0}};
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, close, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "as fast within 10%%, the more capable: %s", reason);
     /* A device that could not be measured (valid < 0) leaves capability to decide. */
-    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1, 1}, {0, 0, 0, 0, -1}, {0, 0, 0, 0, 0}};
+    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1, 1, 1}, {0, 0, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 0}};
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, failed, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "%s", reason);
     /* Asked for by backend: one candidate, no figures needed. */

@@ -560,7 +560,10 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, default_path)
     for (size_t i = 0; i < 3; i++) {
         ffnrt_plan *plan = NULL;
         cr_assert_eq(ffnrt_ffn_plan(ctx, &d, tokens[i], &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
-        int unfused = cpu_vector_items && tokens[i] > 4;
+        /* (Or unfused at decode where this device's calibration, read from
+         * the tests' shared cache, measured the fused path slower.) */
+        int unfused = (cpu_vector_items && tokens[i] > 4) ||
+                      strstr(ffnrt_plan_text(plan), "calibration measured the fused path") != NULL;
         cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), unfused ? "unfused" : "fused", "%lld tokens:\n%s",
                          (long long)tokens[i], ffnrt_plan_text(plan));
         if (unfused)

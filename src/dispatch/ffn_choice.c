@@ -467,6 +467,19 @@ static void choose_path(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint6
                        unfused.kernels);
         return;
     }
+    /* Measured: at decode the fused kernel's one pass won on some CPUs
+     * (1.07-1.18x on an AVX-512 EPYC) and lost on others (0.46-0.58x on an
+     * AVX2 one, PoCL): calibration's figure for this device decides. */
+    if (tokens <= 8 && ctx->calibration.valid && ctx->calibration.fused_speedup > 0 &&
+        ctx->calibration.fused_speedup < 0.95) {
+        c->unfused = 1;
+        ffnrt_plan_add(plan, "ffn.path", "unfused", "decode: calibration measured the fused path at %.2fx the "
+                       "unfused one's speed on this device (a SwiGLU layer at 1 token; fused from 0.95x), though "
+                       "fused moves %.2f MB in %u kernels against %.2f MB in %u",
+                       ctx->calibration.fused_speedup, 1e-6 * (double)fused.bytes_moved, fused.kernels,
+                       1e-6 * (double)unfused.bytes_moved, unfused.kernels);
+        return;
+    }
     c->unfused = 0;
     ffnrt_plan_add(plan, "ffn.path", "fused",
                    "moves %.2f MB in %u kernels against %.2f MB in %u unfused, and writes no intermediate "

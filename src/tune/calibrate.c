@@ -14,11 +14,11 @@
  * are kept apart. The device choice reads the device's own ("none"). */
 static void variant_of(const ffnrt_context *ctx, char *out, size_t cap)
 {
-    snprintf(out, cap, "calibration v2 profile=%s limits=%s", ctx->profile ? ctx->profile->name : "none",
+    snprintf(out, cap, "calibration v3 profile=%s limits=%s", ctx->profile ? ctx->profile->name : "none",
              ctx->limit_notes);
 }
 
-static const char plain_variant[] = "calibration v2 profile=none limits=";
+static const char plain_variant[] = "calibration v3 profile=none limits=";
 
 static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
 {
@@ -28,9 +28,11 @@ static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
     memcpy(text, blob, len);
     text[len] = '\0';
     ffnrt_calibration c = {.valid = 1};
-    if (sscanf(text, "%lf %lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us, &c.int_dot_speedup) == 4 &&
+    if (sscanf(text, "%lf %lf %lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us, &c.int_dot_speedup,
+               &c.fused_speedup) == 5 &&
         c.copy_gbps > 0 && c.gemm_gflops > 0 && c.dispatch_us > 0 && c.copy_gbps < 1e6 && c.gemm_gflops < 1e7 &&
-        c.dispatch_us < 1e7 && c.int_dot_speedup > 0 && c.int_dot_speedup < 1e3) {
+        c.dispatch_us < 1e7 && c.int_dot_speedup > 0 && c.int_dot_speedup < 1e3 && c.fused_speedup > 0 &&
+        c.fused_speedup < 1e3) {
         *out = c;
         return 1;
     }
@@ -55,8 +57,8 @@ static void figures_store(ffnrt_disk_cache *disk, const ffnrt_device_info *info,
                           const ffnrt_calibration *c)
 {
     char text[128];
-    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g %.6g\n", c->copy_gbps, c->gemm_gflops, c->dispatch_us,
-                       c->int_dot_speedup);
+    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g %.6g %.6g\n", c->copy_gbps, c->gemm_gflops, c->dispatch_us,
+                       c->int_dot_speedup, c->fused_speedup);
     ffnrt_device_blob_put(disk, info, FFNRT_CACHE_CALIBRATION, variant, text, (size_t)len);
     ffnrt_registry_figures_put(info, variant, c);
 }
@@ -107,18 +109,20 @@ static ffnrt_status run_ffn(void *p)
     return ffnrt_ffn_run(f->layer, f->x, f->y, "calibration", NULL, 0);
 }
 
-/* The integer path against the float one: a gated Q4_0 layer at decode,
- * 512 x 2048 (3 MB of weights, past the CPU devices' caches' share of one
- * core), with ffn.int_dot forced each way for the two timings and then put
- * back as it was. The speedup is the float path's time over the integer
- * path's; the choice takes the integer path where it is 5% or more. */
-static ffnrt_status time_int_dot(ffnrt_context *ctx, double *speedup)
+/* Two settings of one knob against each other on a gated SwiGLU layer at
+ * decode, 512 x 2048 (3 to 12 MB of weights, past the CPU devices' caches'
+ * share of one core), in `format`: the knob forced to values[0], then
+ * values[1], and put back as it was; *speedup is the first's time over the
+ * second's. The integer path against the float one (Q4_0; the choice takes
+ * it from 1.05), and the fused path against the unfused one at decode
+ * (f32; the choice runs unfused below 0.95). */
+static ffnrt_status time_knob(ffnrt_context *ctx, ffnrt_knob knob, const uint64_t values[2],
+                              ffnrt_weight_format format, double *speedup)
 {
     const int64_t d = 512, h = 2048;
     ffnrt_ffn_desc desc = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, d, h);
     desc.glu.kind = FFNRT_SWIGLU;
-    desc.format_in = desc.format_value = desc.format_out = FFNRT_WEIGHT_Q4_0;
-    desc.path = FFNRT_FFN_PATH_FUSED;
+    desc.format_in = desc.format_value = desc.format_out = format;
     float *w = calloc((size_t)(3 * d * h), sizeof *w);
     if (!w)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "calibration: out of host memory");
@@ -135,17 +139,17 @@ static ffnrt_status time_int_dot(ffnrt_context *ctx, double *speedup)
         st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 2, xs, "calibration", &f.x);
     if (st == FFNRT_OK)
         st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 2, xs, "calibration", &f.y);
-    ffnrt_setting kept = ctx->settings.ctx[FFNRT_KNOB_FFN_INT_DOT];
+    ffnrt_setting kept = ctx->settings.ctx[knob];
     double t[2] = {0, 0};
-    for (int on = 0; on < 2 && st == FFNRT_OK; on++) {
-        ffnrt_setting *s = &ctx->settings.ctx[FFNRT_KNOB_FFN_INT_DOT];
+    for (int i = 0; i < 2 && st == FFNRT_OK; i++) {
+        ffnrt_setting *s = &ctx->settings.ctx[knob];
         memset(s, 0, sizeof *s);
         s->source = FFNRT_FROM_FORCE;
-        s->v[0] = (uint64_t)on;
+        s->v[0] = values[i];
         snprintf(s->from, sizeof s->from, "calibration");
-        st = time_op(ctx, 5, run_ffn, &f, &t[on]);
+        st = time_op(ctx, 5, run_ffn, &f, &t[i]);
     }
-    ctx->settings.ctx[FFNRT_KNOB_FFN_INT_DOT] = kept;
+    ctx->settings.ctx[knob] = kept;
     if (st == FFNRT_OK)
         *speedup = t[1] > 0 ? t[0] / t[1] : 1.0;
     ffnrt_tensor_free(f.x);
@@ -211,8 +215,11 @@ ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
     ffnrt_tensor_free(f.y);
     ffnrt_ffn_destroy(f.layer);
     free(w);
+    static const uint64_t int_dot[2] = {0, 1}, paths[2] = {FFNRT_FFN_PATH_UNFUSED, FFNRT_FFN_PATH_FUSED};
     if (st == FFNRT_OK)
-        st = time_int_dot(ctx, &cal.int_dot_speedup);
+        st = time_knob(ctx, FFNRT_KNOB_FFN_INT_DOT, int_dot, FFNRT_WEIGHT_Q4_0, &cal.int_dot_speedup);
+    if (st == FFNRT_OK)
+        st = time_knob(ctx, FFNRT_KNOB_FFN_PATH, paths, FFNRT_WEIGHT_F32, &cal.fused_speedup);
     if (st != FFNRT_OK)
         return st;
     ctx->calibration = cal;
