@@ -403,7 +403,6 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
     ffnrt_context *ctx = test_context(*b, NULL);
     if (!ctx)
         return;
-    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", "on"), FFNRT_OK);
     qcase exact[] = {
         {G, Q40, Q40, F32_, F32, 64, 96, 1, 0, 0, 0, 1},
@@ -411,9 +410,6 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         {D, Q41, F32_, F32_, F32, 64, 32, 2, 1, 0, 0, 1},
         {D, Q40, F32_, F32_, F16, 128, 64, 1, 0, 0, 0, 1},
     };
-    integer_path_bound = 0;
-    for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
-        run_case(ctx, &exact[i], "blocked");
     qcase rounded[] = {
         {G, Q40, Q40, Q40, F32, 64, 96, 1, 1, 0, 0, 0},
         {G, Q41, Q41, Q41, F32, 96, 64, 4, 0, 1, 0, 0},
@@ -421,11 +417,19 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         {G, Q40, Q8, Q41, F32, 64, 96, 1, 1, 0, 1, 0}, /* unfused: Q8_0 value on the float path */
         {G, Q41, Q41, Q40, F16, 64, 96, 1, 1, 0, 0, 0},
     };
-    integer_path_bound = 1.0 / 32;
-    for (size_t i = 0; i < sizeof rounded / sizeof rounded[0]; i++)
-        run_case(ctx, &rounded[i], "blocked");
-    integer_path_bound = 0;
-    /* The plan: the path on, in each product's kernel, and its bound. */
+    /* The register-blocked kernel, and the matrix-vector one (GPUs' decode). */
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", kernel_names[k]), FFNRT_OK);
+        integer_path_bound = 0;
+        for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+            run_case(ctx, &exact[i], kernel_names[k]);
+        integer_path_bound = 1.0 / 32;
+        for (size_t i = 0; i < sizeof rounded / sizeof rounded[0]; i++)
+            run_case(ctx, &rounded[i], kernel_names[k]);
+        integer_path_bound = 0;
+    }
+    /* The plan: the path on, in each product's kernel, and its bound; the
+     * tiled kernel has none. */
     ffnrt_ffn_desc desc = case_desc(&rounded[0], FFNRT_FFN_PATH_FUSED);
     ffnrt_plan *plan = NULL;
     cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
@@ -433,6 +437,10 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
     cr_expect(strstr(ffnrt_plan_text(plan), "sqrt(32)/254") != NULL, "%s", ffnrt_plan_text(plan));
     cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.gate_value"), "integer dot products") != NULL, "%s",
               ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "tiled"), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), "off", "%s", ffnrt_plan_text(plan));
     ffnrt_plan_destroy(plan);
     test_context_done(ctx);
 

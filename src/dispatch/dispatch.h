@@ -83,7 +83,7 @@ typedef struct ffnrt_ffn_choice {
     ffnrt_tiled_shape tiled; /* TILED */
     int fp16;                /* the activation and gating in fp16 arithmetic, on every path */
     ffnrt_smem_reserve stats; /* what the products' statistics variant takes (the launches' shapes too) */
-    int int_dot;              /* blocked: Q4_0/Q4_1 products quantize their input to 8 bits (integer dot products) */
+    int int_dot;              /* blocked, matvec: Q4_0/Q4_1 products quantize their input to 8 bits (integer dot products) */
 } ffnrt_ffn_choice;
 
 /* The path, kernel, arithmetic and tiles of a forward of `tokens` tokens,

@@ -602,7 +602,7 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
 }
 
 /* The integer path (gemm.kernel's X_Q8): a Q4_0 or Q4_1 product on the
- * register-blocked kernel quantizes its input to 8-bit codes a block of 32
+ * register-blocked or matrix-vector kernel quantizes its input to 8-bit codes a block of 32
  * (shaders/quantize.kernel) and takes integer dot products of codes with
  * codes, scaled once a block. x's rounding adds error, |x - d q| <= d / 2
  * with d = max|x| / 127 over the block: ggml's Q8_0 rule, which its CPU and
@@ -621,9 +621,9 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
         return;
     static const char bound[] = "x's 8-bit codes err by at most half a step, max|x|/254 a block of 32, so a "
                                 "product errs normwise by at most sqrt(32)/254 |W|_F |x| against the exact x's";
-    if (c->kernel != FFNRT_KERNEL_BLOCKED) {
-        ffnrt_plan_add(plan, "ffn.int_dot", "off", "the %s kernel dequantizes the weights to fp32 (the integer "
-                       "path is the register-blocked kernel's)", kernel_names[c->kernel]);
+    if (c->kernel == FFNRT_KERNEL_TILED) {
+        ffnrt_plan_add(plan, "ffn.int_dot", "off", "the tiled kernel dequantizes the weights to fp32 (the integer "
+                       "path is the register-blocked and matrix-vector kernels')");
         return;
     }
     const ffnrt_setting *s = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_INT_DOT, NULL, NULL);

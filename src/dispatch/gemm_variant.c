@@ -62,6 +62,7 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         break;
     }
     case FFNRT_KERNEL_MATVEC: {
+        v.x_q8 = c->int_dot && ffnrt_ffn_int_dot_format(pr->format);
         v.tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
         ffnrt_status st = ffnrt_choose_matvec(ctx, &c->stats, v.tokens, &v.matvec, err);
         if (st != FFNRT_OK)
@@ -101,7 +102,10 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
                  v->vec_acc ? ", vector accumulators" : "");
     else if (v->level == FFNRT_KERNEL_MATVEC)
         snprintf(shape, sizeof shape, "matvec: %u rows x %u lanes a group, %u tokens a dispatch%s", v->matvec.rows,
-                 v->matvec.lanes, v->tokens, v->aligned4 ? ", vector loads" : "");
+                 v->matvec.lanes, v->tokens,
+                 v->x_q8      ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products"
+                 : v->aligned4 ? ", vector loads"
+                               : "");
     else
         snprintf(shape, sizeof shape, "tiled: %ux%ux%u, %ux%u a work-item", v->tiled.bm, v->tiled.bn, v->tiled.bk,
                  v->tiled.tm, v->tiled.tn);

@@ -84,6 +84,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
     if (v->accumulate)
         ffnrt_defines_add(d, "#define ACCUMULATE 1");
     ffnrt_defines_arithmetic(d, v->fp16_epilogue);
+    if (v->x_q8)
+        ffnrt_defines_add(d, "#define X_Q8 1");
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);
@@ -93,8 +95,6 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
             ffnrt_defines_add(d, "#define WQ_WIDE 1");
         if (v->sum_x)
             ffnrt_defines_add(d, "#define WQ_SUMX 1");
-        if (v->x_q8)
-            ffnrt_defines_add(d, "#define X_Q8 1");
         if (v->aligned4)
             ffnrt_defines_add(d, "#define ALIGNED4 %u", 1);
         ffnrt_defines_add(d, "#define TM %uu", v->blocked.tm);
