@@ -12,6 +12,9 @@
 
 #include "ffnrt.h"
 
+#include <stdint.h>
+#include <time.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -45,6 +48,19 @@ FFNRT_API ffnrt_status ffnrt_lab_end_call(ffnrt_context *ctx, const ffnrt_error 
 /* SHA-256 (FIPS 180-4) of n bytes, as 64 lowercase hex digits and a NUL:
  * the disk cache's digest, for the compare harness's sealed criteria. */
 FFNRT_API void ffnrt_lab_sha256_hex(const void *data, size_t n, char hex[65]);
+
+/* ---------------------------------------------------------------- the OS */
+
+/* The platform layer's calls the lab needs (src/platform/platform.h: the
+ * lab includes no OS header either, and no src/ header): a monotonic
+ * clock in nanoseconds, a time in UTC (0 on success), an ASCII
+ * case-insensitive compare, and whether a file descriptor is a terminal
+ * and how wide (0 when unknown). */
+FFNRT_API uint64_t ffnrt_lab_monotonic_ns(void);
+FFNRT_API int ffnrt_lab_utc_time(time_t t, struct tm *out);
+FFNRT_API int ffnrt_lab_strcasecmp(const char *a, const char *b);
+FFNRT_API int ffnrt_lab_isatty(int fd);
+FFNRT_API int ffnrt_lab_terminal_columns(int fd);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
 /* The lab's doors into the library (include/ffnrt_lab.h): how a call of a
- * library built on ffnrt ends, and the SHA-256 of a buffer in hex. */
+ * library built on ffnrt ends, the SHA-256 of a buffer in hex, and the
+ * platform layer's calls the lab needs. */
 #include "core/context.h"
 #include "core/sha256.h"
+#include "platform/platform.h"
 
 #include <stdio.h>
 
@@ -25,3 +27,9 @@ void ffnrt_lab_sha256_hex(const void *data, size_t n, char hex[65])
     for (int i = 0; i < FFNRT_SHA256_BYTES; i++)
         snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }
+
+uint64_t ffnrt_lab_monotonic_ns(void) { return ffnrt_monotonic_ns(); }
+int ffnrt_lab_utc_time(time_t t, struct tm *out) { return ffnrt_utc_time(t, out); }
+int ffnrt_lab_strcasecmp(const char *a, const char *b) { return ffnrt_strcasecmp(a, b); }
+int ffnrt_lab_isatty(int fd) { return ffnrt_isatty(fd); }
+int ffnrt_lab_terminal_columns(int fd) { return ffnrt_terminal_columns(fd); }

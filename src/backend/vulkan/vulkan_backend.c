@@ -4,8 +4,8 @@
 #include "backend/vulkan/glsl_compiler.h"
 #include "backend/vulkan/vk_api.h"
 #include "backend/vulkan/vk_interop.h"
+#include "platform/platform.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +15,13 @@
 #define MAX_BINDINGS 8u
 #define STAGING_BYTES (16u << 20)
 
-static pthread_once_t vk_once = PTHREAD_ONCE_INIT;
+static ffnrt_once vk_once = FFNRT_ONCE_INIT;
 static VkResult vk_load_result = VK_ERROR_INITIALIZATION_FAILED;
 static void vk_load_once(void) { vk_load_result = volkInitialize(); }
 
 static ffnrt_status vk_load(ffnrt_error *err)
 {
-    pthread_once(&vk_once, vk_load_once);
+    ffnrt_call_once(&vk_once, vk_load_once);
     if (vk_load_result != VK_SUCCESS)
         return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan loader libvulkan.so.1 not found");
     if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
