@@ -29,7 +29,7 @@ void ffnrt_lab_sha256_hex(const void *data, size_t n, char hex[65])
 }
 
 uint64_t ffnrt_lab_monotonic_ns(void) { return ffnrt_monotonic_ns(); }
-int ffnrt_lab_utc_time(time_t t, struct tm *out) { return ffnrt_utc_time(t, out); }
+int ffnrt_lab_utc_now(struct tm *out, int *milliseconds) { return ffnrt_utc_now(out, milliseconds); }
 int ffnrt_lab_strcasecmp(const char *a, const char *b) { return ffnrt_strcasecmp(a, b); }
 int ffnrt_lab_isatty(int fd) { return ffnrt_isatty(fd); }
 int ffnrt_lab_terminal_columns(int fd) { return ffnrt_terminal_columns(fd); }

@@ -22,7 +22,7 @@ typedef struct knob_row {
     knob_parser parse;
 } knob_row;
 
-static ffnrt_status bad(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ffnrt_status bad(char *why, size_t cap, const char *fmt, ...) FFNRT_PRINTF_FORMAT(3, 4);
 static ffnrt_status bad(char *why, size_t cap, const char *fmt, ...)
 {
     va_list ap;

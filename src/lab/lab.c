@@ -11,13 +11,12 @@ double lab_now_s(void) { return 1e-9 * (double)ffnrt_lab_monotonic_ns(); }
 
 void lab_now_iso(char *out, size_t len)
 {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC); /* C11 */
     struct tm tm;
-    ffnrt_lab_utc_time(ts.tv_sec, &tm);
+    int ms = 0;
+    ffnrt_lab_utc_now(&tm, &ms);
     char day[24];
     strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+    snprintf(out, len, "%s.%03dZ", day, ms);
 }
 
 int lab_cmp_double(const void *a, const void *b)

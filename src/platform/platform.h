@@ -80,8 +80,8 @@ const char *const *ffnrt_opencl_loader_names(void);
 uint64_t ffnrt_monotonic_ns(void);
 /* This process's id (for names no other writer uses). */
 long ffnrt_process_id(void);
-/* t in UTC into out (gmtime_r / gmtime_s); 0 on success. */
-int ffnrt_utc_time(time_t t, struct tm *out);
+/* The time of day in UTC into out, and its milliseconds; 0 on success. */
+int ffnrt_utc_now(struct tm *out, int *milliseconds);
 
 /* ------------------------------------------------------- files */
 

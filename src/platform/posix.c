@@ -67,7 +67,13 @@ uint64_t ffnrt_monotonic_ns(void)
 
 long ffnrt_process_id(void) { return (long)getpid(); }
 
-int ffnrt_utc_time(time_t t, struct tm *out) { return gmtime_r(&t, out) ? 0 : -1; }
+int ffnrt_utc_now(struct tm *out, int *milliseconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    *milliseconds = (int)(ts.tv_nsec / 1000000);
+    return gmtime_r(&ts.tv_sec, out) ? 0 : -1;
+}
 
 /* ------------------------------------------------------- files */
 

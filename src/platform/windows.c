@@ -148,7 +148,15 @@ uint64_t ffnrt_monotonic_ns(void)
 
 long ffnrt_process_id(void) { return (long)GetCurrentProcessId(); }
 
-int ffnrt_utc_time(time_t t, struct tm *out) { return gmtime_s(out, &t) == 0 ? 0 : -1; }
+int ffnrt_utc_now(struct tm *out, int *milliseconds)
+{
+    FILETIME ft;
+    GetSystemTimeAsFileTime(&ft);
+    uint64_t t = (uint64_t)ft.dwHighDateTime << 32 | ft.dwLowDateTime; /* 100 ns since 1601 */
+    *milliseconds = (int)(t / 10000u % 1000u);
+    time_t s = (time_t)(t / 10000000u - 11644473600ULL);
+    return gmtime_s(out, &s) == 0 ? 0 : -1;
+}
 
 /* ------------------------------------------------------- files */
 
