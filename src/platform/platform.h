@@ -179,12 +179,16 @@ int ffnrt_user_cache_dir(const char *app, char *out, size_t cap, const char **wh
  * as /tmp is); an entry when it is owned by this user and writable by no
  * one else.
  *
- * Windows: the owner SID of the folder (and of an entry), read with
- * GetNamedSecurityInfoW / GetSecurityInfo, must equal the SID of this
- * process's token user, or be the Administrators group or SYSTEM for the
- * folders above the cache's own. The DACL is not read: a folder the user
- * owns but whose ACL lets another user write is trusted (the limit, stated
- * in docs/platforms.md). %LOCALAPPDATA% is private to its user by default.
+ * Windows: the owner SID of the folder and of every folder above it (by
+ * name, GetNamedSecurityInfoW) and of an entry (by handle,
+ * GetSecurityInfo) must equal the SID of this process's token user, or,
+ * for the folders above, be the Administrators group or SYSTEM; and the
+ * DACL of the folder and of an entry may grant no write right (data,
+ * append, delete, delete child, WRITE_DAC, WRITE_OWNER, generic write or
+ * all) to anyone but this user, SYSTEM, the Administrators and CREATOR
+ * OWNER (a NULL DACL grants everyone everything). The DACLs of the folders
+ * above are not read (the limit, stated in docs/platforms.md).
+ * %LOCALAPPDATA% is private to its user by default.
  *
  * Each returns 1 when trusted, else 0 with why naming the file and the
  * reason ("... is owned by uid 65534, not by this user (uid 1000)", "...

@@ -465,8 +465,56 @@ static int owner_trusted(PSID owner, const char *what, const char *path, int par
     return 0;
 }
 
+/* Whether dacl lets a principal other than this user, SYSTEM or the
+ * Administrators write: add or change files, remove what is inside, or
+ * change the ACL or owner. who names the first such SID. A NULL DACL
+ * grants everything to everyone. */
+static int others_may_write(PACL dacl, PSID me, char *who, size_t cap)
+{
+    if (!dacl) {
+        snprintf(who, cap, "every user (it has no DACL)");
+        return 1;
+    }
+    ACL_SIZE_INFORMATION size;
+    if (!GetAclInformation(dacl, &size, sizeof size, AclSizeInformation)) {
+        snprintf(who, cap, "someone (its DACL is unreadable)");
+        return 1;
+    }
+    const DWORD write = FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_DELETE_CHILD | WRITE_DAC | WRITE_OWNER | DELETE |
+                        GENERIC_WRITE | GENERIC_ALL;
+    for (DWORD i = 0; i < size.AceCount; i++) {
+        ACE_HEADER *h;
+        if (!GetAce(dacl, i, (void **)&h) || h->AceType != ACCESS_ALLOWED_ACE_TYPE || (h->AceFlags & INHERIT_ONLY_ACE))
+            continue;
+        ACCESS_ALLOWED_ACE *ace = (ACCESS_ALLOWED_ACE *)h;
+        PSID sid = (PSID)&ace->SidStart;
+        if (!(ace->Mask & write) || EqualSid(sid, me) || IsWellKnownSid(sid, WinLocalSystemSid) ||
+            IsWellKnownSid(sid, WinBuiltinAdministratorsSid) || IsWellKnownSid(sid, WinCreatorOwnerSid))
+            continue;
+        sid_text(sid, who, cap);
+        return 1;
+    }
+    return 0;
+}
+
+/* The DACL check of one object (the cache folder, an entry). */
+static int dacl_trusted(PACL dacl, const char *what, const char *path, char *why, size_t cap)
+{
+    unsigned char buf[256];
+    PSID me = user_sid(buf, sizeof buf);
+    char who[96];
+    if (me && !others_may_write(dacl, me, who, sizeof who))
+        return 1;
+    if (!me)
+        snprintf(why, cap, "cannot read this process's user (error %lu)", (unsigned long)GetLastError());
+    else
+        snprintf(why, cap, "%s%s%s is writable by %s", what, *path ? " " : "", path, who);
+    return 0;
+}
+
 /* The cache folder's owner and those of the folders above it, by name
- * (GetNamedSecurityInfoW); the DACL is not read (platform.h). */
+ * (GetNamedSecurityInfoW), and the cache folder's DACL; the DACLs of the
+ * folders above are not read (platform.h). */
 int ffnrt_trusted_directory(const char *dir, char *why, size_t cap)
 {
     wchar_t *w = wide(dir);
@@ -479,17 +527,20 @@ int ffnrt_trusted_directory(const char *dir, char *why, size_t cap)
     }
     for (int parent = 0;; parent = 1) {
         PSID owner = NULL;
+        PACL dacl = NULL;
         PSECURITY_DESCRIPTOR sd = NULL;
         char path[4096];
         if (narrow(full, path, sizeof path) < 0)
             snprintf(path, sizeof path, "%.160s", dir);
-        DWORD rc = GetNamedSecurityInfoW(full, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, NULL, NULL,
-                                         NULL, &sd);
+        SECURITY_INFORMATION asked = OWNER_SECURITY_INFORMATION | (parent ? 0 : DACL_SECURITY_INFORMATION);
+        DWORD rc = GetNamedSecurityInfoW(full, SE_FILE_OBJECT, asked, &owner, NULL, parent ? NULL : &dacl, NULL, &sd);
         if (rc != ERROR_SUCCESS) {
             snprintf(why, cap, "cannot read the owner of %.160s (error %lu)", path, (unsigned long)rc);
             return 0;
         }
-        int ok = owner_trusted(owner, parent ? "a directory above it," : "the directory", path, parent, why, cap);
+        const char *what = parent ? "a directory above it," : "the directory";
+        int ok = owner_trusted(owner, what, path, parent, why, cap) &&
+                 (parent || dacl_trusted(dacl, what, path, why, cap));
         LocalFree(sd);
         if (!ok)
             return 0;
@@ -507,14 +558,15 @@ int ffnrt_trusted_directory(const char *dir, char *why, size_t cap)
 int ffnrt_trusted_file(ffnrt_file f, char *why, size_t cap)
 {
     PSID owner = NULL;
+    PACL dacl = NULL;
     PSECURITY_DESCRIPTOR sd = NULL;
-    DWORD rc = GetSecurityInfo((HANDLE)f.h, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION, &owner, NULL, NULL, NULL,
-                               &sd);
+    DWORD rc = GetSecurityInfo((HANDLE)f.h, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+                               &owner, NULL, &dacl, NULL, &sd);
     if (rc != ERROR_SUCCESS) {
         snprintf(why, cap, "cannot read the entry's owner (error %lu)", (unsigned long)rc);
         return 0;
     }
-    int ok = owner_trusted(owner, "the entry", "", 0, why, cap);
+    int ok = owner_trusted(owner, "the entry", "", 0, why, cap) && dacl_trusted(dacl, "the entry", "", why, cap);
     LocalFree(sd);
     return ok;
 }
