@@ -17,8 +17,17 @@
 extern "C" {
 #endif
 
+/* FFNRT_API: exported from ffnrt.dll (and libffnrt_compare's DLL) while
+ * they are built (FFNRT_BUILDING_LIBRARY, set by ffnrt's CMake build), and
+ * a plain declaration for their users: the API is functions only, which
+ * link through the import library (libffnrt.dll.a) or libffnrt.a alike,
+ * so one header serves both without a define on the app's side. */
 #if defined(_WIN32)
+#if defined(FFNRT_BUILDING_LIBRARY)
 #define FFNRT_API __declspec(dllexport)
+#else
+#define FFNRT_API
+#endif
 #else
 #define FFNRT_API __attribute__((visibility("default")))
 #endif

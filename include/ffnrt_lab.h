@@ -12,8 +12,21 @@
 
 #include "ffnrt.h"
 
+#include <stdint.h>
+#include <time.h>
+
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* printf-style format checks with C99's conversions (%zu, %lld) on every
+ * OS: mingw-w64's "printf" archetype is msvcrt's, so there the check is
+ * gnu_printf's (ffnrt builds with __USE_MINGW_ANSI_STDIO, whose printf
+ * family has C99's conversions). */
+#if defined(__MINGW32__)
+#define FFNRT_PRINTF_FORMAT(fmt, args) __attribute__((format(gnu_printf, fmt, args)))
+#else
+#define FFNRT_PRINTF_FORMAT(fmt, args) __attribute__((format(printf, fmt, args)))
 #endif
 
 /* ---------------------------------------------------------------- errors */
@@ -30,7 +43,7 @@ typedef struct ffnrt_error {
 /* Records status and a printf-style message in err (which may be NULL) and
  * returns status, so callers can write `return ffnrt_fail(err, ...)`. */
 FFNRT_API ffnrt_status ffnrt_fail(ffnrt_error *err, ffnrt_status status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+    FFNRT_PRINTF_FORMAT(3, 4);
 FFNRT_API void ffnrt_error_clear(ffnrt_error *err);
 
 /* Ends a public call of a library built on ffnrt (libffnrt_compare) as
@@ -54,6 +67,20 @@ FFNRT_API ffnrt_status ffnrt_lab_roof(ffnrt_context *ctx, int integer, ffnrt_ten
 /* SHA-256 (FIPS 180-4) of n bytes, as 64 lowercase hex digits and a NUL:
  * the disk cache's digest, for the compare harness's sealed criteria. */
 FFNRT_API void ffnrt_lab_sha256_hex(const void *data, size_t n, char hex[65]);
+
+/* ---------------------------------------------------------------- the OS */
+
+/* The platform layer's calls the lab needs (src/platform/platform.h: the
+ * lab includes no OS header either, and no src/ header): a monotonic
+ * clock in nanoseconds, the time of day in UTC with its milliseconds (0
+ * on success), an ASCII
+ * case-insensitive compare, and whether a file descriptor is a terminal
+ * and how wide (0 when unknown). */
+FFNRT_API uint64_t ffnrt_lab_monotonic_ns(void);
+FFNRT_API int ffnrt_lab_utc_now(struct tm *out, int *milliseconds);
+FFNRT_API int ffnrt_lab_strcasecmp(const char *a, const char *b);
+FFNRT_API int ffnrt_lab_isatty(int fd);
+FFNRT_API int ffnrt_lab_terminal_columns(int fd);
 
 #ifdef __cplusplus
 }

@@ -2,9 +2,9 @@
  * new backend is a folder with its row (an ffnrt_backend_ops), a prelude
  * in shaders/, an ffnrt_backend value and a line here. */
 #include "backend/backend.h"
+#include "platform/platform.h"
 
 #include <string.h>
-#include <strings.h>
 
 static const ffnrt_backend_ops *(*const backend_rows[])(void) = {
     ffnrt_opencl_backend,
@@ -27,7 +27,7 @@ const ffnrt_backend_ops *ffnrt_backend_named(const char *name, size_t len)
 {
     for (size_t i = 0; i < ffnrt_backend_count(); i++) {
         const ffnrt_backend_ops *ops = backend_rows[i]();
-        if (strlen(ops->name) == len && strncasecmp(ops->name, name, len) == 0)
+        if (strlen(ops->name) == len && ffnrt_strncasecmp(ops->name, name, len) == 0)
             return ops;
     }
     return NULL;

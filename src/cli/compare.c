@@ -9,16 +9,11 @@
 #include "numbers.h"
 
 #include "ffnrt_compare.h"
+#include "ffnrt_lab.h" /* the terminal's width */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#if defined(__has_include)
-#if __has_include(<sys/ioctl.h>)
-#include <sys/ioctl.h>
-#endif
-#endif
 
 static void usage(FILE *f)
 {
@@ -132,11 +127,9 @@ typedef struct progress_state {
  * is not erased by the next). */
 static int terminal_width(void)
 {
-#ifdef TIOCGWINSZ
-    struct winsize ws;
-    if (ioctl(2, TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
-        return ws.ws_col;
-#endif
+    int cols = ffnrt_lab_terminal_columns(2);
+    if (cols >= 40)
+        return cols;
     const char *c = getenv("COLUMNS");
     int n = c ? atoi(c) : 0;
     return n >= 40 ? n : 120;
@@ -664,7 +657,7 @@ static int run_main(int argc, char **argv)
     o.spec.multiple = 0;
     o.out_dir = "compare-results";
     o.plots = 1;
-    o.progress = isatty(2);
+    o.progress = ffnrt_lab_isatty(2);
     char *lists = malloc(4096);
     if (!lists)
         return 1;
@@ -687,7 +680,7 @@ static int run_main(int argc, char **argv)
         fprintf(stderr, "ffnrt compare: no device found (%s)\n", ffnrt_last_error_message());
         rc = 1;
     }
-    progress_state prog = {o.progress, isatty(2), lab_now_s(), "", NULL};
+    progress_state prog = {o.progress, ffnrt_lab_isatty(2), lab_now_s(), "", NULL};
     o.spec.progress = on_progress;
     o.spec.progress_user = &prog;
     int ran = 0;

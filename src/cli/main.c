@@ -1,8 +1,10 @@
 /* The ffnrt command: devices, plan, run, check, bench, compare. */
 #include "args.h"
+#if !defined(FFNRT_CLI_NO_BENCH)
 #include "bench.h"
-#include "check.h"
 #include "compare_cli.h"
+#endif
+#include "check.h"
 #include "numbers.h"
 #include "plan_cli.h"
 #include "run.h"
@@ -142,10 +144,18 @@ int main(int argc, char **argv)
         return ffnrt_run_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "check") == 0)
         return ffnrt_check_main(argc - 2, argv + 2);
+#if defined(FFNRT_CLI_NO_BENCH)
+    /* A build without the bench harness (Windows, for now: CMakeLists.txt). */
+    if (strcmp(argv[1], "bench") == 0 || strcmp(argv[1], "compare") == 0) {
+        fprintf(stderr, "ffnrt: %s is not in this build (the bench harness is not built for this OS)\n", argv[1]);
+        return 2;
+    }
+#else
     if (strcmp(argv[1], "bench") == 0)
         return ffnrt_bench_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "compare") == 0)
         return ffnrt_compare_main(argc - 2, argv + 2);
+#endif
     if (strcmp(argv[1], "--version") == 0) {
         printf("ffnrt %s\n", FFNRT_VERSION_STRING);
         return 0;

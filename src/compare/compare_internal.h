@@ -85,7 +85,7 @@ typedef struct compare_format {
 } compare_format;
 
 /* Progress text for the spec's callback. */
-void compare_progress(ffnrt_comparison *cmp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void compare_progress(ffnrt_comparison *cmp, const char *fmt, ...) FFNRT_PRINTF_FORMAT(2, 3);
 /* Measures and fills the results of one format (measure.c). */
 ffnrt_status compare_run_format(ffnrt_comparison *cmp, const compare_format *f, ffnrt_compare_result *res, size_t n);
 

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* A finite double, the whole string. */
 static int parse_double(const char *s, double *out)
@@ -149,9 +148,9 @@ static int set_key(ffnrt_compare_criteria *c, const criteria_key *k, const char 
     case K_BOOL: {
         static const char *const yes[] = {"yes", "1", "on", "true"}, *const no[] = {"no", "0", "off", "false"};
         for (int i = 0; i < 4; i++) {
-            if (strcasecmp(v, yes[i]) == 0)
+            if (ffnrt_lab_strcasecmp(v, yes[i]) == 0)
                 return *(int *)base = 1, 0;
-            if (strcasecmp(v, no[i]) == 0)
+            if (ffnrt_lab_strcasecmp(v, no[i]) == 0)
                 return *(int *)base = 0, 0;
         }
         return -1;

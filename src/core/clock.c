@@ -1,15 +1,10 @@
 /* Timing for the calibration and the tuner. */
 #include "core/context.h"
+#include "platform/platform.h"
 
 #include <stdlib.h>
-#include <time.h>
 
-double ffnrt_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
-}
+double ffnrt_now_ms(void) { return 1e-6 * (double)ffnrt_monotonic_ns(); }
 
 static int cmp_double(const void *a, const void *b)
 {

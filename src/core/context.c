@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 ffnrt_status ffnrt_context_finish_call(ffnrt_context *ctx, ffnrt_status status)
 {

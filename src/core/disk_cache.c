@@ -1,19 +1,16 @@
-/* The on-disk cache: file format, validation, atomic writes. libc only. */
+/* The on-disk cache: file format, validation, atomic writes. The OS's
+ * part (files, folders, the trust rules, the user's cache folder) is the
+ * platform layer's (platform/platform.h). */
 #include "core/disk_cache.h"
 #include "core/sha256.h"
 #include "ffnrt.h" /* the version macros only */
+#include "platform/platform.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 static const unsigned char magic[8] = {'F', 'F', 'N', 'R', 'T', 'K', 'C', 0};
 
@@ -189,102 +186,38 @@ static void note(char *buf, const char *fmt, const char *a, const char *b)
     buf[at] = '\0';
 }
 
-/* mkdir -p, 0700 for the directories it creates (a per-user cache). */
-static int make_dirs(char *path)
-{
-    for (char *s = path + 1; *s; s++) {
-        if (*s != '/')
-            continue;
-        *s = '\0';
-        int rc = mkdir(path, 0700);
-        *s = '/';
-        if (rc != 0 && errno != EEXIST)
-            return -1;
-    }
-    if (mkdir(path, 0700) != 0 && errno != EEXIST)
-        return -1;
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        errno = ENOTDIR;
-        return -1;
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------- trust */
 
-/* Whether another user could have written what st describes: it is owned
- * by someone else, or writable by its group or everyone. Parents may be
- * owned by root, and world-writable if sticky (/tmp: no one may rename or
- * remove what is not theirs there). why gets the reason. */
-static int foreign(const struct stat *st, const char *what, const char *path, int parent, char *why, size_t cap)
-{
-    uid_t me = geteuid();
-    if (st->st_uid != me && !(parent && st->st_uid == 0)) {
-        snprintf(why, cap, "%s%s%s is owned by uid %u, not by this user (uid %u)", what, *path ? " " : "", path,
-                 (unsigned)st->st_uid, (unsigned)me);
-        return 1;
-    }
-    if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(parent && (st->st_mode & S_ISVTX))) {
-        snprintf(why, cap, "%s%s%s is writable by %s", what, *path ? " " : "", path,
-                 st->st_mode & S_IWOTH ? "every user" : "its group");
-        return 1;
-    }
-    return 0;
-}
-
-/* A directory the cache may trust, as ssh trusts a user's files: it and
- * every directory above it (after resolving links) are the user's (the
- * ones above may be root's) and writable by no one else, so no other user
- * can plant an entry (PoCL's are native code this process runs) or swap
- * the directory. */
-static int trusted_directory(const char *dir, char *why, size_t cap)
-{
-    char real[PATH_MAX];
-    if (!realpath(dir, real)) {
-        snprintf(why, cap, "cannot resolve %.160s: %s", dir, strerror(errno));
-        return 0;
-    }
-    struct stat st;
-    for (int parent = 0;; parent = 1) {
-        if (stat(real, &st) != 0) {
-            snprintf(why, cap, "cannot stat %.160s: %s", real, strerror(errno));
-            return 0;
-        }
-        if (foreign(&st, parent ? "a directory above it," : "the directory", real, parent, why, cap))
-            return 0;
-        char *slash = strrchr(real, '/');
-        if (!slash || real[1] == '\0')
-            return 1; /* checked "/" */
-        slash[slash == real ? 1 : 0] = '\0';
-    }
-}
+/* The folder and its entries are trusted by the platform's rules
+ * (ffnrt_trusted_directory, ffnrt_trusted_file: as ssh trusts a user's
+ * files, no other user may have planted or swapped what the cache reads,
+ * since PoCL's entries are native code this process runs). */
 
 /* Temporary files whose writer died (a crash between create and rename)
  * are removed once they are old enough not to belong to a live writer. */
+static void remove_if_stale(const char *dir, const char *name, void *arg)
+{
+    time_t now = *(const time_t *)arg;
+    if (!strstr(name, ".tmp."))
+        return;
+    char path[FFNRT_DISK_CACHE_PATH + 256];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ffnrt_file_info info;
+    if (ffnrt_path_stat(path, &info) == 0 && info.kind == FFNRT_FILE_REGULAR &&
+        (int64_t)now - info.mtime > STALE_TMP_SECONDS)
+        ffnrt_path_remove(path);
+}
+
 static void remove_stale_tmp(const char *dir)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
     time_t now = time(NULL);
-    struct dirent *e;
-    char path[FFNRT_DISK_CACHE_PATH + 256];
-    while ((e = readdir(d)) != NULL) {
-        if (!strstr(e->d_name, ".tmp."))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        struct stat st;
-        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > STALE_TMP_SECONDS)
-            unlink(path);
-    }
-    closedir(d);
+    ffnrt_dir_each(dir, remove_if_stale, &now);
 }
 
 static int env_off(const char *v)
 {
-    return v && (strcmp(v, "0") == 0 || strcasecmp(v, "off") == 0 || strcasecmp(v, "false") == 0 ||
-                 strcasecmp(v, "no") == 0);
+    return v && (strcmp(v, "0") == 0 || ffnrt_strcasecmp(v, "off") == 0 || ffnrt_strcasecmp(v, "false") == 0 ||
+                 ffnrt_strcasecmp(v, "no") == 0);
 }
 
 void ffnrt_disk_cache_open(ffnrt_disk_cache *c, const char *option_dir, int disable)
@@ -299,25 +232,21 @@ void ffnrt_disk_cache_open(ffnrt_disk_cache *c, const char *option_dir, int disa
         return;
     }
     const char *env_dir = getenv("FFNRT_CACHE_DIR");
-    const char *xdg = getenv("XDG_CACHE_HOME");
-    const char *home = getenv("HOME");
     int n;
     if (option_dir && *option_dir)
         n = snprintf(c->dir, sizeof c->dir, "%s", option_dir);
     else if (env_dir && *env_dir)
         n = snprintf(c->dir, sizeof c->dir, "%s", env_dir);
-    else if (xdg && xdg[0] == '/') /* the XDG spec ignores relative paths */
-        n = snprintf(c->dir, sizeof c->dir, "%s/ffnrt", xdg);
-    else if (home && *home)
-        n = snprintf(c->dir, sizeof c->dir, "%s/.cache/ffnrt", home);
     else {
-        note(c->status, "off (%s%s)",
-             xdg && *xdg ? "no cache directory: FFNRT_CACHE_DIR and HOME are not set, and XDG_CACHE_HOME is "
-                           "relative, which the XDG spec says to ignore"
-                         : "no cache directory: neither FFNRT_CACHE_DIR, XDG_CACHE_HOME nor HOME is set",
-             "");
-        c->dir[0] = '\0';
-        return;
+        /* The user's cache folder: XDG_CACHE_HOME or ~/.cache on Linux,
+         * ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows. */
+        const char *why = "";
+        n = ffnrt_user_cache_dir("ffnrt", c->dir, sizeof c->dir, &why);
+        if (n < 0) {
+            note(c->status, "off (%s%s)", why, "");
+            c->dir[0] = '\0';
+            return;
+        }
     }
     if (n < 0 || (size_t)n >= sizeof c->dir - 64) {
         note(c->status, "off (%s%s)", "the cache directory's path is too long", "");
@@ -326,16 +255,16 @@ void ffnrt_disk_cache_open(ffnrt_disk_cache *c, const char *option_dir, int disa
     }
     while (n > 1 && c->dir[n - 1] == '/')
         c->dir[--n] = '\0';
-    if (make_dirs(c->dir) != 0) {
+    if (ffnrt_make_dirs(c->dir) != 0) {
         note(c->status, "off (cannot create %s: %s)", c->dir, strerror(errno));
         return;
     }
     char why[FFNRT_DISK_CACHE_NOTE];
-    if (!trusted_directory(c->dir, why, sizeof why)) {
+    if (!ffnrt_trusted_directory(c->dir, why, sizeof why)) {
         note(c->status, "off (%s: another user could plant entries there)", why, "");
         return;
     }
-    if (access(c->dir, W_OK | X_OK) != 0) {
+    if (ffnrt_dir_writable(c->dir) != 0) {
         note(c->status, "off (%s is not writable: %s)", c->dir, strerror(errno));
         return;
     }
@@ -367,45 +296,38 @@ void *ffnrt_disk_cache_get(ffnrt_disk_cache *c, const char *key, ffnrt_cache_kin
         return NULL;
     char path[FFNRT_DISK_CACHE_PATH + 64];
     ffnrt_disk_cache_path(c, key, kind, path, sizeof path);
-    /* O_NONBLOCK: a FIFO planted at the path must not hang the reader;
-     * O_NOFOLLOW: nor may a symbolic link send it elsewhere. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) {
+    /* Opened without blocking: a FIFO planted at the path must not hang
+     * the reader; nor may a symbolic link send it elsewhere. */
+    ffnrt_file f;
+    if (ffnrt_file_open_read(path, FFNRT_OPEN_NO_FOLLOW, &f) != 0) {
         if (errno == ENOENT)
             c->misses++;
         else
             reject(c, path, strerror(errno));
         return NULL;
     }
-    struct stat st;
+    ffnrt_file_info info;
     unsigned char *bytes = NULL;
     void *out = NULL;
     const char *why = NULL;
     uint64_t limit = FFNRT_DISK_CACHE_HEADER_SIZE + (uint64_t)FFNRT_DISK_CACHE_MAX_KEY + ffnrt_disk_cache_max_payload(kind);
     char untrusted[FFNRT_DISK_CACHE_NOTE];
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (ffnrt_file_stat(f, &info) != 0 || info.kind != FFNRT_FILE_REGULAR) {
         why = "not a regular file";
-    } else if (foreign(&st, "the entry", "", 0, untrusted, sizeof untrusted)) {
+    } else if (!ffnrt_trusted_file(f, untrusted, sizeof untrusted)) {
         why = untrusted;
-    } else if ((uint64_t)st.st_size > limit) {
+    } else if (info.size > limit) {
         why = "larger than any valid entry";
     } else {
-        size_t size = (size_t)st.st_size, got = 0;
+        size_t size = (size_t)info.size;
         bytes = malloc(size ? size : 1);
         if (!bytes) {
             why = "out of host memory";
         } else {
-            while (got < size) {
-                ssize_t r = read(fd, bytes + got, size - got);
-                if (r < 0 && errno == EINTR)
-                    continue;
-                if (r <= 0)
-                    break;
-                got += (size_t)r;
-            }
+            size_t got = ffnrt_file_read(f, bytes, size);
             const void *payload;
             size_t pay_len;
-            /* A file shorter than fstat said (replaced meanwhile) parses as truncated. */
+            /* A file shorter than its size said (replaced meanwhile) parses as truncated. */
             if (ffnrt_disk_cache_parse(bytes, got, key, kind, &payload, &pay_len, &why)) {
                 out = malloc(pay_len ? pay_len : 1);
                 if (out) {
@@ -417,27 +339,13 @@ void *ffnrt_disk_cache_get(ffnrt_disk_cache *c, const char *key, ffnrt_cache_kin
             }
         }
     }
-    close(fd);
+    ffnrt_file_close(f);
     free(bytes);
     if (out)
         c->hits++;
     else
         reject(c, path, why ? why : "unreadable");
     return out;
-}
-
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
 }
 
 int ffnrt_disk_cache_put(ffnrt_disk_cache *c, const char *key, ffnrt_cache_kind kind, const void *payload,
@@ -456,27 +364,29 @@ int ffnrt_disk_cache_put(ffnrt_disk_cache *c, const char *key, ffnrt_cache_kind 
     }
     /* A name no other writer uses: the pid plus a clock-derived value,
      * created exclusively (retried on the unlikely clash). */
-    int fd = -1;
-    for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        uint64_t r = ffnrt_fnv1a64(&ts, sizeof ts, (uint64_t)getpid() * 0x9e3779b97f4a7c15ull + (uint64_t)attempt);
-        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%08llx", path, (long)getpid(), (unsigned long long)(r & 0xffffffffu));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-        if (fd < 0 && errno != EEXIST)
+    ffnrt_file f;
+    int created = 0;
+    for (int attempt = 0; attempt < 8 && !created; attempt++) {
+        uint64_t now = ffnrt_monotonic_ns();
+        long pid = ffnrt_process_id();
+        uint64_t r = ffnrt_fnv1a64(&now, sizeof now, (uint64_t)pid * 0x9e3779b97f4a7c15ull + (uint64_t)attempt);
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%08llx", path, pid, (unsigned long long)(r & 0xffffffffu));
+        created = ffnrt_file_create_exclusive(tmp, &f) == 0;
+        if (!created && errno != EEXIST)
             break;
     }
-    int ok = fd >= 0 && write_all(fd, bytes, n) == 0;
+    int ok = created && ffnrt_file_write(f, bytes, n) == 0;
     int saved = errno;
-    if (fd >= 0 && close(fd) != 0)
+    if (created && ffnrt_file_close(f) != 0)
         ok = 0;
-    if (ok && rename(tmp, path) != 0) {
+    /* Atomic replacement: a reader sees the old entry or the new one. */
+    if (ok && ffnrt_path_replace(tmp, path) != 0) {
         saved = errno;
         ok = 0;
     }
     if (!ok) {
-        if (fd >= 0)
-            unlink(tmp);
+        if (created)
+            ffnrt_path_remove(tmp);
         c->write_failures++;
         note(c->last_note, "not written: %s (%s)", path, strerror(saved));
     } else {

@@ -84,7 +84,9 @@ typedef struct ffnrt_disk_cache {
 } ffnrt_disk_cache;
 
 /* Chooses the directory: option_dir if non-NULL and non-empty, else
- * $FFNRT_CACHE_DIR, else $XDG_CACHE_HOME/ffnrt, else $HOME/.cache/ffnrt.
+ * $FFNRT_CACHE_DIR, else the user's cache folder (platform.h's
+ * ffnrt_user_cache_dir: $XDG_CACHE_HOME/ffnrt, else $HOME/.cache/ffnrt on
+ * Linux; ~/Library/Caches/ffnrt on macOS; %LOCALAPPDATA%\ffnrt on Windows).
  * Off when disable is set or FFNRT_CACHE is "0", "off", "false" or "no".
  * Creates the directory (and parents); when that fails the cache is off
  * and status says why. Never fails otherwise. */

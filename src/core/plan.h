@@ -5,11 +5,12 @@
 #define FFNRT_PLAN_H
 
 #include "ffnrt.h"
+#include "ffnrt_lab.h" /* FFNRT_PRINTF_FORMAT */
 
 /* Appends a choice to a plan; plan may be NULL (nothing is recorded), so
  * the code that chooses runs the same with and without one. */
 void ffnrt_plan_add(ffnrt_plan *plan, const char *what, const char *choice, const char *reason_fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    FFNRT_PRINTF_FORMAT(4, 5);
 ffnrt_plan *ffnrt_plan_new(void);
 
 #endif

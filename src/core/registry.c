@@ -1,12 +1,12 @@
 /* Finds the devices of every backend whose API loads on this machine. */
 #include "core/context.h"
+#include "platform/platform.h"
 
-#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static ffnrt_mutex registry_lock = FFNRT_MUTEX_INIT;
 
 /* Each backend is listed once per process, when first needed: a context
  * on a named backend does not pay for starting the other API's drivers
@@ -80,11 +80,11 @@ ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_devi
     ffnrt_status st = FFNRT_OK;
     for (size_t i = 0; i < registry_backends(); i++)
         if (ffnrt_backend_at(i)->kind == kind) {
-            pthread_mutex_lock(&registry_lock);
+            ffnrt_mutex_lock(&registry_lock);
             st = registry_scan(i, err);
             *infos = registry_lists[i].infos;
             *count = registry_lists[i].count;
-            pthread_mutex_unlock(&registry_lock);
+            ffnrt_mutex_unlock(&registry_lock);
         }
     return st;
 }
@@ -93,7 +93,7 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
                                     ffnrt_error *err)
 {
     ffnrt_status st = FFNRT_OK;
-    pthread_mutex_lock(&registry_lock);
+    ffnrt_mutex_lock(&registry_lock);
     if (!registry_done) {
         size_t total = 0;
         for (size_t i = 0; i < registry_backends() && st == FFNRT_OK; i++) {
@@ -119,7 +119,7 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
     /* Read under the lock: another thread may be filling them. */
     *infos = registry_done ? registry_infos : NULL;
     *count = registry_done ? registry_count : 0;
-    pthread_mutex_unlock(&registry_lock);
+    ffnrt_mutex_unlock(&registry_lock);
     return st;
 }
 
@@ -213,19 +213,19 @@ static int same_figures_key(const known_figures *k, const ffnrt_device_info *inf
 int ffnrt_registry_figures_get(const ffnrt_device_info *info, const char *variant, ffnrt_calibration *out)
 {
     int found = 0;
-    pthread_mutex_lock(&registry_lock);
+    ffnrt_mutex_lock(&registry_lock);
     for (size_t i = 0; i < figures_count && !found; i++)
         if (same_figures_key(&figures_list[i], info, variant)) {
             *out = figures_list[i].figures;
             found = 1;
         }
-    pthread_mutex_unlock(&registry_lock);
+    ffnrt_mutex_unlock(&registry_lock);
     return found;
 }
 
 void ffnrt_registry_figures_put(const ffnrt_device_info *info, const char *variant, const ffnrt_calibration *c)
 {
-    pthread_mutex_lock(&registry_lock);
+    ffnrt_mutex_lock(&registry_lock);
     known_figures *k = NULL;
     for (size_t i = 0; i < figures_count && !k; i++)
         if (same_figures_key(&figures_list[i], info, variant))
@@ -248,5 +248,5 @@ void ffnrt_registry_figures_put(const ffnrt_device_info *info, const char *varia
     }
     if (k)
         k->figures = *c;
-    pthread_mutex_unlock(&registry_lock);
+    ffnrt_mutex_unlock(&registry_lock);
 }

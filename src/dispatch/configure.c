@@ -3,10 +3,10 @@
  * autotuning. Shared by contexts ffnrt opens and those over the app's own
  * device. */
 #include "dispatch/dispatch.h"
+#include "platform/platform.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
 {
@@ -23,7 +23,7 @@ ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
                                 lim[FFNRT_LIMIT_MAX_MEMORY],
                                 (int)lim[FFNRT_LIMIT_NO_HALF_CONVERSION]};
     const ffnrt_setting *p = ffnrt_setting_get(s, FFNRT_KNOB_PROFILE, NULL, NULL);
-    const ffnrt_profile *profile = p && strcasecmp(p->text, "none") != 0 ? ffnrt_profile_find(p->text) : NULL;
+    const ffnrt_profile *profile = p && ffnrt_strcasecmp(p->text, "none") != 0 ? ffnrt_profile_find(p->text) : NULL;
     ctx->profile = profile;
     if (ffnrt_limits_apply(&ctx->info, &ctx->limits, &lreq, profile, ctx->limit_notes, sizeof ctx->limit_notes,
                            err) != FFNRT_OK)

@@ -3,10 +3,10 @@
  * once through its better backend, and, between devices of the best type,
  * the one expected to be fastest by its calibration figures. */
 #include "dispatch/dispatch.h"
+#include "platform/platform.h"
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 static long type_score(ffnrt_device_type t)
 {
@@ -121,7 +121,7 @@ static int name_matches(const char *name, const char *pattern)
 {
     size_t n = strlen(pattern);
     for (const char *s = name; *s; s++)
-        if (strncasecmp(s, pattern, n) == 0)
+        if (ffnrt_strncasecmp(s, pattern, n) == 0)
             return 1;
     return n == 0;
 }

@@ -1,11 +1,9 @@
 /* Kernel shapes per device, looked up by device traits (kernel_params.inc). */
 #include "dispatch/dispatch.h"
+#include "platform/platform.h"
 
 #include <stdio.h>
 #include <string.h>
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 enum { SUBGROUP_ANY, SUBGROUP_NONE, SUBGROUP_KNOWN };
 #define KERNEL_PARAM_OFF 0xffffffffu /* an explicit 0 for a flag (0 inherits) */
@@ -24,20 +22,12 @@ typedef struct half_conversion_row {
     const char *how;
 } half_conversion_row;
 
-/* F16C and the AVX state its VEX encoding needs, enabled by the OS. */
+/* F16C and the AVX state its VEX encoding needs, enabled by the OS (the
+ * platform layer asks the CPU: 0 on every CPU but x86). */
 static int host_has_f16c(const ffnrt_device_info *info)
 {
     (void)info;
-#if defined(__x86_64__) || defined(__i386__)
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_F16C) || !(c & bit_AVX) || !(c & bit_OSXSAVE))
-        return 0;
-    unsigned lo, hi;
-    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-    return (lo & 6u) == 6u; /* SSE and AVX state */
-#else
-    return 0;
-#endif
+    return ffnrt_cpu_has_f16c();
 }
 
 #include "dispatch/kernel_params.inc"

@@ -8,9 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "dispatch/profiles.inc"
+#include "platform/platform.h"
 
 size_t ffnrt_profile_count(void) { return sizeof profiles / sizeof profiles[0]; }
 
@@ -19,7 +19,7 @@ const ffnrt_profile *ffnrt_profile_at(size_t i) { return i < ffnrt_profile_count
 const ffnrt_profile *ffnrt_profile_find(const char *name)
 {
     for (size_t i = 0; i < ffnrt_profile_count(); i++)
-        if (strcasecmp(profiles[i].name, name) == 0)
+        if (ffnrt_strcasecmp(profiles[i].name, name) == 0)
             return &profiles[i];
     return NULL;
 }

@@ -4,7 +4,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 /* A known driver problem: on matching devices, `veto` is not used.
  * name/driver/api are case-insensitive substrings ("" matches all). */
@@ -19,6 +18,7 @@ typedef struct quirk {
 } quirk;
 
 #include "dispatch/quirks.inc"
+#include "platform/platform.h"
 
 static int contains(const char *hay, const char *needle)
 {
@@ -26,7 +26,7 @@ static int contains(const char *hay, const char *needle)
     if (n == 0)
         return 1;
     for (; *hay; hay++)
-        if (strncasecmp(hay, needle, n) == 0)
+        if (ffnrt_strncasecmp(hay, needle, n) == 0)
             return 1;
     return 0;
 }
@@ -66,7 +66,7 @@ ffnrt_status ffnrt_precision_parse(const char *name, ffnrt_precision *out)
 {
     static const char *const names[] = {"exact", "balanced", "fast"};
     for (int i = 0; i < 3; i++)
-        if (strcasecmp(name, names[i]) == 0) {
+        if (ffnrt_strcasecmp(name, names[i]) == 0) {
             *out = (ffnrt_precision)i;
             return FFNRT_OK;
         }

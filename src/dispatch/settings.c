@@ -5,13 +5,13 @@
  * when it is forced); a malformed one is an error that names it. Reading a
  * knob resolves it with the one precedence of core/settings.h. */
 #include "dispatch/dispatch.h"
+#include "platform/platform.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 typedef ffnrt_status (*knob_parser)(const char *text, ffnrt_setting *out, char *why, size_t cap);
 
@@ -22,7 +22,7 @@ typedef struct knob_row {
     knob_parser parse;
 } knob_row;
 
-static ffnrt_status bad(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ffnrt_status bad(char *why, size_t cap, const char *fmt, ...) FFNRT_PRINTF_FORMAT(3, 4);
 static ffnrt_status bad(char *why, size_t cap, const char *fmt, ...)
 {
     va_list ap;
@@ -37,7 +37,7 @@ static ffnrt_status bad(char *why, size_t cap, const char *fmt, ...)
 static int is_word(const char *text, const char *const *words)
 {
     for (int i = 0; words[i]; i++)
-        if (strcasecmp(text, words[i]) == 0)
+        if (ffnrt_strcasecmp(text, words[i]) == 0)
             return 1;
     return 0;
 }
@@ -158,7 +158,7 @@ static ffnrt_status parse_precision(const char *text, ffnrt_setting *out, char *
 static ffnrt_status parse_profile(const char *text, ffnrt_setting *out, char *why, size_t cap)
 {
     (void)out;
-    if (strcasecmp(text, "none") != 0 && !ffnrt_profile_find(text))
+    if (ffnrt_strcasecmp(text, "none") != 0 && !ffnrt_profile_find(text))
         return bad(why, cap, "no limit profile of that name (ffnrt devices --profiles lists them)");
     return FFNRT_OK;
 }
@@ -169,11 +169,11 @@ static ffnrt_status parse_quirks(const char *text, ffnrt_setting *out, char *why
     const char *s = text;
     while (*s) {
         size_t len = strcspn(s, ",");
-        if (len == 6 && strncasecmp(s, "ignore", 6) == 0)
+        if (len == 6 && ffnrt_strncasecmp(s, "ignore", 6) == 0)
             out->v[0] = 1;
-        else if (len == 20 && strncasecmp(s, "veto=fp16_arithmetic", 20) == 0)
+        else if (len == 20 && ffnrt_strncasecmp(s, "veto=fp16_arithmetic", 20) == 0)
             out->v[1] |= FFNRT_QUIRK_FP16_ARITHMETIC;
-        else if (len == 18 && strncasecmp(s, "veto=storage_16bit", 18) == 0)
+        else if (len == 18 && ffnrt_strncasecmp(s, "veto=storage_16bit", 18) == 0)
             out->v[1] |= FFNRT_QUIRK_STORAGE_16BIT;
         else
             return bad(why, cap, "\"%.*s\": expected ignore, veto=fp16_arithmetic or veto=storage_16bit", (int)len, s);

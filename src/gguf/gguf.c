@@ -5,14 +5,12 @@
 
 #include "quant/quant.h"
 
+#include "platform/platform.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static ffnrt_status finish(ffnrt_error *err)
 {
@@ -25,8 +23,8 @@ static ffnrt_status open_bytes(const uint8_t *data, size_t size, void *map, ffnr
 {
     ffnrt_gguf *g = calloc(1, sizeof *g);
     if (!g) {
-        if (map)
-            munmap(map, size);
+        ffnrt_mapping m = {map, size};
+        ffnrt_unmap(&m);
         return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "GGUF: no memory for the handle");
     }
     g->map = map;
@@ -40,14 +38,17 @@ static ffnrt_status open_bytes(const uint8_t *data, size_t size, void *map, ffnr
 }
 
 /* What a path that is not a regular file is, for the message. */
-static const char *file_kind(mode_t mode)
+static const char *file_kind(ffnrt_file_kind kind)
 {
-    return S_ISDIR(mode)    ? "a directory"
-           : S_ISFIFO(mode) ? "a FIFO (named pipe)"
-           : S_ISCHR(mode)  ? "a character device"
-           : S_ISBLK(mode)  ? "a block device"
-           : S_ISSOCK(mode) ? "a socket"
-                            : "of an unknown kind";
+    switch (kind) {
+    case FFNRT_FILE_DIRECTORY: return "a directory";
+    case FFNRT_FILE_FIFO: return "a FIFO (named pipe)";
+    case FFNRT_FILE_CHARACTER_DEVICE: return "a character device";
+    case FFNRT_FILE_BLOCK_DEVICE: return "a block device";
+    case FFNRT_FILE_SOCKET: return "a socket";
+    case FFNRT_FILE_LINK: return "a link";
+    default: return "of an unknown kind";
+    }
 }
 
 ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out)
@@ -59,35 +60,36 @@ ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out)
         return finish(&err);
     }
     *out = NULL;
-    /* O_NONBLOCK: opening a FIFO without it waits for a writer, for ever;
-     * with it the open returns at once, and fstat says what the path is
-     * before anything is read. A regular file ignores the flag. */
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0) {
+    /* Opened without blocking: opening a FIFO would otherwise wait for a
+     * writer, for ever; this way the open returns at once, and the file's
+     * kind is known before anything is read. */
+    ffnrt_file f;
+    ffnrt_file_info st;
+    int opened = ffnrt_file_open_read(path, 0, &f) == 0;
+    if (!opened || ffnrt_file_stat(f, &st) != 0) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s: %s", path, strerror(errno));
-    } else if (!S_ISREG(st.st_mode)) {
+    } else if (st.kind != FFNRT_FILE_REGULAR) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s is %s, not a regular file", path,
-                   file_kind(st.st_mode));
-    } else if ((uint64_t)st.st_size > SIZE_MAX) {
+                   file_kind(st.kind));
+    } else if (st.size > SIZE_MAX) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_gguf_open: %s is too large to map", path);
-    } else if (st.st_size == 0) {
+    } else if (st.size == 0) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_FILE, "ffnrt_gguf_open: %s is empty", path);
     } else {
-        size_t size = (size_t)st.st_size;
-        void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED)
+        size_t size = (size_t)st.size;
+        ffnrt_mapping map;
+        if (ffnrt_map_file(f, size, &map) != 0)
             ffnrt_fail(&err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "ffnrt_gguf_open: mapping %s (%zu bytes): %s", path, size,
                        strerror(errno));
-        else if (open_bytes(map, size, map, out, &err) != FFNRT_OK) {
+        else if (open_bytes(map.data, size, map.data, out, &err) != FFNRT_OK) {
             /* open_bytes unmapped it; name the file in the message */
             char message[FFNRT_ERROR_MESSAGE_SIZE];
             memcpy(message, err.message, sizeof message);
             snprintf(err.message, sizeof err.message, "%.160s: %.340s", path, message);
         }
     }
-    if (fd >= 0)
-        close(fd);
+    if (opened)
+        ffnrt_file_close(f);
     return finish(&err);
 }
 
@@ -110,8 +112,10 @@ void ffnrt_gguf_close(ffnrt_gguf *g)
     if (!g)
         return;
     ffnrt_gguf_release(g);
-    if (g->map)
-        munmap(g->map, g->map_size);
+    if (g->map) {
+        ffnrt_mapping m = {g->map, g->map_size};
+        ffnrt_unmap(&m);
+    }
     free(g);
 }
 

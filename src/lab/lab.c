@@ -1,26 +1,22 @@
 /* The lab's shared code: clocks, the time of day, medians (lab.h). */
 #include "lab.h"
 
+#include "ffnrt_lab.h" /* the platform layer's clock and UTC time */
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
-double lab_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+double lab_now_s(void) { return 1e-9 * (double)ffnrt_lab_monotonic_ns(); }
 
 void lab_now_iso(char *out, size_t len)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
     struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
+    int ms = 0;
+    ffnrt_lab_utc_now(&tm, &ms);
     char day[24];
     strftime(day, sizeof day, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(out, len, "%s.%03ldZ", day, ts.tv_nsec / 1000000);
+    snprintf(out, len, "%s.%03dZ", day, ms);
 }
 
 int lab_cmp_double(const void *a, const void *b)

@@ -6,7 +6,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* strto* skip leading blanks and take a prefix: an argument is a number
  * only if it starts like one and is consumed whole. */

@@ -3,10 +3,10 @@
 #include "quant/quant.h"
 
 #include "base/error.h"
+#include "platform/platform.h"
 
 #include <stdint.h>
 #include <string.h>
-#include <strings.h>
 
 #define Q(name, ggml, id, elements, bytes, quantize, dequantize) \
     { name, ggml, id, elements, bytes, quantize, dequantize }
@@ -57,7 +57,7 @@ ffnrt_status ffnrt_weight_format_from_name(const char *name, ffnrt_weight_format
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_weight_format_from_name: name or out is NULL");
     } else {
         int f = 0;
-        while (f < FFNRT_WEIGHT_FORMAT_COUNT && strcasecmp(name, formats[f].name) != 0)
+        while (f < FFNRT_WEIGHT_FORMAT_COUNT && ffnrt_strcasecmp(name, formats[f].name) != 0)
             f++;
         if (f < FFNRT_WEIGHT_FORMAT_COUNT)
             *out = (ffnrt_weight_format)f;

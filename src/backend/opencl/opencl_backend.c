@@ -3,30 +3,32 @@
 #include "backend/opencl/cl_api.h"
 #include "backend/opencl/cl_interop.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
+#include "platform/platform.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 static ffnrt_cl_api cl;
-static pthread_once_t cl_once = PTHREAD_ONCE_INIT;
+static ffnrt_once cl_once = FFNRT_ONCE_INIT;
 static char cl_load_error[256];
 
 static void cl_load_once(void)
 {
-    /* libOpenCL.so.1 is the loader's SONAME; the unversioned name is only
-     * present with the -dev package. */
-    static const char *const names[] = {"libOpenCL.so.1", "libOpenCL.so"};
+    /* The OS's names for the ICD loader (libOpenCL.so.1 on Linux,
+     * OpenCL.dll on Windows, ...: platform.h). Every entry point loaded is
+     * OpenCL 1.2's (cl_api.h), so a 1.2 loader (Wine's opencl.dll) serves. */
+    const char *const *names = ffnrt_opencl_loader_names();
     void *lib = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof names[0] && !lib; i++)
-        lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    char why[160] = "";
+    for (size_t i = 0; names[i] && !lib; i++)
+        lib = ffnrt_library_open(names[i], why, sizeof why);
     if (!lib) {
-        snprintf(cl_load_error, sizeof cl_load_error, "OpenCL ICD loader not found (%s)", dlerror());
+        snprintf(cl_load_error, sizeof cl_load_error, "OpenCL ICD loader not found (%s)", why);
         return;
     }
 #define FFNRT_CL_LOAD(name)                                                                        \
-    if (!(cl.name = (__typeof__(&name))dlsym(lib, #name))) {                                        \
+    if (!(cl.name = (__typeof__(&name))ffnrt_library_symbol(lib, #name))) {                        \
         snprintf(cl_load_error, sizeof cl_load_error, "OpenCL loader lacks %s", #name);             \
         return;                                                                                     \
     }
@@ -37,7 +39,7 @@ static void cl_load_once(void)
 
 static ffnrt_status cl_load(ffnrt_error *err)
 {
-    pthread_once(&cl_once, cl_load_once);
+    ffnrt_call_once(&cl_once, cl_load_once);
     if (cl_load_error[0])
         return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "%s", cl_load_error);
     return FFNRT_OK;

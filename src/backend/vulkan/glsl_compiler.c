@@ -1,15 +1,15 @@
 #include "backend/vulkan/glsl_compiler.h"
+#include "platform/platform.h"
 
 #include <glslang/Include/glslang_c_interface.h>
 #include <glslang/build_info.h>
 #include <glslang/Public/resource_limits_c.h>
-#include <pthread.h>
 #include <spirv-tools/libspirv.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_once_t glslang_once = PTHREAD_ONCE_INIT;
+static ffnrt_once glslang_once = FFNRT_ONCE_INIT;
 static void glslang_init(void) { glslang_initialize_process(); }
 
 static char *join_logs(const char *a, const char *b)
@@ -33,7 +33,7 @@ const char *ffnrt_glsl_compiler_identity(void)
 ffnrt_status ffnrt_glsl_to_spirv(const char *source, uint32_t max_workgroup_size, uint32_t **words,
                                  size_t *word_count, char **log, ffnrt_error *err)
 {
-    pthread_once(&glslang_once, glslang_init);
+    ffnrt_call_once(&glslang_once, glslang_init);
     /* The default limits, with the compute ones taken from the device. */
     glslang_resource_t limits = *glslang_default_resource();
     limits.max_compute_work_group_size_x = (int)max_workgroup_size;

@@ -4,8 +4,8 @@
 #include "backend/vulkan/glsl_compiler.h"
 #include "backend/vulkan/vk_api.h"
 #include "backend/vulkan/vk_interop.h"
+#include "platform/platform.h"
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,13 +15,13 @@
 #define MAX_BINDINGS 8u
 #define STAGING_BYTES (16u << 20)
 
-static pthread_once_t vk_once = PTHREAD_ONCE_INIT;
+static ffnrt_once vk_once = FFNRT_ONCE_INIT;
 static VkResult vk_load_result = VK_ERROR_INITIALIZATION_FAILED;
 static void vk_load_once(void) { vk_load_result = volkInitialize(); }
 
 static ffnrt_status vk_load(ffnrt_error *err)
 {
-    pthread_once(&vk_once, vk_load_once);
+    ffnrt_call_once(&vk_once, vk_load_once);
     if (vk_load_result != VK_SUCCESS)
         return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan loader libvulkan.so.1 not found");
     if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
@@ -569,6 +569,21 @@ static ffnrt_status vk_device_objects(ffnrt_bdevice *dev, const ffnrt_device_inf
     return FFNRT_OK;
 }
 
+/* Whether the physical device lists extension name. */
+static int vk_device_extension_present(const ffnrt_vk_instance_api *ia, VkPhysicalDevice pd, const char *name)
+{
+    uint32_t n = 0;
+    int found = 0;
+    if (ia->vkEnumerateDeviceExtensionProperties(pd, NULL, &n, NULL) != VK_SUCCESS || !n)
+        return 0;
+    VkExtensionProperties *ext = calloc(n, sizeof *ext);
+    if (ext && ia->vkEnumerateDeviceExtensionProperties(pd, NULL, &n, ext) == VK_SUCCESS)
+        for (uint32_t i = 0; i < n && !found; i++)
+            found = strcmp(ext[i].extensionName, name) == 0;
+    free(ext);
+    return found;
+}
+
 static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnrt_bdevice **out,
                             ffnrt_device_info *info, ffnrt_limits *limits, ffnrt_error *err)
 {
@@ -619,11 +634,20 @@ static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnr
         .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES,
         .shaderFloat16 = VK_TRUE,
     };
+    /* A device that lists VK_KHR_portability_subset (MoltenVK: a Vulkan
+     * layered over Metal) must have it enabled, the spec says; it lists
+     * what such a device lacks. ffnrt's compute kernels use none of its
+     * feature bits (no triangle fans, image views or events). The name is
+     * spelled out: its macro is in vulkan_beta.h. */
+    static const char *const portability[] = {"VK_KHR_portability_subset"};
+    int needs_portability = vk_device_extension_present(ia, dev->physical, portability[0]);
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
         .pNext = info->fp16_arithmetic ? &float16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
+        .enabledExtensionCount = needs_portability ? 1u : 0u,
+        .ppEnabledExtensionNames = needs_portability ? portability : NULL,
     };
     VkResult rc = ia->vkCreateDevice(dev->physical, &dci, NULL, &dev->device);
     if (rc != VK_SUCCESS) {
