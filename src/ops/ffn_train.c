@@ -20,10 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const bw_names[FFN_BW_COUNT] = {"FFN backward, xᵀ and dyᵀ", "FFN backward, hidden gradients "
-                                                   "transposed", "FFN backward, a weight transposed",
-                                                   "FFN backward, hidden gradients", "FFN backward, value gradients",
-                                                   "FFN backward, ones"};
+static const char *const bw_names[FFN_BW_COUNT] = {
+    [FFN_BW_TD] = "FFN backward, xᵀ and dyᵀ",
+    [FFN_BW_TH] = "FFN backward, hidden gradients transposed",
+    [FFN_BW_WT] = "FFN backward, a weight transposed",
+    [FFN_BW_DH] = "FFN backward, hidden gradients",
+    [FFN_BW_DV] = "FFN backward, value gradients",
+    [FFN_BW_ONES] = "FFN backward, ones",
+};
 
 void ffnrt_ffn_drop_backward(ffnrt_ffn *l)
 {
