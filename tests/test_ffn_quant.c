@@ -426,6 +426,13 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         integer_path_bound = 1.0 / 32;
         for (size_t i = 0; i < sizeof rounded / sizeof rounded[0]; i++)
             run_case(ctx, &rounded[i], kernel_names[k]);
+        /* With statistics on, the products that compute them read x itself
+         * (its non-finite counts) and take the float path; the rest stay
+         * integer, and the layer within the same bound. */
+        ffnrt_stats_options so = FFNRT_STATS_OPTIONS_INIT;
+        cr_assert_eq(ffnrt_context_set_stats(ctx, &so), FFNRT_OK);
+        run_case(ctx, &rounded[0], kernel_names[k]);
+        cr_assert_eq(ffnrt_context_set_stats(ctx, NULL), FFNRT_OK);
         integer_path_bound = 0;
     }
     /* The plan: the path on, in each product's kernel, and its bound; the
