@@ -430,12 +430,7 @@ ParameterizedTest(ffnrt_backend *b, ffn, shapes)
  * every product kernel the device runs (matvec's tokens in chunks, tiled's
  * split K-less store), biases on and off, dense and gated, fp16 storage;
  * within the forward's bound against x + the reference. */
-ParameterizedTestParameters(ffn, residual)
-{
-    static ffnrt_backend backends[TEST_BACKENDS];
-    memcpy(backends, test_backends, sizeof backends);
-    return cr_make_param_array(ffnrt_backend, backends, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(ffn, residual)
 
 ParameterizedTest(ffnrt_backend *b, ffn, residual)
 {
@@ -807,12 +802,7 @@ ParameterizedTest(policy_case *pc, ffn, precision_policy_on_every_path)
  * against a double reference of llama.cpp's formula: normwise within
  * 4 (sqrt(n) + 4) u in fp32 (the sum of squares' rounding), 4 u16 in 16-bit
  * storage (the output's). Bad input gets its error. */
-ParameterizedTestParameters(ffn, rms_norm)
-{
-    static ffnrt_backend backends[TEST_BACKENDS];
-    memcpy(backends, test_backends, sizeof backends);
-    return cr_make_param_array(ffnrt_backend, backends, TEST_BACKENDS);
-}
+BACKEND_PARAMETERS(ffn, rms_norm)
 
 ParameterizedTest(ffnrt_backend *b, ffn, rms_norm)
 {
