@@ -39,12 +39,15 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     int aligned_bases = esize == 4 ? align % 16 == 0 : align % 4 == 0;
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    /* The integer path (the choice's, for the blocked and matrix-vector
+     * levels); products with statistics keep the float path, since those
+     * read x itself for its non-finite counts. */
+    v.x_q8 = c->int_dot && c->kernel != FFNRT_KERNEL_TILED && ffnrt_ffn_int_dot_format(pr->format) && !pr->stats;
     switch (c->kernel) {
     case FFNRT_KERNEL_BLOCKED: {
         /* Block formats on drivers that run a work-item as vector code: 16
          * weights a step (the prelude's 16-wide vectors, where it has
          * them), which dequantizing needs to keep up with the bytes. */
-        v.x_q8 = c->int_dot && ffnrt_ffn_int_dot_format(pr->format) && !pr->stats; /* (statistics read x itself) */
         v.wide_codes = !v.x_q8 && ql && kp.blocked_wide_codes && pr->dtype != FFNRT_DTYPE_BF16;
         /* One kernel for decode and prefill: the shape follows the rows. */
         ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes);
@@ -62,7 +65,6 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         break;
     }
     case FFNRT_KERNEL_MATVEC: {
-        v.x_q8 = c->int_dot && ffnrt_ffn_int_dot_format(pr->format) && !pr->stats; /* (statistics read x itself) */
         v.tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
         ffnrt_status st = ffnrt_choose_matvec(ctx, &c->stats, v.tokens, &v.matvec, err);
         if (st != FFNRT_OK)
