@@ -652,7 +652,7 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
 
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f)
 {
-    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1;
+    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1 || f == FFNRT_WEIGHT_Q8_0;
 }
 
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
