@@ -716,7 +716,8 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
         /* The integer path (ffn.int_dot) beside the fused row at decode,
          * forced on whatever the dispatcher would choose: its speed against
          * the float path's, on every device. */
-        if (rc == 0 && layer[0] && tokens[i] <= 4 && (wf == FFNRT_WEIGHT_Q4_0 || wf == FFNRT_WEIGHT_Q4_1)) {
+        if (rc == 0 && layer[0] && tokens[i] <= 4 &&
+            (wf == FFNRT_WEIGHT_Q8_0 || wf == FFNRT_WEIGHT_Q4_0 || wf == FFNRT_WEIGHT_Q4_1)) {
             bench_row *r = bench_rows_push(rows);
             if (!r) {
                 rc = -1;

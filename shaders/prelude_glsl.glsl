@@ -93,6 +93,7 @@ uint ffn_mulhi(uint a, uint b)
 #define U4(a, b, c, d) uvec4((a), (b), (c), (d))
 #define U4_SPLAT(s) uvec4(s)
 #define F4_OF_INT4(u) vec4(ivec4(u)) /* the words of u as signed integers, to floats */
+#define U4_SBYTE(u, sh) uvec4(ivec4((u) << uvec4(24u - (sh))) >> 24) /* see prelude_opencl.cl */
 /* No native half loads (see LOAD_HALF4 in prelude_opencl.cl). */
 /* See prelude_opencl.cl. */
 #define NIBBLES4(w, sh) vec4((uvec4(w) >> uvec4((sh), (sh) + 4u, (sh) + 8u, (sh) + 12u)) & uvec4(15u))

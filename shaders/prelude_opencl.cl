@@ -47,6 +47,8 @@ typedef uint4 u4;
 #define U4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
 #define U4_SPLAT(s) ((uint4)(s))
 #define F4_OF_INT4(u) convert_float4(as_int4(u)) /* the words of u as signed integers, to floats */
+/* Each word of u's signed byte at bit sh, sign-extended to a word (two's complement). */
+#define U4_SBYTE(u, sh) as_uint4(as_int4((u) << (uint4)(24u - (sh))) >> 24)
 /* Four halves from element i of a packed 16-bit binding, converted
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */

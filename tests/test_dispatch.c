@@ -404,9 +404,9 @@ ParameterizedTest(ffnrt_backend *b, dispatch, profiles_lower_limits)
 
 /* What calibration decides, from figures set on the context: at decode
  * the path (unfused where fused measured below 0.95x) and, under the
- * balanced policy, the integer path for Q4_0 and Q4_1 (from 1.05x); never
- * above 8 tokens (path) or 4 (integer path), never under exact; each with
- * its measured figure in the plan. */
+ * balanced policy, the integer path for Q4_0 and Q4_1 (from 1.05x) and
+ * for Q8_0 by its own figure; never above 8 tokens (path) or 4 (integer
+ * path), never under exact; each with its measured figure in the plan. */
 BACKEND_PARAMETERS(dispatch, calibration_decides_path_and_integer_path)
 ParameterizedTest(ffnrt_backend *b, dispatch, calibration_decides_path_and_integer_path)
 {
@@ -438,6 +438,32 @@ ParameterizedTest(ffnrt_backend *b, dispatch, calibration_decides_path_and_integ
             cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.path"), cases[i].path, "%s", ffnrt_plan_text(plan));
         cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), cases[i].int_path, "%s", ffnrt_plan_text(plan));
         cr_expect(strstr(ffnrt_plan_text(plan), cases[i].why) != NULL, "%s", ffnrt_plan_text(plan));
+        ffnrt_plan_destroy(plan);
+    }
+    /* Q8_0 by its own figure: a fast Q4 path does not turn on a slow Q8_0
+     * one (the down product, here), nor the other way round. */
+    ffnrt_ffn_desc mixed = d;
+    mixed.format_out = FFNRT_WEIGHT_Q8_0;
+    const struct {
+        double q4, q8;
+        const char *int_path, *gate_value, *down, *why;
+    } per_format[] = {
+        {2.0, 0.8, "on", "integer dot products", "dequantized in registers", "0.80x on a Q8_0 layer (off)"},
+        {0.8, 1.3, "on", "dequantized in registers", "integer dot products", "1.30x on a Q8_0 layer (on: Q8_0)"},
+        {0.8, 0.9, "off", "dequantized in registers", "dequantized in registers", "0.80x the float path's"},
+    };
+    for (size_t i = 0; i < sizeof per_format / sizeof per_format[0]; i++) {
+        ctx->calibration = (ffnrt_calibration){.copy_gbps = 10, .gemm_gflops = 10, .dispatch_us = 10,
+                                               .int_dot_speedup = per_format[i].q4,
+                                               .int_dot_q8_speedup = per_format[i].q8, .fused_speedup = 1,
+                                               .valid = 1};
+        ffnrt_plan *plan = NULL;
+        cr_assert_eq(ffnrt_ffn_plan(ctx, &mixed, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+        cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), per_format[i].int_path, "%s", ffnrt_plan_text(plan));
+        cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.gate_value"), per_format[i].gate_value) != NULL, "%s",
+                  ffnrt_plan_text(plan));
+        cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.down"), per_format[i].down) != NULL, "%s", ffnrt_plan_text(plan));
+        cr_expect(strstr(ffnrt_plan_text(plan), per_format[i].why) != NULL, "%s", ffnrt_plan_text(plan));
         ffnrt_plan_destroy(plan);
     }
     /* Dense weights take no integer path: no such line. */
@@ -620,7 +646,7 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_expect_eq(chosen, -1);
     cr_expect(need[0] && need[1] && !need[2]);
     /* OpenCL's copy 11 GB/s and GEMM 35 GFLOP/s against 1.0 and 2.7: it wins, though less capable. */
-    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1, 1, 1}, {1.0, 2.7, 60.0, 1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1, 1, 1, 1}, {1.0, 2.7, 60.0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0}};
     memset(need, 0, sizeof need);
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, f, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 0, "%s", reason);
@@ -631,11 +657,11 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, swapped, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "%s", reason);
     /* Within 10% of each other: capability decides. */
-    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1, 1, 1}, {9.8, 29.0, 20.0, 1, 1, 1}, {0, 0, 0, 0, 0, 0}};
+    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1, 1, 1, 1}, {9.8, 29.0, 20.0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0}};
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, close, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "as fast within 10%%, the more capable: %s", reason);
     /* A device that could not be measured (valid < 0) leaves capability to decide. */
-    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1, 1, 1}, {0, 0, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 0}};
+    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 0, 0}};
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, failed, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "%s", reason);
     /* Asked for by backend: one candidate, no figures needed. */

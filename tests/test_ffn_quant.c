@@ -409,12 +409,17 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         {G, Q41, Q41, F32_, F32, 96, 64, 3, 1, 1, 0, 1},
         {D, Q41, F32_, F32_, F32, 64, 32, 2, 1, 0, 0, 1},
         {D, Q40, F32_, F32_, F16, 128, 64, 1, 0, 0, 0, 1},
+        {G, Q8, Q8, F32_, F32, 96, 64, 1, 1, 0, 0, 1},
+        {D, Q8, F32_, F32_, F16, 64, 96, 3, 1, 0, 0, 1},
+        {G, Q8, Q8, F32_, F32, 64, 32, 2, 0, 1, 1, 1},
     };
     qcase rounded[] = {
         {G, Q40, Q40, Q40, F32, 64, 96, 1, 1, 0, 0, 0},
         {G, Q41, Q41, Q41, F32, 96, 64, 4, 0, 1, 0, 0},
         {D, Q40, F32_, Q41, F32, 96, 64, 2, 1, 0, 0, 0},
-        {G, Q40, Q8, Q41, F32, 64, 96, 1, 1, 0, 1, 0}, /* unfused: Q8_0 value on the float path */
+        {G, Q40, Q8, Q41, F32, 64, 96, 1, 1, 0, 1, 0}, /* unfused: Q4_0 gate, Q8_0 value */
+        {G, Q8, Q8, Q8, F32, 96, 64, 1, 1, 0, 0, 0},
+        {D, Q8, F32_, Q8, F16, 64, 96, 4, 0, 0, 0, 0},
         {G, Q41, Q41, Q40, F16, 64, 96, 1, 1, 0, 0, 0},
     };
     /* The register-blocked kernel, and the matrix-vector one (GPUs' decode). */

@@ -163,11 +163,15 @@ static void plan_ffn(ffnrt_context *ctx)
                     if (fmt >= 0 && gated)
                         desc.format_value = quant[fmt];
                     set_stats(ctx, cycle % 4 == 1, cycle % 8 == 1 ? 16 : 0);
+                    /* The integer path (Q8_0, Q4_0, Q4_1 on the blocked
+                     * and matrix-vector kernels) every other plan. */
+                    cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", cycle % 2 ? NULL : "on"), FFNRT_OK);
                     ffnrt_plan *plan = NULL;
                     plan_ok(ffnrt_ffn_plan(ctx, &desc, tokens[t], &plan), plan, "an FFN layer");
                 }
     }
     set_stats(ctx, 0, 0);
+    ffnrt_context_force(ctx, "ffn.int_dot", NULL);
 }
 
 /* GLSL: glslang to SPIR-V, then the validator. */

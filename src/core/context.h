@@ -18,6 +18,7 @@ typedef struct ffnrt_kernel_entry {
 typedef struct ffnrt_calibration {
     double copy_gbps, gemm_gflops, dispatch_us;
     double int_dot_speedup; /* a Q4_0 decode layer's time on the float path over the integer path's */
+    double int_dot_q8_speedup; /* the same for Q8_0 (its own arithmetic, its own figure) */
     double fused_speedup;   /* an f32 SwiGLU decode layer's time unfused over fused */
     int valid;
 } ffnrt_calibration;

@@ -601,7 +601,7 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
                    1e-6 * (double)f16.weight_bytes);
 }
 
-/* The integer path (gemm.kernel's X_Q8): a Q4_0 or Q4_1 product on the
+/* The integer path (gemm.kernel's X_Q8): a Q8_0, Q4_0 or Q4_1 product on the
  * register-blocked or matrix-vector kernel quantizes its input to 8-bit codes a block of 32
  * (shaders/quantize.kernel) and takes integer dot products of codes with
  * codes, scaled once a block. x's rounding adds error, |x - d q| <= d / 2
@@ -609,16 +609,22 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
  * Vulkan backends take by default. So: forced either way by ffn.int_dot;
  * never under the exact policy (the products then see x as given); under
  * balanced and fast, where calibration measured it 5% faster than the
- * float path on this device. */
+ * float path on this device: Q4_0 and Q4_1 by the Q4_0 figure, Q8_0 by
+ * its own (its arithmetic is another, and may be slower where Q4's is
+ * faster). c->int_dot is the set of formats that take it. */
 static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_ffn_choice *c,
                            ffnrt_plan *plan)
 {
-    int eligible = 0;
+    unsigned eligible = 0;
     const ffnrt_ffn_matrix ms[3] = {FFNRT_FFN_MATRIX_IN, FFNRT_FFN_MATRIX_VALUE, FFNRT_FFN_MATRIX_OUT};
-    for (int i = 0; i < 3; i++)
-        eligible |= ffnrt_ffn_int_dot_format(ffnrt_ffn_format(d, ms[i]));
+    for (int i = 0; i < 3; i++) {
+        ffnrt_weight_format f = ffnrt_ffn_format(d, ms[i]);
+        if (ffnrt_ffn_int_dot_format(f))
+            eligible |= 1u << f;
+    }
     if (!eligible)
         return;
+    const unsigned q8 = 1u << FFNRT_WEIGHT_Q8_0, q4 = eligible & ~q8;
     static const char bound[] = "x's 8-bit codes err by at most half a step, max|x|/254 a block of 32, so a "
                                 "product errs normwise by at most sqrt(32)/254 |W|_F |x| against the exact x's";
     if (c->kernel == FFNRT_KERNEL_TILED) {
@@ -628,7 +634,7 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
     }
     const ffnrt_setting *s = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_INT_DOT, NULL, NULL);
     if (s) {
-        c->int_dot = s->v[0] != 0;
+        c->int_dot = s->v[0] != 0 ? eligible : 0u;
         ffnrt_plan_add(plan, "ffn.int_dot", c->int_dot ? "on" : "off", "forced by %s%s%s", why_set(s),
                        c->int_dot ? "; " : "", c->int_dot ? bound : "");
     } else if (tokens > 4) {
@@ -643,16 +649,24 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
         ffnrt_plan_add(plan, "ffn.int_dot", "off", "not calibrated: the integer path runs where calibration "
                        "measures it faster (ffnrt_context_calibrate)");
     } else {
-        c->int_dot = ctx->calibration.int_dot_speedup >= 1.05;
-        ffnrt_plan_add(plan, "ffn.int_dot", c->int_dot ? "on" : "off", "calibration measured the integer path at "
-                       "%.2fx the float path's speed (a Q4_0 layer at decode; on from 1.05x)%s%s",
-                       ctx->calibration.int_dot_speedup, c->int_dot ? "; " : "", c->int_dot ? bound : "");
+        const ffnrt_calibration *k = &ctx->calibration;
+        c->int_dot = (k->int_dot_speedup >= 1.05 ? q4 : 0u) | (k->int_dot_q8_speedup >= 1.05 ? eligible & q8 : 0u);
+        char q4_text[96] = "", q8_text[96] = "";
+        if (q4)
+            snprintf(q4_text, sizeof q4_text, "%.2fx the float path's speed on a Q4_0 layer at decode (%s)",
+                     k->int_dot_speedup, c->int_dot & q4 ? "on: Q4_0, Q4_1" : "off");
+        if (eligible & q8)
+            snprintf(q8_text, sizeof q8_text, "%.2fx on a Q8_0 layer (%s)", k->int_dot_q8_speedup,
+                     c->int_dot & q8 ? "on: Q8_0" : "off");
+        ffnrt_plan_add(plan, "ffn.int_dot", c->int_dot ? "on" : "off",
+                       "calibration measured the integer path at %s%s%s (each on from 1.05x)%s%s", q4_text,
+                       q4 && (eligible & q8) ? ", " : "", q8_text, c->int_dot ? "; " : "", c->int_dot ? bound : "");
     }
 }
 
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f)
 {
-    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1;
+    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1 || f == FFNRT_WEIGHT_Q8_0;
 }
 
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,

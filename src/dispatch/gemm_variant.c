@@ -42,7 +42,8 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     /* The integer path (the choice's, for the blocked and matrix-vector
      * levels); products with statistics keep the float path, since those
      * read x itself for its non-finite counts. */
-    v.x_q8 = c->int_dot && c->kernel != FFNRT_KERNEL_TILED && ffnrt_ffn_int_dot_format(pr->format) && !pr->stats;
+    v.x_q8 = ((c->int_dot >> pr->format) & 1u) && c->kernel != FFNRT_KERNEL_TILED &&
+             ffnrt_ffn_int_dot_format(pr->format) && !pr->stats;
     switch (c->kernel) {
     case FFNRT_KERNEL_BLOCKED: {
         /* Block formats on drivers that run a work-item as vector code: 16

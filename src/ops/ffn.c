@@ -297,7 +297,7 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
 {
     ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 0, residual};
     layer->saved_tokens = 0; /* its intermediates are overwritten */
-    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, c->unfused && ffnrt_ffn_gated(&layer->desc), c->int_dot);
+    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, c->unfused && ffnrt_ffn_gated(&layer->desc), c->int_dot != 0);
     if (st == FFNRT_OK)
         st = c->unfused ? forward_unfused(&r, x, y) : forward_fused(&r, x, y);
     *ns = r.ns;
@@ -310,7 +310,7 @@ static ffnrt_status forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
     ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 1, 0};
     int gated = ffnrt_ffn_gated(&layer->desc);
     layer->saved_tokens = 0;
-    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, gated, c->int_dot);
+    ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, gated, c->int_dot != 0);
     if (st == FFNRT_OK && !gated && !layer->pre) {
         int64_t shape[2] = {(int64_t)tokens, layer->desc.hidden};
         st = ffnrt_tensor_alloc(layer->ctx, layer->desc.dtype, 2, shape, "FFN pre-activations", &layer->pre);

@@ -39,7 +39,7 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
             if (!ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, tokens, d) || (!unfused && !ffnrt_ffn_fusable(d)))
                 continue;
             ffnrt_ffn_choice c = {unfused, (ffnrt_product_kernel)k, ffnrt_ffn_matvec_tokens(ctx, d), {0, 0, 0, 0, 0},
-                                  fp16, {0, 0, 0}, base.int_dot && k != FFNRT_KERNEL_TILED}; /* timed without statistics */
+                                  fp16, {0, 0, 0}, k != FFNRT_KERNEL_TILED ? base.int_dot : 0u}; /* timed without statistics */
             ffnrt_error ignored;
             if (k == FFNRT_KERNEL_TILED && ffnrt_choose_tiled(ctx, NULL, &c.tiled, NULL, &ignored) != FFNRT_OK)
                 continue;

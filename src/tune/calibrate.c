@@ -14,11 +14,11 @@
  * are kept apart. The device choice reads the device's own ("none"). */
 static void variant_of(const ffnrt_context *ctx, char *out, size_t cap)
 {
-    snprintf(out, cap, "calibration v4 profile=%s limits=%s", ctx->profile ? ctx->profile->name : "none",
+    snprintf(out, cap, "calibration v5 profile=%s limits=%s", ctx->profile ? ctx->profile->name : "none",
              ctx->limit_notes);
 }
 
-static const char plain_variant[] = "calibration v4 profile=none limits=";
+static const char plain_variant[] = "calibration v5 profile=none limits=";
 
 static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
 {
@@ -28,11 +28,11 @@ static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
     memcpy(text, blob, len);
     text[len] = '\0';
     ffnrt_calibration c = {.valid = 1};
-    if (sscanf(text, "%lf %lf %lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us, &c.int_dot_speedup,
-               &c.fused_speedup) == 5 &&
+    if (sscanf(text, "%lf %lf %lf %lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us, &c.int_dot_speedup,
+               &c.fused_speedup, &c.int_dot_q8_speedup) == 6 &&
         c.copy_gbps > 0 && c.gemm_gflops > 0 && c.dispatch_us > 0 && c.copy_gbps < 1e6 && c.gemm_gflops < 1e7 &&
         c.dispatch_us < 1e7 && c.int_dot_speedup > 0 && c.int_dot_speedup < 1e3 && c.fused_speedup > 0 &&
-        c.fused_speedup < 1e3) {
+        c.fused_speedup < 1e3 && c.int_dot_q8_speedup > 0 && c.int_dot_q8_speedup < 1e3) {
         *out = c;
         return 1;
     }
@@ -57,8 +57,8 @@ static void figures_store(ffnrt_disk_cache *disk, const ffnrt_device_info *info,
                           const ffnrt_calibration *c)
 {
     char text[128];
-    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g %.6g %.6g\n", c->copy_gbps, c->gemm_gflops, c->dispatch_us,
-                       c->int_dot_speedup, c->fused_speedup);
+    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g %.6g %.6g %.6g\n", c->copy_gbps, c->gemm_gflops,
+                       c->dispatch_us, c->int_dot_speedup, c->fused_speedup, c->int_dot_q8_speedup);
     ffnrt_device_blob_put(disk, info, FFNRT_CACHE_CALIBRATION, variant, text, (size_t)len);
     ffnrt_registry_figures_put(info, variant, c);
 }
@@ -113,7 +113,7 @@ static ffnrt_status run_ffn(void *p)
  * decode, 512 x 2048 (3 to 12 MB of weights, past the CPU devices' caches'
  * share of one core), in `format`: the knob forced to values[0], then
  * values[1], and put back as it was; *speedup is the first's time over the
- * second's. The integer path against the float one (Q4_0; the choice takes
+ * second's. The integer path against the float one (Q4_0, then Q8_0; the choice takes
  * it from 1.05), and the fused path against the unfused one at decode
  * (f32; the choice runs unfused below 0.95). */
 static ffnrt_status time_knob(ffnrt_context *ctx, ffnrt_knob knob, const uint64_t values[2],
@@ -227,6 +227,11 @@ ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
     static const uint64_t int_dot[2] = {0, 1}, paths[2] = {FFNRT_FFN_PATH_UNFUSED, FFNRT_FFN_PATH_FUSED};
     if (st == FFNRT_OK)
         st = time_knob(ctx, FFNRT_KNOB_FFN_INT_DOT, int_dot, FFNRT_WEIGHT_Q4_0, &cal.int_dot_speedup);
+    /* Q8_0's integer arithmetic is its own (a 32-bit product a code, not
+     * Q4's two a product): its own figure, so that a fast Q4_0 path does
+     * not turn on a slower Q8_0 one. */
+    if (st == FFNRT_OK)
+        st = time_knob(ctx, FFNRT_KNOB_FFN_INT_DOT, int_dot, FFNRT_WEIGHT_Q8_0, &cal.int_dot_q8_speedup);
     if (st == FFNRT_OK)
         st = time_knob(ctx, FFNRT_KNOB_FFN_PATH, paths, FFNRT_WEIGHT_F32, &cal.fused_speedup);
     if (st != FFNRT_OK)
