@@ -228,7 +228,8 @@ int bench_peer_torch_rows(const bench_device *dev, const bench_config *cfg, size
         torch_why[0] = 0;
         rc = run_script(argv, row_line, &c);
         if (c.started) {
-            snprintf(torch_python, sizeof torch_python, "%s", argv[0]);
+            if (torch_state == 0) /* argv[0] is torch_python itself once found */
+                snprintf(torch_python, sizeof torch_python, "%s", argv[0]);
             torch_state = 1;
             break;
         }
