@@ -101,7 +101,8 @@ def blas_library(torch):
             for line in maps:
                 path = line.split()[-1]
                 if "blas" in os.path.basename(path).lower() or "mkl" in path.lower():
-                    return os.path.relpath(os.path.realpath(path), "/usr/lib")
+                    real = os.path.realpath(path)
+                    return real[len("/usr/lib/"):] if real.startswith("/usr/lib/") else real
     except OSError:
         pass
     return "unknown"
