@@ -12,6 +12,7 @@
  * 0.9/0.999, eps 1e-8, weight decay 0.01: torch.optim.AdamW's defaults).
  * Writes DIR/BACKEND.loss (each step's loss, before its update, one a
  * line) and DIR/BACKEND.w_up, .w_down (.b_up, .b_down) after the steps.
+ * Vulkan runs under the validation layer, whose messages fail the run.
  * Exit 0; 77 when the backend has no device here; 1 on an error. */
 #include "ffnrt.h"
 
@@ -93,6 +94,7 @@ int main(int argc, char **argv)
         return 2;
     }
     o.device_index = 0;
+    o.validation = 1; /* the Khronos layer on Vulkan, as the suites run: its messages fail the run */
     ffnrt_context *ctx = NULL;
     ffnrt_status st = ffnrt_context_create(&o, &ctx);
     if (st == FFNRT_ERROR_BACKEND_UNAVAILABLE || st == FFNRT_ERROR_DEVICE_NOT_FOUND) {
@@ -172,6 +174,12 @@ int main(int argc, char **argv)
                            g.b_gate_value, g.w_out, g.b_out};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         ffnrt_tensor_destroy(all[i]);
+    uint64_t messages = ffnrt_context_validation_messages(ctx);
     ffnrt_context_destroy(ctx);
+    if (messages) {
+        fprintf(stderr, "torch_train_step: the Vulkan validation layer reported %llu messages\n",
+                (unsigned long long)messages);
+        return 1;
+    }
     return 0;
 }
