@@ -11,7 +11,9 @@
  * bytes over time against the copy kernel; prefill rows report GFLOP/s
  * (ffnrt_ffn_cost_of's count) against the GEMM rate. CLBlast's SGEMM of each fp32 prefill row's first projection runs
  * beside it on OpenCL devices; ggml's Vulkan backend runs each SwiGLU layer
- * beside it on Vulkan devices (peer_ggml.c).
+ * beside it on Vulkan devices (peer_ggml.c); PyTorch's CPU training step
+ * runs beside each f32 train row where a python3 imports torch
+ * (peer_torch.c).
  *
  * Quantized rows (dtype: the weights' block format, f32 activations): the
  * same layer with every matrix in Q8_0, Q4_0, Q4_1 (and the K-quants at
@@ -33,6 +35,7 @@
 #include "lab.h"
 #include "peer_clblast.h"
 #include "peer_ggml.h"
+#include "peer_torch.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -973,12 +976,14 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
         clblast_rows(dev, cfg, first, rows, gemm);
     if (dev->info.backend == FFNRT_BACKEND_VULKAN)
         bench_peer_ggml_rows(dev, cfg, first, rows); /* ggml-vulkan beside each fused SwiGLU row */
+    bench_peer_torch_rows(dev, cfg, first, rows);    /* PyTorch's CPU step beside each f32 train row */
     /* The GEMM limit is the best rate measured on the device in this run:
-     * the probe, or any layer or peer that beat it. */
+     * the probe, or any layer or peer that beat it (not PyTorch's, which
+     * runs on the host CPU). */
     double best = 0;
     for (size_t i = first; i < rows->n; i++)
         if (strcmp(rows->v[i].rate_unit, "GFLOP/s") == 0 && strcmp(rows->v[i].op, "fma") != 0 &&
-            rows->v[i].rate > best)
+            strncmp(rows->v[i].op, "pytorch", 7) != 0 && rows->v[i].rate > best)
             best = rows->v[i].rate;
     quant_notes(rows, first, fma_gflops > best ? fma_gflops : best, int8_gops);
     for (size_t i = first; i < rows->n; i++) {
