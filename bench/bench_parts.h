@@ -103,4 +103,10 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
 /* The host C loop peer for activations (peer_host.c); runs once per run. */
 int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *rows);
 
+/* A helper of the bench (a program or script) named name: beside this
+ * ffnrt (a build tree) or in an installed one's libexec/ffnrt, with
+ * access(2) mode (X_OK, R_OK). 0 with its path in path, or -1 with what
+ * was looked for in why (helper_path.c). */
+int bench_find_helper(const char *name, int mode, char *path, size_t cap, char *why, size_t why_len);
+
 #endif

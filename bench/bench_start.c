@@ -97,36 +97,6 @@ out:
 }
 
 #ifndef BENCH_START_MAIN
-#ifndef FFNRT_BENCH_START_REL
-#define FFNRT_BENCH_START_REL "../libexec/ffnrt" /* where an installed ffnrt keeps it, from bin/ */
-#endif
-
-/* The bench_start helper: beside this ffnrt (a build tree), or where an
- * installed one keeps it. 0 with its path in exe, or -1 with what was
- * looked for in why. */
-static int find_helper(char *exe, size_t cap, char *why, size_t why_len)
-{
-    char self[512];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        snprintf(why, why_len, "cannot read /proc/self/exe");
-        return -1;
-    }
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    snprintf(exe, cap, "%s/bench_start", self);
-    if (access(exe, X_OK) == 0)
-        return 0;
-    snprintf(exe, cap, "%s/%s/bench_start", self, FFNRT_BENCH_START_REL);
-    if (access(exe, X_OK) == 0)
-        return 0;
-    snprintf(why, why_len, "no bench_start helper (build it: cmake --build build --target bench_start) in %s/ or %s/%s/",
-             self, self, FFNRT_BENCH_START_REL);
-    return -1;
-}
 
 /* A start in a fresh process whose drivers' caches (PoCL's, Mesa's, which
  * a process reads once) are empty directories under dir, with ffnrt's disk
@@ -193,7 +163,7 @@ static int start_rows(const bench_device *dev, const bench_config *cfg, bench_ro
     snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/process-ffnrt", base);
     int process_runs = cfg->quick ? 1 : 3; /* a cold PoCL start is seconds */
     char exe[1024], why[1200] = "";
-    int have_helper = find_helper(exe, sizeof exe, why, sizeof why) == 0;
+    int have_helper = bench_find_helper("bench_start", X_OK, exe, sizeof exe, why, sizeof why) == 0;
     for (int k = 0; k < 2 && have_helper; k++) {
         double ts[3];
         int nt = 0;

@@ -417,29 +417,6 @@ int bench_peer_ggml_rows(const bench_device *dev, const bench_config *cfg, size_
 
 extern char **environ;
 
-#ifndef FFNRT_BENCH_GGML_REL
-#define FFNRT_BENCH_GGML_REL "../libexec/ffnrt" /* where an installed ffnrt keeps it, from bin/ */
-#endif
-
-/* The bench_ggml helper: beside this ffnrt (a build tree), or where an
- * installed one keeps it. */
-static int find_helper(char *exe, size_t cap)
-{
-    char self[512];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    snprintf(exe, cap, "%s/bench_ggml", self);
-    if (access(exe, X_OK) == 0)
-        return 0;
-    snprintf(exe, cap, "%s/%s/bench_ggml", self, FFNRT_BENCH_GGML_REL);
-    return access(exe, X_OK) == 0 ? 0 : -1;
-}
 
 #define MAX_LAYERS 64
 
@@ -594,8 +571,11 @@ int bench_peer_ggml_rows(const bench_device *dev, const bench_config *cfg, size_
     }
     if (nl == 0)
         return 0;
-    if (find_helper(exe, sizeof exe) != 0) {
-        bench_meta_add_peer(dev->meta, "ggml: no bench_ggml helper beside ffnrt or in libexec/ffnrt");
+    char why[1200];
+    if (bench_find_helper("bench_ggml", X_OK, exe, sizeof exe, why, sizeof why) != 0) {
+        char line[1300];
+        snprintf(line, sizeof line, "ggml: absent (%s)", why);
+        bench_meta_add_peer(dev->meta, line);
         return 0;
     }
     snprintf(budget, sizeof budget, "%g", cfg->budget_s);

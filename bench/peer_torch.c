@@ -29,31 +29,9 @@
 
 extern char **environ;
 
-#ifndef FFNRT_BENCH_TORCH_REL
-#define FFNRT_BENCH_TORCH_REL "../libexec/ffnrt" /* where an installed ffnrt keeps it, from bin/ */
-#endif
 #define TORCH_SCRIPT "torch_train.py"
 #define MAX_LAYERS 32
 
-/* torch_train.py: beside this ffnrt (a build tree), or where an installed
- * one keeps it. */
-static int find_script(char *path, size_t cap)
-{
-    char self[512];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0)
-        return -1;
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    snprintf(path, cap, "%s/" TORCH_SCRIPT, self);
-    if (access(path, R_OK) == 0)
-        return 0;
-    snprintf(path, cap, "%s/%s/" TORCH_SCRIPT, self, FFNRT_BENCH_TORCH_REL);
-    return access(path, R_OK) == 0 ? 0 : -1;
-}
 
 /* Runs argv (argv[0] searched on PATH), its stdout as a stream. */
 static FILE *spawn_out(char **argv, pid_t *pid)
@@ -189,8 +167,11 @@ int bench_peer_torch_rows(const bench_device *dev, const bench_config *cfg, size
         nl += train_layer(&rows->v[i], specs[nl], sizeof specs[0]);
     if (nl == 0)
         return 0;
-    if (find_script(script, sizeof script) != 0) {
-        bench_meta_add_peer(dev->meta, "pytorch: absent (no " TORCH_SCRIPT " beside ffnrt or in libexec/ffnrt)");
+    char why[1200];
+    if (bench_find_helper(TORCH_SCRIPT, R_OK, script, sizeof script, why, sizeof why) != 0) {
+        char line[1300];
+        snprintf(line, sizeof line, "pytorch: absent (%s)", why);
+        bench_meta_add_peer(dev->meta, line);
         return 0;
     }
     bench_row probe = {0};
