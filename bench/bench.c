@@ -17,6 +17,8 @@
 #include "lab.h"
 #include "ffnrt.h"
 #include "numbers.h"
+#include "ffnrt_op_table.h"
+#include "op_counts.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -428,6 +430,7 @@ double bench_part_elementwise_kernels(const bench_device *dev, const bench_confi
 {
     static const ffnrt_dtype order[3] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
     double kernels = 0;
+    int any_op = 0;
     for (int k = 0; k < 3; k++) {
         /* The first size of the type that runs carries its kernels; the
          * backward rows may run at one size only. */
@@ -454,15 +457,97 @@ double bench_part_elementwise_kernels(const bench_device *dev, const bench_confi
                                 continue;
                             seen[c][kind][id][backward] = 1;
                             kernels += kind != WORK_COPY && cfg->stats ? 2 : 1;
+                            any_op |= kind != WORK_COPY;
                         }
                 }
         }
     }
-    return kernels;
+    return kernels + (any_op ? 2 : 0); /* the op-rate roofs' probes (ew_roof_notes) */
+}
+
+/* Floating-point operations an element costs (bench/op_counts.h, counted
+ * from the math by tools/math_ops.sh: adds, multiplies, FMAs, divides,
+ * negations, the FMA pipes' work; compares, selects and integer steps
+ * issue beside them): on OpenCL, where fma() is one rounding; on Vulkan,
+ * where GLSL's exact products are Dekker's. */
+static const struct op_count {
+    const char *name;
+    int fused_fp, dekker_fp;
+} op_counts[] = {
+#define OP_COUNT_ROW_(name, fused, unfused, fused_fp, unfused_fp) {#name, fused_fp, unfused_fp},
+    BENCH_OP_COUNTS(OP_COUNT_ROW_)
+#undef OP_COUNT_ROW_
+};
+
+static int op_count(const char *name, int dekker)
+{
+    for (size_t i = 0; i < sizeof op_counts / sizeof op_counts[0]; i++)
+        if (strcmp(op_counts[i].name, name) == 0)
+            return dekker ? op_counts[i].dekker_fp : op_counts[i].fused_fp;
+    return -1;
+}
+
+/* An element-wise row's floating-point operations an element: its op's
+ * math, and the products that join it (a backward's dy, a gated kind's
+ * value); -1 for rows it does not know (the copy, fp16 arithmetic's). */
+static int row_ops(const bench_row *r, int dekker)
+{
+    ffnrt_activation act;
+    ffnrt_glu glu;
+    char name[48];
+    int bwd = strcmp(r->dir, "bwd") == 0;
+    if (strcmp(r->group, "elementwise") != 0 || strcmp(r->dtype, "f16a") == 0)
+        return -1;
+    if (ffnrt_activation_from_name(r->op, &act) == FFNRT_OK) {
+        /* PReLU is leaky ReLU with a slope loaded per channel. */
+        snprintf(name, sizeof name, "%s%s", act == FFNRT_ACT_PRELU ? "leaky_relu" : r->op, bwd ? "_grad" : "");
+        int ops = op_count(name, dekker);
+        return ops < 0 ? -1 : ops + bwd; /* dy * f'(x) */
+    }
+    if (ffnrt_glu_from_name(r->op, &glu) != FFNRT_OK)
+        return -1;
+    if (bwd) { /* dvalue = dy phi(g), dgate = dy value phi'(g) */
+        snprintf(name, sizeof name, "%s_grad", r->op);
+        int ops = op_count(name, dekker);
+        return ops < 0 ? -1 : ops + 3;
+    }
+    int ops = op_count(ffnrt_activation_name(ffnrt_glu_row_gate(glu)), dekker);
+    return ops < 0 ? -1 : ops + 1; /* value * phi(g) */
+}
+
+/* Each element-wise row of this device against its two roofs: its bytes at
+ * the copy kernel's rate (its ratio) and its floating-point operations at
+ * the FMA probe's (an FMA's two flops are one operation, as a multiply or
+ * an add is). Metrics: "fp_ops" an element, "op_roof" the share of its
+ * time the operations explain, "of_roof" the larger of the two shares
+ * (1: at a roof). */
+static void ew_roof_notes(const bench_device *dev, const bench_config *cfg, bench_rows *rows, size_t first)
+{
+    double fma_gflops = 0, int8_gops = 0;
+    size_t end = rows->n, known = 0;
+    int dekker = dev->info.backend == FFNRT_BACKEND_VULKAN;
+    for (size_t i = first; i < end; i++)
+        known += row_ops(&rows->v[i], dekker) >= 0;
+    if (known == 0)
+        return; /* the copy alone: no roof to measure */
+    bench_roofs(dev, cfg, rows, &fma_gflops, &int8_gops);
+    for (size_t i = first; i < end && fma_gflops > 0; i++) {
+        bench_row *r = &rows->v[i];
+        int ops = row_ops(r, dekker);
+        if (ops < 0 || r->median_ns <= 0)
+            continue;
+        double op_share = 2.0 * ops * r->size / (fma_gflops * r->median_ns);
+        bench_row_metric(r, "fp_ops", ops);
+        bench_row_metric(r, "op_roof", op_share);
+        bench_row_metric(r, "of_roof", op_share > r->ratio ? op_share : r->ratio);
+        if (!r->note[0])
+            snprintf(r->note, sizeof r->note, "%d fp op/elem, %.2f of the op roof", ops, op_share);
+    }
 }
 
 int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, bench_rows *rows)
 {
+    size_t first = rows->n;
     int want_f16 = 0;
     for (int k = 0; k < cfg->ndtypes; k++)
         want_f16 |= cfg->dtypes[k] == FFNRT_DTYPE_F16;
@@ -478,6 +563,8 @@ int bench_part_elementwise(const bench_device *dev, const bench_config *cfg, ben
             if (ew_pair_runs(dev, cfg, cfg->sizes[s], order[k]))
                 failed |= ew_size_dtype(dev, cfg, order[k], cfg->sizes[s], rows) != 0;
     (void)want_f16;
+    if (!failed)
+        ew_roof_notes(dev, cfg, rows, first);
     return failed ? -1 : 0;
 }
 

@@ -297,7 +297,8 @@ static double gemm_limit(const bench_device *dev, const bench_config *cfg, bench
 
 /* The op-rate roofs (ffnrt_lab_roof): fp32 FMA (GFLOP/s) and the integer
  * path's 8-bit code products (Gop/s), each a limit row; *fma and *int8 get
- * their rates (0 where a probe failed). */
+ * their rates (0 where a probe failed). A roof this device already
+ * measured in this run (the element-wise part's) is read from its row. */
 typedef struct roof_arg {
     ffnrt_context *ctx;
     ffnrt_tensor *out;
@@ -311,14 +312,26 @@ static ffnrt_status roof_call(void *p)
     return ffnrt_lab_roof(a->ctx, a->integer, a->out, &a->ops);
 }
 
-static void roof_limits(const bench_device *dev, const bench_config *cfg, bench_rows *rows, double *fma, double *int8)
+void bench_roofs(const bench_device *dev, const bench_config *cfg, bench_rows *rows, double *fma, double *int8)
 {
     int64_t items = 64 * 1024;
     roof_arg a = {dev->ctx, NULL, 0, 0};
     *fma = *int8 = 0;
-    if (ffnrt_tensor_create(dev->ctx, FFNRT_DTYPE_F32, 1, &items, &a.out) != FFNRT_OK)
+    for (size_t i = 0; i < rows->n; i++) {
+        const bench_row *r = &rows->v[i];
+        if (strcmp(r->group, "limit") != 0 || strcmp(r->device, dev->info.name) != 0 ||
+            strcmp(r->backend, ffnrt_backend_name(dev->info.backend)) != 0)
+            continue;
+        if (strcmp(r->op, "fma") == 0)
+            *fma = r->rate;
+        else if (strcmp(r->op, "int8-dot") == 0)
+            *int8 = r->rate;
+    }
+    if ((*fma > 0 && *int8 > 0) || ffnrt_tensor_create(dev->ctx, FFNRT_DTYPE_F32, 1, &items, &a.out) != FFNRT_OK)
         return;
     for (a.integer = 0; a.integer < 2; a.integer++) {
+        if (*(a.integer ? int8 : fma) > 0)
+            continue;
         bench_row *r = bench_rows_push(rows);
         if (!r)
             break;
@@ -958,7 +971,7 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
     size_t first = rows->n;
     double gemm = gemm_limit(dev, cfg, rows);
     double fma_gflops = 0, int8_gops = 0;
-    roof_limits(dev, cfg, rows, &fma_gflops, &int8_gops);
+    bench_roofs(dev, cfg, rows, &fma_gflops, &int8_gops);
     int rc = 0;
     for (size_t wi = 0; wi < sizeof workloads / sizeof workloads[0]; wi++) {
         const ffn_workload *w = &workloads[wi];

@@ -103,6 +103,11 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
 /* The host C loop peer for activations (peer_host.c); runs once per run. */
 int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *rows);
 
+/* The device's op-rate roofs, fp32 FMA (GFLOP/s) and 8-bit code products
+ * (Gop/s): measured once a device and run, each a limit row (bench_ffn.c),
+ * later calls reading them from those rows; 0 where a probe failed. */
+void bench_roofs(const bench_device *dev, const bench_config *cfg, bench_rows *rows, double *fma, double *int8);
+
 /* A helper of the bench (a program or script) named name: beside this
  * ffnrt (a build tree) or in an installed one's libexec/ffnrt, with
  * access(2) mode (X_OK, R_OK). 0 with its path in path, or -1 with what

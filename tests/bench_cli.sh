@@ -23,12 +23,20 @@ says "$dir/err" "kernels built[^~]*~[0-9]* to go; warm-up [0-9]* s | opencl elem
     "progress: kernels built and to go, warm-up time, what runs"
 says "$dir/out" "^time: [0-9.]* s in warm-up calls (compiling: .*), [0-9.]* s in measured calls" \
     "the time split: compiling apart from measuring"
-# Element-wise kernels are counted exactly before the run: the copy and relu, on each device.
+# Element-wise kernels are counted exactly before the run: the copy, relu
+# and the two op-rate roofs' probes, on each device.
 for dev in opencl vulkan; do
     grep -q "^== .*($dev," "$dir/out" || { echo "FAIL: no $dev section"; cat "$dir/out"; fail=1; }
 done
-[ "$(grep -o 'elementwise 2 (estimated 2)' "$dir/out" | wc -l)" = 2 ] ||
-    { echo "FAIL: expected two devices' element-wise kernels, 2 each as estimated"; grep '^kernels' "$dir/out"; fail=1; }
+[ "$(grep -o 'elementwise 4 (estimated 4)' "$dir/out" | wc -l)" = 2 ] ||
+    { echo "FAIL: expected two devices' element-wise kernels, 4 each as estimated"; grep '^kernels' "$dir/out"; fail=1; }
+# Each element-wise row against the op-rate roof too: the FMA probe's
+# limit row on each device, and relu's floating-point operations (none:
+# compares and selects only) with its share of that roof.
+[ "$(grep -o '"op": "fma"' "$dir/run/bench.json" | wc -l)" = 2 ] ||
+    { echo "FAIL: expected the fma roof's limit row on each device"; fail=1; }
+[ "$(grep -o '"fp_ops": 0, "op_roof": 0, "of_roof": [0-9.]*' "$dir/run/bench.json" | wc -l)" = 2 ] ||
+    { echo "FAIL: expected relu's fp_ops, op_roof and of_roof on each device"; grep -o '"metrics": {[^}]*}' "$dir/run/bench.json"; fail=1; }
 for key in warmup_s measure_s kernels_built kernels_cached; do
     says "$dir/run/bench.json" "\"$key\": [0-9]" "the JSON's $key"
 done
