@@ -14,6 +14,9 @@
 #include "bench_row.h"
 #include "ffnrt.h"
 
+#include <stdio.h>
+#include <sys/types.h>
+
 #define BENCH_MAX_LIST 16
 
 typedef struct bench_config {
@@ -113,5 +116,9 @@ void bench_roofs(const bench_device *dev, const bench_config *cfg, bench_rows *r
  * access(2) mode (X_OK, R_OK). 0 with its path in path, or -1 with what
  * was looked for in why (helper_path.c). */
 int bench_find_helper(const char *name, int mode, char *path, size_t cap, char *why, size_t why_len);
+/* Starts argv (argv[0] searched on PATH unless it holds a slash) with the
+ * environment envp, its stdout a stream (NULL: it could not start); the
+ * caller closes it and waits for *pid (helper_path.c). */
+FILE *bench_spawn_reading(char **argv, char **envp, pid_t *pid);
 
 #endif

@@ -411,7 +411,6 @@ int bench_peer_ggml_rows(const bench_device *dev, const bench_config *cfg, size_
 
 #else
 
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -432,35 +431,20 @@ static int is_swiglu_row(const bench_row *r, long long *d, long long *g, long lo
  * otherwise), unless the environment already chooses. Its stdout, or NULL. */
 static FILE *spawn_helper(char **argv, uint32_t index, pid_t *pid)
 {
-    int fd[2];
-    if (pipe(fd) != 0)
-        return NULL;
     size_t n = 0;
     while (environ[n])
         n++;
     char **env = malloc((n + 2) * sizeof *env);
+    if (!env)
+        return NULL;
     char visible[48];
     snprintf(visible, sizeof visible, "GGML_VK_VISIBLE_DEVICES=%u", (unsigned)index);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    posix_spawn_file_actions_addclose(&fa, fd[1]);
-    int rc = -1;
-    if (env) {
-        memcpy(env, environ, n * sizeof *env);
-        env[n] = getenv("GGML_VK_VISIBLE_DEVICES") ? NULL : visible;
-        env[n + 1] = NULL;
-        rc = posix_spawn(pid, argv[0], &fa, NULL, argv, env);
-    }
-    posix_spawn_file_actions_destroy(&fa);
+    memcpy(env, environ, n * sizeof *env);
+    env[n] = getenv("GGML_VK_VISIBLE_DEVICES") ? NULL : visible;
+    env[n + 1] = NULL;
+    FILE *out = bench_spawn_reading(argv, env, pid);
     free(env);
-    close(fd[1]);
-    if (rc != 0) {
-        close(fd[0]);
-        return NULL;
-    }
-    return fdopen(fd[0], "r");
+    return out;
 }
 
 /* The peer row beside FFN row ffn, from a helper line's figures. */

@@ -18,7 +18,6 @@
 #include "peer_torch.h"
 #include "lab.h"
 
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,27 +32,6 @@ extern char **environ;
 #define MAX_LAYERS 32
 
 
-/* Runs argv (argv[0] searched on PATH), its stdout as a stream. */
-static FILE *spawn_out(char **argv, pid_t *pid)
-{
-    int fd[2];
-    if (pipe(fd) != 0)
-        return NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    posix_spawn_file_actions_addclose(&fa, fd[1]);
-    int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    if (rc != 0) {
-        close(fd[0]);
-        return NULL;
-    }
-    return fdopen(fd[0], "r");
-}
-
 /* Which python imports torch, found once a process: 1 found (python set),
  * -1 none (why set: later devices are not tried again), 0 not looked yet. */
 static int torch_state;
@@ -65,7 +43,7 @@ static int torch_threads;
 static int run_script(char **argv, void (*line_fn)(const char *line, void *ctx), void *ctx)
 {
     pid_t pid = 0;
-    FILE *out = spawn_out(argv, &pid);
+    FILE *out = bench_spawn_reading(argv, environ, &pid);
     if (!out)
         return -1;
     char line[512];
