@@ -65,7 +65,8 @@ static int train_layer(const bench_row *r, char *spec, size_t cap)
 {
     char name[24];
     long long d, h, t;
-    if (strcmp(r->group, "ffn") != 0 || strcmp(r->dir, "train") != 0 || strcmp(r->dtype, "f32") != 0 ||
+    if (strcmp(r->group, "ffn") != 0 || strcmp(r->dir, "train") != 0 || strcmp(r->path, "step") != 0 ||
+        strcmp(r->dtype, "f32") != 0 ||
         sscanf(r->op, "%23s %lldx%lld", name, &d, &h) != 3 || sscanf(r->shape, "t%lld", &t) != 1)
         return 0;
     const char *kind = strncmp(name, "dense-", 6) == 0 ? name + 6 : name;

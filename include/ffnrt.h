@@ -840,10 +840,22 @@ typedef struct ffnrt_ffn_gradients {
  * micro-batches); without it they are overwritten. dx is always
  * overwritten. */
 #define FFNRT_GRADIENTS_ACCUMULATE 1u
+/* Recompute the hidden intermediates from x instead of reading a training
+ * forward's: the backward first runs the forward's first products (up, or
+ * gate and value), their biases and the activation (gating) again, so any
+ * forward or none may come before it (ffnrt_ffn_forward's fused path
+ * included), and it frees those intermediates and its own buffers before
+ * it returns. The layer then holds nothing but its weights between steps,
+ * where a training forward keeps saved_bytes until its backward: the
+ * choice for a stack of layers whose intermediates do not all fit at once.
+ * It costs ffnrt_ffn_cost's recompute_flops more a step, and the
+ * allocations each call. The gradients are the same bits as after a
+ * training forward of the same x. */
+#define FFNRT_GRADIENTS_RECOMPUTE 2u
 
 /* The backward of the last ffnrt_ffn_forward_train, which must have run
  * on this x (the same values: the weight gradients read it) and as many
- * tokens: given dy = dL/dy ([..., d_model], x's shape), writes dx = dL/dx
+ * tokens (or of x itself, with FFNRT_GRADIENTS_RECOMPUTE): given dy = dL/dy ([..., d_model], x's shape), writes dx = dL/dx
  * (NULL: not wanted) and the gradients asked for in grads (NULL: none).
  * Products accumulate in fp32 and every reduction has a fixed order, so
  * the same inputs give the same bits on a device (no atomics). 16-bit
@@ -974,10 +986,13 @@ typedef struct ffnrt_ffn_cost {
      * layers (inference-only): */
     uint64_t train_flops;      /* the forward's, plus 4 per multiply-add (the dx and dW products), the bias
                                   sums and the activation's gradient */
-    uint64_t saved_bytes;      /* what the training forward keeps: 2 (dense) or 3 (gated) [tokens, hidden] */
+    uint64_t saved_bytes;      /* what the training forward keeps: 2 (dense) or 3 (gated) [tokens, hidden];
+                                  held until the backward, or only inside it with FFNRT_GRADIENTS_RECOMPUTE */
     uint64_t train_peak_bytes; /* weights, gradients, x, y, dy, dx, saved_bytes and the backward's own buffers;
                                   an optimizer's state is its own (ffnrt_optimizer: 0-2 fp32 copies of the
                                   parameters, 1 more for 16-bit ones) */
+    uint64_t recompute_flops;  /* what FFNRT_GRADIENTS_RECOMPUTE adds to a step: the first products, their
+                                  biases and the activation (gating) again */
 } ffnrt_ffn_cost;
 
 FFNRT_API ffnrt_status ffnrt_ffn_cost_of(const ffnrt_ffn_desc *desc, int64_t tokens, ffnrt_ffn_path path,

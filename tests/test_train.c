@@ -366,24 +366,20 @@ static void read_gradients(const train_case *c, const train_run *r, float *const
 
 static const char *const grad_names[GRADS] = {"dx", "dW_in (gate, value)", "db_in", "dW_out", "db_out"};
 
-static void run_case(ffnrt_context *ctx, ffnrt_backend backend, const train_case *c)
+/* The device's gradients against the reference, each within its bound. */
+static void expect_gradients(ffnrt_backend backend, const train_case *c, const train_run *r, const train_data *f)
 {
-    train_data f = make_data(c);
-    train_run r = make_run(ctx, c, &f);
-    cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
-    cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s",
-                 ffnrt_last_error_message());
     float *got[GRADS];
     for (int k = 0; k < GRADS; k++) {
-        got[k] = malloc(f.gn[k] * sizeof(float));
+        got[k] = malloc(f->gn[k] * sizeof(float));
         cr_assert(got[k]);
     }
-    read_gradients(c, &r, got);
+    read_gradients(c, r, got);
     double bound = bound_for(c);
     for (int k = 0; k < GRADS; k++) {
         if (!c->bias && (k == G_B_IN || k == G_B_OUT))
             continue;
-        double err = test_rel_error(got[k], f.g[k], f.gn[k]);
+        double err = test_rel_error(got[k], f->g[k], f->gn[k]);
         cr_expect_leq(err, bound, "%s %s phi=%d %s d=%d h=%d t=%d bias=%d stacked=%d: %s error %.3g > bound %.3g",
                       ffnrt_backend_name(backend), c->kind == FFNRT_FFN_GATED ? "gated" : "dense",
                       c->phi, ffnrt_dtype_name(c->dtype), c->d, c->h, c->t, c->bias, c->stacked, grad_names[k], err,
@@ -391,6 +387,16 @@ static void run_case(ffnrt_context *ctx, ffnrt_backend backend, const train_case
     }
     for (int k = 0; k < GRADS; k++)
         free(got[k]);
+}
+
+static void run_case(ffnrt_context *ctx, ffnrt_backend backend, const train_case *c)
+{
+    train_data f = make_data(c);
+    train_run r = make_run(ctx, c, &f);
+    cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s",
+                 ffnrt_last_error_message());
+    expect_gradients(backend, c, &r, &f);
     free_run(&r);
     free_data(&f);
 }
@@ -506,6 +512,69 @@ ParameterizedTest(ffnrt_backend *backend, train, deterministic_and_accumulating,
     test_context_done(ctx);
 }
 
+/* FFNRT_GRADIENTS_RECOMPUTE: after a plain (fused where chosen) forward or
+ * none, the backward recomputes the intermediates; its gradients are the
+ * bits a training forward's backward gives, and the layer holds no device
+ * memory past the call (the context's in-use bytes come back exactly to
+ * what the weights and the caller's tensors take). */
+BACKEND_PARAMETERS(train, recompute)
+ParameterizedTest(ffnrt_backend *backend, train, recompute, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    static const train_case cases[] = {
+        {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 24, 40, 33, 1, 0},
+        {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 24, 40, 5, 0, 0},
+        {FFNRT_FFN_GATED, FFNRT_GEGLU, FFNRT_DTYPE_F16, 23, 41, 7, 1, 1},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const train_case *c = &cases[ci];
+        train_data f = make_data(c);
+        train_run r = make_run(ctx, c, &f);
+        ffnrt_tensor *outs[] = {r.dx, r.gw_in, r.gb_in, r.gw_value, r.gb_value, r.gw_out, r.gb_out};
+        enum { OUTS = sizeof outs / sizeof outs[0] };
+        uint32_t *recomputed[OUTS] = {0}, *kept[OUTS] = {0};
+        uint64_t held = 0, after = 0, peak = 0;
+        cr_assert_eq(ffnrt_context_memory(ctx, &held, &peak, 0), FFNRT_OK);
+        for (int pass = 0; pass < 2; pass++) {
+            /* pass 0: no forward at all; pass 1: after the plain forward. */
+            if (pass)
+                cr_assert_eq(ffnrt_ffn_forward(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+            cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, FFNRT_GRADIENTS_RECOMPUTE),
+                         FFNRT_OK, "%s", ffnrt_last_error_message());
+            cr_assert_eq(ffnrt_context_memory(ctx, &after, &peak, 0), FFNRT_OK);
+            cr_expect_eq(after, held, "%s case %zu pass %d: %llu bytes in use after a recomputing backward, "
+                         "%llu before it: the layer kept something", ffnrt_backend_name(*backend), ci, pass,
+                         (unsigned long long)after, (unsigned long long)held);
+        }
+        cr_expect_gt(peak, held, "the backward's buffers count at the peak");
+        /* Nothing kept: a backward that reads a training forward's has none. */
+        cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+        cr_expect(strstr(ffnrt_last_error_message(), "FFNRT_GRADIENTS_RECOMPUTE"), "%s", ffnrt_last_error_message());
+        for (int i = 0; i < OUTS; i++)
+            if (outs[i])
+                read_bits(outs[i], &recomputed[i]);
+        expect_gradients(*backend, c, &r, &f);
+        cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+        cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s",
+                     ffnrt_last_error_message());
+        for (int i = 0; i < OUTS; i++) {
+            if (!outs[i])
+                continue;
+            read_bits(outs[i], &kept[i]);
+            cr_expect(memcmp(recomputed[i], kept[i], ffnrt_tensor_bytes(outs[i])) == 0,
+                      "%s case %zu: output %d differs between the recomputing and the keeping backward",
+                      ffnrt_backend_name(*backend), ci, i);
+            free(recomputed[i]);
+            free(kept[i]);
+        }
+        free_run(&r);
+        free_data(&f);
+    }
+    test_context_done(ctx);
+}
+
 /* Refusals, each with its message and nothing written. */
 BACKEND_PARAMETERS(train, errors)
 ParameterizedTest(ffnrt_backend *backend, train, errors, .timeout = 900)
@@ -532,7 +601,8 @@ ParameterizedTest(ffnrt_backend *backend, train, errors, .timeout = 900)
     /* Bad arguments. */
     cr_expect_eq(ffnrt_ffn_backward(NULL, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
     cr_expect_eq(ffnrt_ffn_backward(r.layer, NULL, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
-    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 2u), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0x80u), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_expect(strstr(ffnrt_last_error_message(), "unknown flags 0x80"), "%s", ffnrt_last_error_message());
     cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.x, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
     cr_expect(strstr(ffnrt_last_error_message(), "overlap"), "%s", ffnrt_last_error_message());
     ffnrt_ffn_gradients g = r.grads;
@@ -1080,6 +1150,8 @@ Test(train_reference, cost)
     cr_expect_eq(c.saved_bytes, 3 * th * 4);
     uint64_t backward = 4 * (24 * t + th + 40 * 24 + 2 * th + t);
     cr_expect_eq(c.train_peak_bytes, 2 * c.weight_bytes + 4 * t * 24 * 4 + c.saved_bytes + backward);
+    /* Recompute: gate and value products, their biases, phi and the product. */
+    cr_expect_eq(c.recompute_flops, 2 * t * 2 * 40 * 24 + t * 2 * 40 + 2 * th);
     d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q8_0;
     d.d_model = 32, d.hidden = 64;
     cr_assert_eq(ffnrt_ffn_cost_of(&d, 33, FFNRT_FFN_PATH_AUTO, &c), FFNRT_OK);

@@ -370,10 +370,15 @@ int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ff
                             &tok);
     out->train_peak_bytes = add(add(mul(2, out->weight_bytes, &tok), mul(2, io, &tok), &tok),
                                 add(out->saved_bytes, backward, &tok), &tok);
+    /* FFNRT_GRADIENTS_RECOMPUTE: the first products, biases and the
+     * activation (phi and the gating product) again. */
+    out->recompute_flops = add(add(mul(mul(2, t, &tok), mul(up_rows, d, &tok), &tok), mul(t, bias * up_rows, &tok),
+                                   &tok),
+                               mul(th, gated ? 2 : 1, &tok), &tok);
     if (!tok)
-        out->train_flops = out->saved_bytes = out->train_peak_bytes = UINT64_MAX;
+        out->train_flops = out->saved_bytes = out->train_peak_bytes = out->recompute_flops = UINT64_MAX;
     if (ffnrt_ffn_quantized(desc)) /* inference-only */
-        out->train_flops = out->saved_bytes = out->train_peak_bytes = 0;
+        out->train_flops = out->saved_bytes = out->train_peak_bytes = out->recompute_flops = 0;
     return ok;
 }
 

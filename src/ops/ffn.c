@@ -85,6 +85,7 @@ typedef struct ffn_run {
     ffnrt_stats_call *stats; /* the forward's statistics when on, else NULL */
     int keep;    /* training: the dense pre-activations go to l->pre, kept beside h */
     int residual; /* y += the layer's output: the down product adds into y */
+    int hidden_only; /* the backward's recompute: up to the hidden intermediates, no down product */
 } ffn_run;
 
 /* The statistics of one kernel of the path: the call's, with its roles
@@ -239,6 +240,8 @@ static ffnrt_status forward_unfused(ffn_run *r, const ffnrt_tensor *x, ffnrt_ten
             r->ns += ctx->last_op_ns;
         }
     }
+    if (r->hidden_only)
+        return st;
     ffnrt_gemm_launch down = product(r, lh, h, weights_only(r, l ? &l->out : NULL, FFNRT_FFN_MATRIX_OUT), no_operand,
                                      0, 0, dm, y, FFNRT_ACT_COUNT, 0, 0, d->bias ? NULL : &last);
     down.accumulate = r->residual;
@@ -295,7 +298,7 @@ static ffnrt_status forward_fused(ffn_run *r, const ffnrt_tensor *x, ffnrt_tenso
 ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
                                     const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats, int residual)
 {
-    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 0, residual};
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 0, residual, 0};
     layer->saved_tokens = 0; /* its intermediates are overwritten */
     ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, c->unfused && ffnrt_ffn_gated(&layer->desc), c->int_dot != 0);
     if (st == FFNRT_OK)
@@ -304,10 +307,12 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
     return st;
 }
 
+/* The unfused forward keeping the intermediates the backward reads; with
+ * hidden_only, no y (the backward's recompute). */
 static ffnrt_status forward_keeping(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens,
-                                    const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats)
+                                    const ffnrt_ffn_choice *c, uint64_t *ns, ffnrt_stats_call *stats, int hidden_only)
 {
-    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 1, 0};
+    ffn_run r = {layer->ctx, &layer->desc, layer, c, NULL, tokens, 0, stats, 1, 0, hidden_only};
     int gated = ffnrt_ffn_gated(&layer->desc);
     layer->saved_tokens = 0;
     ffnrt_status st = ffnrt_ffn_scratch(layer, tokens, gated, c->int_dot != 0);
@@ -450,13 +455,29 @@ ffnrt_status ffnrt_ffn_run_training(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
         c.unfused = 1;
         if (stats)
             stats->fp16 = c.fp16;
-        st = forward_keeping(layer, x, y, tokens, &c, &ns, stats);
+        st = forward_keeping(layer, x, y, tokens, &c, &ns, stats, 0);
     }
     ctx->last_op_ns = ns;
     st = stats_done(ctx, &sc, st, layer);
     if (st == FFNRT_OK && stats)
         window_add(layer);
     return st;
+}
+
+ffnrt_status ffnrt_ffn_recompute_hidden(ffnrt_ffn *layer, const ffnrt_tensor *x, uint64_t tokens, uint64_t *ns)
+{
+    /* The training forward's choice (no statistics: the caller's forward
+     * took them), so the intermediates are the same bits. */
+    ffnrt_ffn_desc d = layer->desc;
+    d.path = FFNRT_FFN_PATH_UNFUSED;
+    ffnrt_ffn_choice c;
+    ffnrt_smem_reserve none = {0, 0, 0};
+    ffnrt_status st = ffnrt_choose_ffn(layer->ctx, &d, tokens, &none, &c, NULL, &layer->ctx->error);
+    *ns = 0;
+    if (st != FFNRT_OK)
+        return st;
+    c.unfused = 1;
+    return forward_keeping(layer, x, NULL, tokens, &c, ns, NULL, 1);
 }
 
 ffnrt_status ffnrt_ffn_dead_window(ffnrt_ffn *layer, int reset, uint32_t *features, size_t cap, size_t *count,
@@ -564,8 +585,14 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
                            "runs each product through the forward's GEMM on operands transposed by transpose.kernel "
                            "(dx = dz·W, dW = dzᵀ·in over the tokens, db = dzᵀ·1), one submission, fixed reductions",
                            ffnrt_ffn_gated(desc) ? "the gate, the value and their product" : "the pre-activation and phi of it");
+            snprintf(what, sizeof what, "+%.3g GFLOP a step, 0 MB kept", 1e-9 * (double)cost.recompute_flops);
+            ffnrt_plan_add(plan, "ffn.training.recompute", what,
+                           "with FFNRT_GRADIENTS_RECOMPUTE the backward runs the first product%s and the %s again "
+                           "from x, biases included, and frees them and its buffers when done: any forward may "
+                           "precede it, and the layer holds only its weights between steps",
+                           ffnrt_ffn_gated(desc) ? "s" : "", ffnrt_ffn_gated(desc) ? "gating" : "activation");
         }
-        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL, 0, 0};
+        ffn_run r = {ctx, desc, NULL, &c, plan, (uint64_t)tokens, 0, sc.choice.on ? &sc : NULL, 0, 0, 0};
         if (st == FFNRT_OK)
             st = c.unfused ? forward_unfused(&r, NULL, NULL) : forward_fused(&r, NULL, NULL);
     }

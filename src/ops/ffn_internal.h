@@ -74,6 +74,9 @@ ffnrt_status ffnrt_ffn_forward_with(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
  * and h, gated g, v and h), with the layer's statistics when they are on,
  * whose feature bits join the training window. */
 ffnrt_status ffnrt_ffn_run_training(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, const char *fn);
+/* What ffnrt_ffn_run_training keeps, computed again from x without y
+ * (FFNRT_GRADIENTS_RECOMPUTE): the same choice, the same bits. */
+ffnrt_status ffnrt_ffn_recompute_hidden(ffnrt_ffn *layer, const ffnrt_tensor *x, uint64_t tokens, uint64_t *ns);
 void ffnrt_ffn_drop_backward(ffnrt_ffn *l);
 /* Checks gradient tensors given in the weight slots' order (NULL: not
  * wanted): each a slot the layer has, of its shape and dtype. */

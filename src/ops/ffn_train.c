@@ -275,10 +275,11 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
     const ffnrt_ffn_desc *d = &layer->desc;
     const ffnrt_ffn_gradients none = {0};
     const ffnrt_ffn_gradients *g = grads ? grads : &none;
+    const unsigned known = FFNRT_GRADIENTS_ACCUMULATE | FFNRT_GRADIENTS_RECOMPUTE;
+    int recompute = (flags & FFNRT_GRADIENTS_RECOMPUTE) != 0;
     ffnrt_status st = check_trainable(layer, fn);
-    if (st == FFNRT_OK && (flags & ~FFNRT_GRADIENTS_ACCUMULATE))
-        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn,
-                        flags & ~FFNRT_GRADIENTS_ACCUMULATE);
+    if (st == FFNRT_OK && (flags & ~known))
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: unknown flags 0x%x", fn, flags & ~known);
     if (st == FFNRT_OK)
         st = ffnrt_ffn_check_pair(layer, x, dy, fn, "dy");
     if (st == FFNRT_OK && dx)
@@ -307,10 +308,13 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
                                   "dx and the gradients must not overlap each other, x, dy or the layer's weights");
     }
     uint64_t tokens = st == FFNRT_OK ? x->numel / (uint64_t)d->d_model : 0;
-    if (st == FFNRT_OK && (tokens == 0 || tokens != layer->saved_tokens))
+    if (st == FFNRT_OK && tokens == 0)
+        st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: x holds no token", fn);
+    if (st == FFNRT_OK && !recompute && tokens != layer->saved_tokens)
         st = ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
                         "%s: no training forward of these %llu tokens to differentiate%s: call "
-                        "ffnrt_ffn_forward_train(layer, x, y) first (any later forward replaces what it kept)",
+                        "ffnrt_ffn_forward_train(layer, x, y) first (any later forward replaces what it kept), "
+                        "or pass FFNRT_GRADIENTS_RECOMPUTE",
                         fn, (unsigned long long)tokens,
                         layer->saved_tokens ? "" : " (the layer keeps none now)");
     bw_run r = {ctx, layer, tokens, (uint64_t)d->d_model, (uint64_t)d->hidden, {0}, {0},
@@ -324,6 +328,11 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
     /* One submission: the products, transposes and element-wise passes
      * record into one batch (ffnrt_batch_begin nests), one wait. */
     int open = st == FFNRT_OK && (st = ffnrt_batch_begin(ctx)) == FFNRT_OK;
+    if (st == FFNRT_OK && recompute) {
+        uint64_t ns = 0;
+        st = ffnrt_ffn_recompute_hidden(layer, x, tokens, &ns);
+        r.ns += ns;
+    }
     if (st == FFNRT_OK) {
         grad_target out = {g->w_out, g->b_out, 0, 0};
         if (!ffnrt_ffn_gated(d)) {
@@ -340,6 +349,10 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
     }
     if (open)
         st = ffnrt_batch_end(ctx, st, &r.ns);
+    if (recompute) { /* holds nothing past the call, whatever happened */
+        ffnrt_ffn_drop_scratch(layer);
+        ffnrt_ffn_drop_backward(layer);
+    }
     ctx->last_op_ns = r.ns;
     return ffnrt_context_finish_call(ctx, st);
 }
