@@ -225,14 +225,19 @@ static void add_line(char **text, size_t *n, size_t *cap, const char *line)
  * stops at FFNRT_TUNING_MAX_ENTRIES: 100,000 lines (which took more than
  * 600 s when every line searched every result before it) load in
  * milliseconds. What it keeps it writes back as it read it. */
+/* Every code a line may hold: integer path (0-2) * 8 + unfused * 4 + kernel (0-2). */
+#define CODE(i) (((i) / 2 % 3) * 8 + ((i) % 2) * 4 + (i) % 3)
+
 Test(tuning_file, bounded_linear_and_strict, .timeout = 30)
 {
     char *text = NULL, line[512];
     size_t n = 0, cap = 0;
     static const char *const bad[] = {
         "ffn/x 3 1 1",              /* value 3: no such kernel */
-        "ffn/x 9 1 1",              /* out of range */
-        "ffn/x 12 1 1",             /* two digits */
+        "ffn/x 11 1 1",             /* no such kernel either (11 % 4) */
+        "ffn/x 24 1 1",             /* out of range: integer path 3 */
+        "ffn/x 08 1 1",             /* a leading zero */
+        "ffn/x 123 1 1",            /* three digits */
         "ffn/x 1 1",                /* a field short */
         "ffn/x 1 1 1 1",            /* a field more */
         "ffn/x 1 inf 1",            /* not finite */
@@ -248,7 +253,7 @@ Test(tuning_file, bounded_linear_and_strict, .timeout = 30)
     snprintf(line + 300, sizeof line - 300, " 1 1 1"); /* a key too long */
     add_line(&text, &n, &cap, line);
     for (int i = 0; i < 100000; i++) {
-        snprintf(line, sizeof line, "ffn/dense/gelu/f32/b0/768x3072/t%d %d %d.25 %d.5%s", i, (i % 2) * 4 + i % 3, i,
+        snprintf(line, sizeof line, "ffn/dense/gelu/f32/b0/768x3072/t%d %d %d.25 %d.5%s", i, CODE(i), i,
                  i + 1, i % 7 == 0 ? "\r" : "");
         add_line(&text, &n, &cap, line);
         if (i == 10)
@@ -261,7 +266,7 @@ Test(tuning_file, bounded_linear_and_strict, .timeout = 30)
         snprintf(line, sizeof line, "ffn/dense/gelu/f32/b0/768x3072/t%d", i);
         const ffnrt_tuning_entry *e = ffnrt_tuning_find(&t, line);
         cr_assert_not_null(e, "%s", line);
-        cr_assert_eq(e->value, (i % 2) * 4 + i % 3);
+        cr_assert_eq(e->value, CODE(i));
         cr_assert_eq(e->ms[0], i + 0.25);
         cr_assert_eq(e->ms[1], i + 1.5);
     }

@@ -575,6 +575,100 @@ static ffnrt_device_info made_up(ffnrt_backend backend, ffnrt_device_type type, 
     return d;
 }
 
+/* Autotune times the integer path on and off for a quantized layer at
+ * decode (balanced policy), keeps that choice for the shape class, and the
+ * plan names it, in a new context too; the exact policy still never takes
+ * it, and more than 4 tokens never time it. With no calibration, only the
+ * tuning result can say anything of the integer path ("tuned"). */
+BACKEND_PARAMETERS(dispatch, autotune_times_the_integer_path)
+ParameterizedTest(ffnrt_backend *b, dispatch, autotune_times_the_integer_path)
+{
+    char dir[] = "/tmp/ffnrt-dispatch-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.cache_dir = dir;
+    o.precision = FFNRT_PRECISION_BALANCED;
+    ffnrt_context *ctx = test_context(*b, &o);
+    const int64_t dm = 64, hid = 96;
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, dm, hid);
+    d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q4_0;
+    float *w = malloc(sizeof(float) * (size_t)(2 * hid * dm + dm * hid)), xs[8 * 64];
+    cr_assert(w);
+    for (int64_t i = 0; i < 3 * dm * hid; i++)
+        w[i] = (float)((i * 29) % 19 - 9) / 64.0f;
+    for (int i = 0; i < 8 * 64; i++)
+        xs[i] = (float)(i % 7 - 3) / 4.0f;
+    size_t up_bytes = 0, down_bytes = 0;
+    cr_assert_eq(ffnrt_weight_bytes(FFNRT_WEIGHT_Q4_0, 2 * hid, dm, &up_bytes), FFNRT_OK);
+    cr_assert_eq(ffnrt_weight_bytes(FFNRT_WEIGHT_Q4_0, dm, hid, &down_bytes), FFNRT_OK);
+    void *up = malloc(up_bytes), *down = malloc(down_bytes);
+    cr_assert(up && down);
+    cr_assert_eq(ffnrt_quantize(FFNRT_WEIGHT_Q4_0, w, 2 * hid, dm, up, up_bytes), FFNRT_OK);
+    cr_assert_eq(ffnrt_quantize(FFNRT_WEIGHT_Q4_0, w + 2 * hid * dm, dm, hid, down, down_bytes), FFNRT_OK);
+    ffnrt_ffn_weights wt = {0};
+    wt.w_gate_value = up;
+    wt.w_out = down;
+    ffnrt_ffn *layer;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &d, &wt, &layer), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+    ffnrt_tensor *x[2], *y[2];
+    for (int i = 0; i < 2; i++) {
+        int64_t shape[2] = {i ? 8 : 1, dm};
+        cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x[i]), FFNRT_OK);
+        cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y[i]), FFNRT_OK);
+        cr_assert_eq(ffnrt_tensor_write(x[i], xs, (size_t)shape[0] * (size_t)dm * sizeof(float)), FFNRT_OK);
+    }
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
+    const char *before = ffnrt_plan_choice(plan, "ffn.int_dot");
+    ffnrt_plan_destroy(plan);
+    if (!before) { /* a GPU profile's tiled kernel: no integer path to time */
+        cr_log_info("%s: the decode kernel is tiled here: no integer path", ffnrt_backend_name(*b));
+    } else {
+        cr_assert_eq(ffnrt_ffn_autotune(layer, x[0], y[0]), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        cr_assert_eq(ffnrt_ffn_autotune(layer, x[1], y[1]), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        for (int pass = 0; pass < 2; pass++) {
+            cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
+            const char *text = ffnrt_plan_text(plan), *why = strstr(text, "ffn.int_dot");
+            cr_expect(why && strstr(why, "tuned for this device"), "%s", text);
+            ffnrt_plan_destroy(plan);
+            /* 8 tokens were tuned too, but never on the integer path. */
+            cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 8, &plan), FFNRT_OK);
+            cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), "off", "%s", ffnrt_plan_text(plan));
+            ffnrt_plan_destroy(plan);
+            /* The exact policy (set at creation; here by hand) overrides
+             * the tuning result. */
+            ctx->policy = FFNRT_PRECISION_EXACT;
+            cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
+            cr_expect(strstr(ffnrt_plan_text(plan), "precision exact") != NULL, "%s", ffnrt_plan_text(plan));
+            ffnrt_plan_destroy(plan);
+            ctx->policy = FFNRT_PRECISION_BALANCED;
+            if (pass == 0) { /* again in a new context: the choice was stored */
+                ffnrt_ffn_destroy(layer);
+                layer = NULL;
+                for (int i = 0; i < 2; i++) {
+                    ffnrt_tensor_destroy(x[i]);
+                    ffnrt_tensor_destroy(y[i]);
+                    x[i] = y[i] = NULL;
+                }
+                test_context_done(ctx);
+                ctx = test_context(*b, &o);
+            }
+        }
+    }
+    ffnrt_ffn_destroy(layer);
+    for (int i = 0; i < 2; i++) {
+        ffnrt_tensor_destroy(x[i]);
+        ffnrt_tensor_destroy(y[i]);
+    }
+    test_context_done(ctx);
+    free(w);
+    free(up);
+    free(down);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
+
 Test(dispatch, ranking_keeps_one_physical_device_once)
 {
     ffnrt_device_info d[4];

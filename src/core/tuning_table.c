@@ -109,7 +109,7 @@ static int parse_ms(const char *s, double *out)
 }
 
 /* One line "key value ms ms" (len bytes, no newline): 1 when it parses,
- * the key is an FFN shape class and the value a path x kernel code. */
+ * the key is an FFN shape class and the value a path x kernel x integer-path code. */
 static int parse_line(const char *line, size_t len, char key[160], int *value, double ms[2])
 {
     const char *at = line, *end = line + len;
@@ -121,10 +121,15 @@ static int parse_line(const char *line, size_t len, char key[160], int *value, d
         at++;
     if (at != end)
         return 0; /* more fields */
-    /* One digit: unfused * 4 + kernel, kernel 0..2. */
-    if (strlen(v) != 1 || v[0] < '0' || v[0] > '7' || (v[0] - '0') % 4 > 2)
+    /* integer path * 8 + unfused * 4 + kernel: kernel 0..2, the integer
+     * path 0 (not timed), 1 (off) or 2 (on); no leading zero. */
+    size_t digits = strlen(v);
+    if (digits < 1 || digits > 2 || v[0] < '0' || v[0] > '9' || (digits == 2 && (v[0] == '0' || v[1] < '0' || v[1] > '9')))
         return 0;
-    *value = v[0] - '0';
+    int code = digits == 1 ? v[0] - '0' : (v[0] - '0') * 10 + (v[1] - '0');
+    if (code > 23 || code % 4 > 2)
+        return 0;
+    *value = code;
     return strncmp(key, "ffn/", 4) == 0 && parse_ms(a, &ms[0]) && parse_ms(b, &ms[1]);
 }
 

@@ -172,6 +172,14 @@ int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *d, uint64_t tokens, int unfused, 
 void ffnrt_ffn_tuning_key(const ffnrt_ffn_desc *d, uint64_t tokens, char *key, size_t cap);
 /* Whether autotune (and the bench's regret) times kernel k. */
 int ffnrt_ffn_candidate(const ffnrt_context *ctx, ffnrt_product_kernel k, uint64_t tokens, const ffnrt_ffn_desc *d);
+/* The weight formats (ffnrt_ffn_choice's int_dot bits) whose integer path
+ * autotune times on and off for this shape: 0 where the dispatcher never
+ * takes it (above 4 tokens, the exact policy, forced by ffn.int_dot, no
+ * Q8_0, Q4_0 or Q4_1 matrix). */
+unsigned ffnrt_ffn_int_dot_tunable(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens);
+/* A tuning result's code: the integer path (0 not timed, 1 off, 2 on) * 8
+ * + unfused * 4 + the kernel. */
+#define FFNRT_TUNING_CODE(int_state, unfused, kernel) ((int_state) * 8 + (unfused) * 4 + (int)(kernel))
 
 /* ------------------------------------------------------------ device choice */
 

@@ -617,8 +617,7 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
  * float path on this device: Q4_0 and Q4_1 by the Q4_0 figure, Q8_0 by
  * its own (its arithmetic is another, and may be slower where Q4's is
  * faster). c->int_dot is the set of formats that take it. */
-static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_ffn_choice *c,
-                           ffnrt_plan *plan)
+static unsigned int_dot_eligible(const ffnrt_ffn_desc *d)
 {
     unsigned eligible = 0;
     const ffnrt_ffn_matrix ms[3] = {FFNRT_FFN_MATRIX_IN, FFNRT_FFN_MATRIX_VALUE, FFNRT_FFN_MATRIX_OUT};
@@ -627,6 +626,17 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
         if (ffnrt_ffn_int_dot_format(f))
             eligible |= 1u << f;
     }
+    return eligible;
+}
+
+/* A tuning result for the shape (ffnrt_ffn_tune times the integer path on
+ * and off where ffnrt_ffn_int_dot_tunable says) comes after the rules and
+ * before calibration: the device-wide figure is one layer's, the tuned one
+ * this shape's. */
+static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
+                           const ffnrt_setting *tuned, ffnrt_ffn_choice *c, ffnrt_plan *plan)
+{
+    unsigned eligible = int_dot_eligible(d);
     if (!eligible)
         return;
     const unsigned q8 = 1u << FFNRT_WEIGHT_Q8_0, q4 = eligible & ~q8;
@@ -650,6 +660,10 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
     } else if (ctx->policy == FFNRT_PRECISION_EXACT) {
         ffnrt_plan_add(plan, "ffn.int_dot", "off", "precision exact: the products take x as given (the integer "
                        "path rounds it to 8 bits)");
+    } else if (tuned && tuned->v[2]) {
+        c->int_dot = tuned->v[2] == 2 ? eligible : 0u;
+        ffnrt_plan_add(plan, "ffn.int_dot", c->int_dot ? "on" : "off", "%s%s%s", tuned->text, c->int_dot ? "; " : "",
+                       c->int_dot ? bound : "");
     } else if (!ctx->calibration.valid) {
         ffnrt_plan_add(plan, "ffn.int_dot", "off", "not calibrated: the integer path runs where calibration "
                        "measures it faster (ffnrt_context_calibrate)");
@@ -674,6 +688,14 @@ int ffnrt_ffn_int_dot_format(ffnrt_weight_format f)
     return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1 || f == FFNRT_WEIGHT_Q8_0;
 }
 
+unsigned ffnrt_ffn_int_dot_tunable(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens)
+{
+    if (tokens > 4 || ctx->policy == FFNRT_PRECISION_EXACT ||
+        ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_INT_DOT, NULL, NULL))
+        return 0u;
+    return int_dot_eligible(d);
+}
+
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
                               const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
                               ffnrt_error *err)
@@ -691,8 +713,9 @@ ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d,
     int have = !(off && off->v[0]) && ffnrt_tuning_get(ctx, key, &code, ms);
     if (have) {
         tuned.source = FFNRT_FROM_TUNED;
-        tuned.v[0] = code / 4 ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
+        tuned.v[0] = code / 4 % 2 ? FFNRT_FFN_PATH_UNFUSED : FFNRT_FFN_PATH_FUSED;
         tuned.v[1] = (uint64_t)(code % 4);
+        tuned.v[2] = (uint64_t)(code / 8); /* the integer path: 0 not timed, 1 off, 2 on */
         snprintf(tuned.from, sizeof tuned.from, "tuned");
         snprintf(tuned.text, sizeof tuned.text,
                  "tuned for this device and shape class (%s): %.3f ms against %.3f ms for the next candidate", key,
@@ -715,7 +738,7 @@ ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d,
                        "the activation%s in %s (%s); products accumulate in fp32 on every path",
                        is_gated(d) ? " and the gating product" : "", c->fp16 ? "fp16 registers" : "fp32", why);
     if (st == FFNRT_OK)
-        choose_int_dot(ctx, d, tokens, c, plan);
+        choose_int_dot(ctx, d, tokens, have ? &tuned : NULL, c, plan);
     if (st == FFNRT_OK && c->kernel == FFNRT_KERNEL_TILED)
         st = ffnrt_choose_tiled(ctx, &c->stats, &c->tiled, plan, err);
     return st;

@@ -1,6 +1,7 @@
 /* Autotune: times the FFN candidates the dispatcher lists (path x product
- * kernel, ffnrt_ffn_candidate) on the caller's input and keeps the fastest
- * for the shape class. It stays with the layer because a forward may start
+ * kernel, ffnrt_ffn_candidate; x the integer path on and off where
+ * ffnrt_ffn_int_dot_tunable allows it) on the caller's input and keeps the
+ * fastest for the shape class. It stays with the layer because a forward may start
  * it (options.autotune). Time is host end to end, what the caller waits
  * for: the unfused path's separate submissions count. */
 #include "ops/ffn_internal.h"
@@ -11,7 +12,7 @@
 
 #define TUNING_ROUNDS 5
 #define TUNING_MAX_ROUNDS 31
-#define MAX_CANDIDATES (2 * FFNRT_PRODUCT_KERNEL_COUNT)
+#define MAX_CANDIDATES (2 * FFNRT_PRODUCT_KERNEL_COUNT * 2)
 
 ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y, uint64_t tokens)
 {
@@ -25,25 +26,34 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
                                            &ctx->error);
     if (st != FFNRT_OK)
         return st;
-    /* The integer path as the dispatcher takes it (calibration), for
-     * every blocked candidate: tuning picks the path and kernel. */
+    /* The integer path: timed off and on for each blocked and matrix-vector
+     * candidate where the dispatcher may take it; elsewhere as it takes it
+     * (forced, or off). */
     ffnrt_ffn_choice base;
     st = ffnrt_choose_ffn(ctx, d, tokens, NULL, &base, NULL, &ctx->error);
     if (st != FFNRT_OK)
         return st;
+    unsigned tunable = ffnrt_ffn_int_dot_tunable(ctx, d, tokens);
     ffnrt_ffn_choice cand[MAX_CANDIDATES];
+    int int_state[MAX_CANDIDATES]; /* FFNRT_TUNING_CODE's: 0 not timed, 1 off, 2 on */
     double t[MAX_CANDIDATES][TUNING_MAX_ROUNDS];
     int nc = 0;
     for (int unfused = 0; unfused < 2; unfused++)
         for (int k = 0; k < FFNRT_PRODUCT_KERNEL_COUNT; k++) {
             if (!ffnrt_ffn_candidate(ctx, (ffnrt_product_kernel)k, tokens, d) || (!unfused && !ffnrt_ffn_fusable(d)))
                 continue;
+            int tiled = k == FFNRT_KERNEL_TILED;
             ffnrt_ffn_choice c = {unfused, (ffnrt_product_kernel)k, ffnrt_ffn_matvec_tokens(ctx, d), {0, 0, 0, 0, 0},
-                                  fp16, {0, 0, 0}, k != FFNRT_KERNEL_TILED ? base.int_dot : 0u}; /* timed without statistics */
+                                  fp16, {0, 0, 0}, tiled ? 0u : base.int_dot}; /* timed without statistics */
             ffnrt_error ignored;
-            if (k == FFNRT_KERNEL_TILED && ffnrt_choose_tiled(ctx, NULL, &c.tiled, NULL, &ignored) != FFNRT_OK)
+            if (tiled && ffnrt_choose_tiled(ctx, NULL, &c.tiled, NULL, &ignored) != FFNRT_OK)
                 continue;
-            cand[nc++] = c;
+            for (int state = tunable && !tiled ? 1 : 0; state < (tunable && !tiled ? 3 : 1); state++) {
+                if (state)
+                    c.int_dot = state == 2 ? tunable : 0u;
+                int_state[nc] = state;
+                cand[nc++] = c;
+            }
         }
     /* Rounds over every candidate in turn, so that whatever else loads the
      * device falls on all of them alike; round -1 builds the kernels and
@@ -56,9 +66,9 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
             uint64_t ns;
             double t0 = ffnrt_now_ms();
             if (ffnrt_ffn_forward_with(layer, x, y, tokens, &cand[i], &ns, NULL, 0) != FFNRT_OK)
-                return ffnrt_fail(&ctx->error, ctx->error.status, "autotune (%s, %s): %s",
+                return ffnrt_fail(&ctx->error, ctx->error.status, "autotune (%s, %s%s): %s",
                                   cand[i].unfused ? "unfused" : "fused", ffnrt_product_kernel_name(cand[i].kernel),
-                                  ctx->error.message);
+                                  cand[i].int_dot ? ", integer path" : "", ctx->error.message);
             double dt = ffnrt_now_ms() - t0;
             if (r >= 0)
                 t[i][r] = dt;
@@ -78,7 +88,7 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
     }
     if (best >= 0) {
         double ms[2] = {med[best], second >= 0 ? med[second] : med[best]};
-        ffnrt_tuning_put(ctx, key, cand[best].unfused * 4 + (int)cand[best].kernel, ms);
+        ffnrt_tuning_put(ctx, key, FFNRT_TUNING_CODE(int_state[best], cand[best].unfused, cand[best].kernel), ms);
     }
     return FFNRT_OK;
 }
