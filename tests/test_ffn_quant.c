@@ -382,8 +382,8 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
 }
 
 /* The integer path (ffn.int_dot forced on, decode on the register-blocked
- * kernel): Q4_0 and Q4_1 products quantize x to 8 bits a block and take
- * integer dot products.
+ * kernel): Q8_0, Q4_0, Q4_1 and Q4_K products quantize x to 8 bits a block
+ * and take integer dot products.
  * - Its contract against the exact x: x's rounding (at most max|x|/254 a
  *   block of 32) bounds a product normwise by sqrt(32)/254 |W|_F |x|; over
  *   a layer's two products, with random weights and inputs, the layer's
@@ -399,6 +399,7 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
 {
     const ffnrt_ffn_kind D = FFNRT_FFN_DENSE, G = FFNRT_FFN_GATED;
     const ffnrt_weight_format Q40 = FFNRT_WEIGHT_Q4_0, Q41 = FFNRT_WEIGHT_Q4_1, Q8 = FFNRT_WEIGHT_Q8_0;
+    const ffnrt_weight_format Q4K = FFNRT_WEIGHT_Q4_K;
     const ffnrt_dtype F32 = FFNRT_DTYPE_F32, F16 = FFNRT_DTYPE_F16;
     ffnrt_context *ctx = test_context(*b, NULL);
     if (!ctx)
@@ -412,6 +413,7 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         {G, Q8, Q8, F32_, F32, 96, 64, 1, 1, 0, 0, 1},
         {D, Q8, F32_, F32_, F16, 64, 96, 3, 1, 0, 0, 1},
         {G, Q8, Q8, F32_, F32, 64, 32, 2, 0, 1, 1, 1},
+        {G, Q4K, Q4K, F32_, F32, 256, 64, 1, 1, 0, 0, 1}, /* Q4_K: (s, m) a group of 32, as Q4_1 */
     };
     qcase rounded[] = {
         {G, Q40, Q40, Q40, F32, 64, 96, 1, 1, 0, 0, 0},
@@ -421,6 +423,7 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         {G, Q8, Q8, Q8, F32, 96, 64, 1, 1, 0, 0, 0},
         {D, Q8, F32_, Q8, F16, 64, 96, 4, 0, 0, 0, 0},
         {G, Q41, Q41, Q40, F16, 64, 96, 1, 1, 0, 0, 0},
+        {G, Q4K, Q4K, Q4K, F32, 256, 256, 1, 0, 0, 0, 0},
     };
     /* The register-blocked kernel, and the matrix-vector one (GPUs' decode). */
     for (int k = 0; k < 2; k++) {

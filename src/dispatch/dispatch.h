@@ -84,12 +84,13 @@ typedef struct ffnrt_ffn_choice {
     int fp16;                /* the activation and gating in fp16 arithmetic, on every path */
     ffnrt_smem_reserve stats; /* what the products' statistics variant takes (the launches' shapes too) */
     unsigned int_dot;         /* blocked, matvec: the weight formats (bit 1u << format) whose products quantize
-                                 their input to 8 bits and take integer dot products (Q8_0, Q4_0, Q4_1) */
+                                 their input to 8 bits and take integer dot products (Q8_0, Q4_0, Q4_1, Q4_K) */
 } ffnrt_ffn_choice;
 
 /* The path, kernel, arithmetic and tiles of a forward of `tokens` tokens,
  * leaving `stats` (NULL: none) of shared memory to the statistics. */
-/* Whether products in format f can take the integer path (Q8_0, Q4_0, Q4_1). */
+/* Whether products in format f can take the integer path (Q8_0, Q4_0, Q4_1, Q4_K:
+ * the formats of one (s, m) a group of 32, the quantized x's block). */
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f);
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
                               const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,

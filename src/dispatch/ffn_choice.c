@@ -614,7 +614,7 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
  * Vulkan backends take by default. So: forced either way by ffn.int_dot;
  * never under the exact policy (the products then see x as given); under
  * balanced and fast, where calibration measured it 5% faster than the
- * float path on this device: Q4_0 and Q4_1 by the Q4_0 figure, Q8_0 by
+ * float path on this device: Q4_0, Q4_1 and Q4_K by the Q4_0 figure, Q8_0 by
  * its own (its arithmetic is another, and may be slower where Q4's is
  * faster). c->int_dot is the set of formats that take it. */
 static unsigned int_dot_eligible(const ffnrt_ffn_desc *d)
@@ -685,7 +685,7 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
 
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f)
 {
-    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1 || f == FFNRT_WEIGHT_Q8_0;
+    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1 || f == FFNRT_WEIGHT_Q4_K || f == FFNRT_WEIGHT_Q8_0;
 }
 
 unsigned ffnrt_ffn_int_dot_tunable(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens)
