@@ -601,6 +601,10 @@ ParameterizedTest(ffnrt_backend *backend, train, errors, .timeout = 900)
     /* Bad arguments. */
     cr_expect_eq(ffnrt_ffn_backward(NULL, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
     cr_expect_eq(ffnrt_ffn_backward(r.layer, NULL, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);
+    /* A refused recomputing call keeps the training forward's intermediates
+     * (the good call below reads them). */
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.x, &r.grads, FFNRT_GRADIENTS_RECOMPUTE),
+                 FFNRT_ERROR_INVALID_ARGUMENT);
     cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0x80u), FFNRT_ERROR_INVALID_ARGUMENT);
     cr_expect(strstr(ffnrt_last_error_message(), "unknown flags 0x80"), "%s", ffnrt_last_error_message());
     cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.x, &r.grads, 0), FFNRT_ERROR_INVALID_ARGUMENT);

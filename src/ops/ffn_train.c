@@ -317,6 +317,7 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
                         "or pass FFNRT_GRADIENTS_RECOMPUTE",
                         fn, (unsigned long long)tokens,
                         layer->saved_tokens ? "" : " (the layer keeps none now)");
+    int checked = st == FFNRT_OK; /* a refused call changes nothing the layer holds */
     bw_run r = {ctx, layer, tokens, (uint64_t)d->d_model, (uint64_t)d->hidden, {0}, {0},
                 (flags & FFNRT_GRADIENTS_ACCUMULATE) != 0, 0, fn};
     if (st == FFNRT_OK)
@@ -349,7 +350,7 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
     }
     if (open)
         st = ffnrt_batch_end(ctx, st, &r.ns);
-    if (recompute) { /* holds nothing past the call, whatever happened */
+    if (recompute && checked) { /* holds nothing past the call, whatever happened after the checks */
         ffnrt_ffn_drop_scratch(layer);
         ffnrt_ffn_drop_backward(layer);
     }
