@@ -48,7 +48,9 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
             ffnrt_error ignored;
             if (tiled && ffnrt_choose_tiled(ctx, NULL, &c.tiled, NULL, &ignored) != FFNRT_OK)
                 continue;
-            for (int state = tunable && !tiled ? 1 : 0; state < (tunable && !tiled ? 3 : 1); state++) {
+            /* 0 (as the dispatcher takes it), or 1 (off) and 2 (on) */
+            int first = tunable && !tiled ? 1 : 0, last = tunable && !tiled ? 2 : 0;
+            for (int state = first; state <= last; state++) {
                 if (state)
                     c.int_dot = state == 2 ? tunable : 0u;
                 int_state[nc] = state;
