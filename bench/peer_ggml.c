@@ -645,8 +645,9 @@ int main(int argc, char **argv)
                name ? name : "any");
         return 3;
     }
-    ggml_backend_t backend =
-        cpu ? ggml_backend_init_by_type(GGML_BACKEND_DEVICE_TYPE_CPU, NULL) : ggml_backend_vk_init((size_t)dev);
+    /* The CPU backend directly, not through ggml's registry, which would
+     * open a Vulkan instance too. */
+    ggml_backend_t backend = cpu ? ggml_backend_cpu_init() : ggml_backend_vk_init((size_t)dev);
     if (!backend) {
         printf("none ggml_backend_vk_init(%d) failed\n", dev);
         return 3;
