@@ -751,9 +751,10 @@ static int is_swiglu_row(const bench_row *r, long long *d, long long *g, long lo
            sscanf(r->op, "swiglu %lldx%lld", d, g) == 2 && sscanf(r->shape, "t%lld", t) == 1;
 }
 
-/* Runs the helper over argv (its layers) with ggml's device list opened to
- * the ffnrt device's Vulkan index (ggml hides CPU devices such as lavapipe
- * otherwise), unless the environment already chooses. Its stdout, or NULL. */
+/* Runs the helper over argv (its layers, or the stack) with ggml's device
+ * list opened to the ffnrt device's Vulkan index (ggml hides CPU devices
+ * such as lavapipe otherwise), unless the environment already chooses. Its
+ * stdout, or NULL. */
 static FILE *spawn_helper(char **argv, uint32_t index, pid_t *pid)
 {
     size_t n = 0;
@@ -837,9 +838,12 @@ static void run_helper(const bench_device *dev, char **argv, const char *peer, c
     char line[512];
     int rows_seen = 0;
     while (fgets(line, sizeof line, out)) {
+        char ver[24], commit[24];
         int pos = 0;
         line[strcspn(line, "\n")] = 0;
-        if (sscanf(line, "ggml %23s %23s device %n", rep->version, rep->commit, &pos) == 2 && pos > 0) {
+        if (sscanf(line, "ggml %23s %23s device %n", ver, commit, &pos) == 2 && pos > 0) {
+            snprintf(rep->version, sizeof rep->version, "%s", ver);
+            snprintf(rep->commit, sizeof rep->commit, "%s", commit);
             snprintf(rep->device, sizeof rep->device, "%s", line + pos);
         } else if (row(line, arg)) {
             rows_seen++;
