@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #define BENCH_MAX_DEVICES 16
-#define BENCH_MAX_PEERS 8
+#define BENCH_MAX_PEERS 12
 #define BENCH_MAX_NOTES 8
 #define BENCH_MAX_FIELDS 16
 

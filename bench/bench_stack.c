@@ -5,11 +5,14 @@
  * ffnrt_ffn_forward_residual) submitted asynchronously and one wait a
  * forward, so the time is the stack's, not 2 x layers host round trips.
  * Rows: tokens a second at 1 and 64 tokens (or --tokens), and the bytes of
- * weights a forward streams over the copy kernel's rate. SmolLM2-135M
+ * weights a forward streams over the copy kernel's rate; beside them,
+ * where ggml was built, ggml's CPU and Vulkan backends running the same
+ * stack from the same file (peer_ggml.c). SmolLM2-135M
  * (scripts/fetch-smollm2) is 30 SwiGLU layers of 576 x 1536 in Q4_1 and
  * Q8_0 (its file's own mix). */
 #include "bench_parts.h"
 #include "ffnrt_gguf.h"
+#include "peer_ggml.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -177,6 +180,7 @@ int bench_part_stack(const bench_device *dev, const bench_config *cfg, bench_row
     int ntokens = cfg->ntokens ? cfg->ntokens : 2;
     /* The copy kernel over the weights' bytes, read and written once each. */
     double copy_gbps = bench_copy_limit(dev, cfg, rows, ((size_t)s.weight_bytes / 8 + 1023) / 1024 * 1024);
+    size_t first = rows->n;
     int rc = ffnrt_context_set_async(dev->ctx, 1) == FFNRT_OK ? 0 : -1;
     for (int i = 0; i < ntokens && rc == 0; i++) {
         if (stack_tokens(&s, tokens[i]) != 0) {
@@ -232,5 +236,6 @@ int bench_part_stack(const bench_device *dev, const bench_config *cfg, bench_row
     }
     ffnrt_context_set_async(dev->ctx, 0);
     stack_close(&s);
+    bench_peer_ggml_stack_rows(dev, cfg, first, rows); /* ggml-cpu (once a run), ggml-vulkan beside the auto rows */
     return rc;
 }
