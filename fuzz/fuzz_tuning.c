@@ -9,7 +9,7 @@
  * Checks, beyond "no crash, no sanitizer report, no timeout" (the reader
  * is linear: a quadratic one would time out on long inputs): the table
  * stays within its bound; every result kept is found by its key, is an FFN
- * shape class with a valid path x kernel code and finite, non-negative
+ * shape class with a valid path x kernel x integer-path code and finite, non-negative
  * times, and its key is in the input; and the text the table writes back
  * reads back to the same table, written again byte for byte. */
 #include "core/context.h"
@@ -27,7 +27,7 @@ static void check_table(const ffnrt_tuning_table *t, const uint8_t *data, size_t
         const ffnrt_tuning_entry *e = &t->entries[i];
         if (ffnrt_tuning_find(t, e->key) != e || strncmp(e->key, "ffn/", 4) != 0)
             abort();
-        if (e->value < 0 || e->value > 7 || e->value % 4 > 2)
+        if (e->value < 0 || e->value > 23 || e->value % 4 > 2) /* FFNRT_TUNING_CODE's range */
             abort();
         if (!isfinite(e->ms[0]) || !isfinite(e->ms[1]) || e->ms[0] < 0 || e->ms[1] < 0)
             abort();
