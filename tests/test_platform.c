@@ -10,14 +10,7 @@
  * read-only mapping, listing, removal, errno for a missing file; folders:
  * mkdir -p, the trust rules; the clock, once and the mutex, ASCII compares,
  * a missing library; the disk cache written, reloaded, and refused once
- * corrupted. Prints each failure and ends with "N passed, N failed".
- *
- *   test_platform SCRATCH_DIR UNTRUSTED_DIR
- *
- * also checks that UNTRUSTED_DIR, a folder inside one that others may
- * write and delete in (the caller makes it: chmod 0777 on POSIX, which
- * Wine turns into a DACL granting everyone), is refused by the trust
- * rules for the folder above it. */
+ * corrupted. Prints each failure and ends with "N passed, N failed". */
 #include "core/disk_cache.h"
 #include "platform/platform.h"
 
@@ -81,8 +74,8 @@ static void once_fn(void) { once_runs++; }
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 && argc != 3) {
-        fprintf(stderr, "usage: test_platform SCRATCH_DIR [UNTRUSTED_DIR]\n");
+    if (argc != 2) {
+        fprintf(stderr, "usage: test_platform SCRATCH_DIR\n");
         return 2;
     }
     char base[512], path[600], other[1100], buf[256];
@@ -150,16 +143,9 @@ int main(int argc, char **argv)
     ffnrt_dir_each(base, count_entry, &n);
     CHECK(n == 0, "%d file- entries after removal", n);
 
-    /* The trust rules on a folder this user made, and on one under a
-     * folder others may write in. */
+    /* The trust rules on a folder this user made. */
     why[0] = '\0';
     CHECK(ffnrt_trusted_directory(base, why, sizeof why), "%s", why);
-    if (argc == 3) {
-        why[0] = '\0';
-        CHECK(!ffnrt_trusted_directory(argv[2], why, sizeof why) && strstr(why, "above"),
-              "%s under a world-writable folder: %s", argv[2], why[0] ? why : "trusted");
-        printf("test_platform: refused, as it must be: %s\n", why);
-    }
 
     /* The user's cache folder is found where the OS says. */
     char home[512];

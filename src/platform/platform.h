@@ -186,10 +186,8 @@ int ffnrt_user_cache_dir(const char *app, char *out, size_t cap, const char **wh
  * DACL of the folder and of an entry may grant no write right (data,
  * append, delete, delete child, WRITE_DAC, WRITE_OWNER, generic write or
  * all) to anyone but this user, SYSTEM, the Administrators and CREATOR
- * OWNER (a NULL DACL grants everyone everything); the DACL of each folder
- * above, no right to replace the path (delete, delete child, WRITE_DAC,
- * WRITE_OWNER, generic all): adding files there is allowed, as POSIX
- * allows it in a sticky folder.
+ * OWNER (a NULL DACL grants everyone everything). The DACLs of the folders
+ * above are not read (the limit, stated in docs/platforms.md).
  * %LOCALAPPDATA% is private to its user by default.
  *
  * Each returns 1 when trusted, else 0 with why naming the file and the
