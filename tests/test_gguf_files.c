@@ -21,6 +21,7 @@
  * platform's file layer. Prints each failure and ends with
  * "N passed, N failed". */
 #include "gguf_writer.h"
+#include "plain_check.h"
 #include "platform/platform.h"
 
 #include <ffnrt_gguf.h>
@@ -29,20 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                                                    \
-    do {                                                                                                    \
-        if (cond) {                                                                                         \
-            passed++;                                                                                       \
-        } else {                                                                                            \
-            failed++;                                                                                       \
-            printf("FAILED at line %d: %s: ", __LINE__, #cond);                                             \
-            printf(__VA_ARGS__);                                                                            \
-            printf("\n");                                                                                   \
-        }                                                                                                   \
-    } while (0)
 
 static char dir[1024];
 

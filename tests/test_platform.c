@@ -12,26 +12,13 @@
  * a missing library; the disk cache written, reloaded, and refused once
  * corrupted. Prints each failure and ends with "N passed, N failed". */
 #include "core/disk_cache.h"
+#include "plain_check.h"
 #include "platform/platform.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                                                    \
-    do {                                                                                                    \
-        if (cond) {                                                                                         \
-            passed++;                                                                                       \
-        } else {                                                                                            \
-            failed++;                                                                                       \
-            printf("FAILED at line %d: %s: ", __LINE__, #cond);                                             \
-            printf(__VA_ARGS__);                                                                            \
-            printf("\n");                                                                                   \
-        }                                                                                                   \
-    } while (0)
 
 static int write_file(const char *path, const char *text)
 {
