@@ -265,9 +265,12 @@ FFNRT_API ffnrt_status ffnrt_context_memory(ffnrt_context *ctx, uint64_t *in_use
  * work first, so results read are always complete. Errors the device
  * reports late come from ffnrt_context_wait. ffnrt_context_last_op_time
  * after ffnrt_context_wait gives the device time of all the work since
- * the previous wait (0 right after an asynchronous op). On Vulkan one
- * batch is in flight at a time: the next op waits for the previous one's
- * batch before recording its own. Turning async off waits. Off by default;
+ * the previous wait (0 right after an asynchronous op). On Vulkan an op
+ * is submitted at once when the device is idle; while a batch runs, the
+ * next ops are recorded into one more and submitted together when it has
+ * finished (at the end of a later op, at 256 dispatches, or at the wait
+ * or a transfer), so a loop of small ops costs few submissions. Turning
+ * async off waits. Off by default;
  * the app's recording (ffnrt_vulkan.h) and event (ffnrt_opencl.h) modes
  * take precedence while active. */
 FFNRT_API ffnrt_status ffnrt_context_set_async(ffnrt_context *ctx, int async);

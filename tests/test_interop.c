@@ -927,3 +927,68 @@ ParameterizedTest(ffnrt_backend *backend, async, submit_and_wait)
     free(y);
     test_context_done(ctx);
 }
+
+/* A model's loop of many small dependent ops (RMSNorm, then a gated FFN
+ * added to x, STEPS times, and every 40 steps a forward at one token,
+ * which regrows the layer's scratch between asynchronous calls). Vulkan
+ * records asynchronous calls into an open batch while another runs and
+ * submits many in one (at most 256 dispatches, so this run crosses that
+ * bound). The results must be those of the same calls made synchronously,
+ * bit for bit: every batch boundary keeps the calls' order. */
+static void run_model_loop(ffnrt_context *ctx, const ffn_case *c, int async, float *out, float *out1)
+{
+    enum { STEPS = 150 };
+    ffnrt_ffn *layer = ffn_layer(ctx, c);
+    int64_t shape[2] = {TOKENS, D_MODEL}, one[2] = {1, D_MODEL};
+    float w[D_MODEL];
+    fill(w, D_MODEL, 15, 1.0f);
+    ffnrt_tensor *x, *xn, *x1, *y1, *norm = test_tensor_1d(ctx, D_MODEL, w);
+    OK(ctx, ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x));
+    OK(ctx, ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &xn));
+    OK(ctx, ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, one, &x1));
+    OK(ctx, ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, one, &y1));
+    OK(ctx, ffnrt_tensor_write(x, c->x, sizeof c->x));
+    OK(ctx, ffnrt_tensor_write(x1, c->x, D_MODEL * sizeof(float)));
+    OK(ctx, ffnrt_context_set_async(ctx, async));
+    for (int i = 0; i < STEPS; i++) {
+        OK(ctx, ffnrt_rms_norm(ctx, x, norm, 1e-5f, xn));
+        OK(ctx, ffnrt_ffn_forward_residual(layer, xn, x));
+        if (i % 40 == 39) {
+            OK(ctx, ffnrt_ffn_forward(layer, x1, y1));
+            OK(ctx, ffnrt_copy(ctx, y1, x1));
+        }
+    }
+    OK(ctx, ffnrt_context_wait(ctx));
+    uint64_t ns = 0;
+    OK(ctx, ffnrt_context_last_op_time(ctx, &ns));
+    cr_assert(ns > 0 || !async, "no device time for the asynchronous calls");
+    OK(ctx, ffnrt_context_set_async(ctx, 0));
+    test_read(x, out, TOKENS * D_MODEL);
+    test_read(x1, out1, D_MODEL);
+    ffnrt_ffn_destroy(layer);
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(xn);
+    ffnrt_tensor_destroy(x1);
+    ffnrt_tensor_destroy(y1);
+    ffnrt_tensor_destroy(norm);
+}
+
+BACKEND_PARAMETERS(async, many_ops_keep_their_order)
+ParameterizedTest(ffnrt_backend *backend, async, many_ops_keep_their_order, .timeout = 600)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    ffn_case *c = ffn_case_make();
+    float sync_x[TOKENS * D_MODEL], sync_x1[D_MODEL], async_x[TOKENS * D_MODEL], async_x1[D_MODEL];
+    run_model_loop(ctx, c, 0, sync_x, sync_x1);
+    run_model_loop(ctx, c, 1, async_x, async_x1);
+    for (int i = 0; i < TOKENS * D_MODEL; i++)
+        cr_assert(isfinite(sync_x[i]), "x[%d] = %g: the loop is not a test of anything", i, sync_x[i]);
+    cr_assert(memcmp(sync_x, c->x, sizeof sync_x) != 0, "the loop changed nothing");
+    cr_assert(memcmp(sync_x, async_x, sizeof sync_x) == 0, "asynchronous calls gave other bits than synchronous ones");
+    cr_assert(memcmp(sync_x1, async_x1, sizeof sync_x1) == 0,
+              "the one-token forwards gave other bits asynchronously");
+    free(c);
+    test_context_done(ctx);
+}

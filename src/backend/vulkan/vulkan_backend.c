@@ -16,6 +16,9 @@
  * product with statistics takes 9; a device may allow fewer a stage. */
 #define MAX_BINDINGS 12u
 #define STAGING_BYTES (16u << 20)
+/* An asynchronous batch is submitted at once when the device is idle and
+ * otherwise kept open for the next calls, up to this many dispatches. */
+#define OPEN_BATCH_DISPATCHES 256u
 
 static ffnrt_once vk_once = FFNRT_ONCE_INIT;
 static VkResult vk_load_result = VK_ERROR_INITIALIZATION_FAILED;
@@ -388,6 +391,24 @@ struct ffnrt_bkernel {
     struct ffnrt_bkernel *next_kept; /* in dev->kept_kernels */
 };
 
+/* A command buffer and what its batch uses. Two take turns: while one
+ * batch runs, the next calls are recorded into the other (asynchronous
+ * mode), so each submission carries as many calls as the device's
+ * latency lets in, not one (lavapipe takes 0.2-0.3 ms a submission). */
+typedef struct vk_slot {
+    VkCommandBuffer cmd;
+    VkFence fence;
+    VkDescriptorPool *pools; /* grown when a batch needs more sets */
+    uint32_t pool_count, pool_used;
+    /* Destroyed while the batch was being recorded: freed once it ends. */
+    struct ffnrt_bbuffer *garbage_buffers;
+    struct ffnrt_bkernel *garbage_kernels;
+} vk_slot;
+
+/* The recording slot's state: nothing recorded, an op recording, or the
+ * recorded calls of asynchronous ops waiting for their submission. */
+typedef enum vk_rec_state { VK_REC_IDLE, VK_REC_ACTIVE, VK_REC_OPEN } vk_rec_state;
+
 struct ffnrt_bdevice {
     vk_instance vi;
     int force_staging; /* ffnrt_open_options.staging: transfers through staging even where mapped in place */
@@ -399,13 +420,14 @@ struct ffnrt_bdevice {
     VkQueue queue;
     uint32_t queue_family;
     VkCommandPool command_pool;
-    VkCommandBuffer cmd;
-    VkFence fence;
-    VkQueryPool timestamps; /* VK_NULL_HANDLE when the queue has none */
+    vk_slot slots[2];
+    uint32_t rec;            /* the slot ffnrt records into */
+    uint32_t flight;         /* the slot of the batch in flight, while pending */
+    vk_rec_state rec_state;
+    uint32_t open_dispatches; /* dispatches recorded into an open batch */
+    VkQueryPool timestamps; /* VK_NULL_HANDLE when the queue has none; two a slot */
     double timestamp_period;
     uint64_t timestamp_mask;
-    VkDescriptorPool *pools; /* grown when a batch needs more sets */
-    uint32_t pool_count, pool_used;
     uint32_t max_workgroup_size;
     /* One pipeline cache per device, loaded from and saved to the disk
      * cache by the core (driver_cache_import / _export). */
@@ -418,11 +440,11 @@ struct ffnrt_bdevice {
     ffnrt_bbuffer *staging;
     /* Interop (the end of this file). */
     int external;             /* instance, device and queue are the app's: never destroyed here */
-    int pending;              /* an asynchronous batch was submitted and not waited for */
+    int pending;              /* a batch (slots[flight]) was submitted and not waited for */
     uint64_t pending_ns;      /* device time of finished asynchronous batches, until wait */
     VkCommandBuffer recording; /* the app's command buffer while it records ffnrt's dispatches */
     /* A wait for the fence gives up after timeout_ns. The batch may still
-     * run then (stuck): the fence is not reset, buffers and kernels
+     * run then (stuck): slots[flight]'s fence is not reset, buffers and kernels
      * destroyed meanwhile are kept in these lists, and every use of the
      * queue fails until the fence signals (vk_unstick) or the device is
      * closed, which waits for it. */
@@ -440,12 +462,14 @@ struct ffnrt_bdevice {
 };
 
 static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err);
+static ffnrt_status vk_wait_flight(ffnrt_bdevice *dev, ffnrt_error *err);
 static void vk_free_kept(ffnrt_bdevice *dev);
 static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err);
 static ffnrt_status vk_wait_all(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err);
 static ffnrt_status vk_external_begin(ffnrt_bdevice *dev, ffnrt_error *err);
 static ffnrt_status vk_external_end(ffnrt_bdevice *dev, ffnrt_error *err);
 static void vk_free_buffer(ffnrt_bdevice *dev, ffnrt_bbuffer *buf);
+static void vk_free_garbage(ffnrt_bdevice *dev, vk_slot *sl);
 
 static void vk_close(ffnrt_bdevice *dev)
 {
@@ -456,13 +480,15 @@ static void vk_close(ffnrt_bdevice *dev)
         /* The app's device may be busy with its own work on other threads:
          * wait only for ffnrt's, a stuck batch without a limit. */
         if (dev->external && dev->stuck)
-            a->vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, UINT64_MAX);
-        else if (dev->external)
-            vk_finish_pending(dev, NULL);
-        else
+            a->vkWaitForFences(dev->device, 1, &dev->slots[dev->flight].fence, VK_TRUE, UINT64_MAX);
+        else if (dev->external || dev->rec_state == VK_REC_OPEN)
+            vk_finish_pending(dev, NULL); /* an open batch runs too: the app asked for it */
+        if (!dev->external)
             a->vkDeviceWaitIdle(dev->device);
         dev->stuck = 0;
         vk_free_kept(dev);
+        vk_free_garbage(dev, &dev->slots[0]);
+        vk_free_garbage(dev, &dev->slots[1]);
         if (dev->warm_buffer)
             vk_free_buffer(dev, dev->warm_buffer);
         if (dev->warm_pool)
@@ -474,12 +500,14 @@ static void vk_close(ffnrt_bdevice *dev)
             a->vkFreeMemory(dev->device, dev->staging->memory, NULL);
             free(dev->staging);
         }
-        for (uint32_t i = 0; i < dev->pool_count; i++)
-            a->vkDestroyDescriptorPool(dev->device, dev->pools[i], NULL);
+        for (uint32_t s = 0; s < 2; s++) {
+            for (uint32_t i = 0; i < dev->slots[s].pool_count; i++)
+                a->vkDestroyDescriptorPool(dev->device, dev->slots[s].pools[i], NULL);
+            if (dev->slots[s].fence)
+                a->vkDestroyFence(dev->device, dev->slots[s].fence, NULL);
+        }
         if (dev->timestamps)
             a->vkDestroyQueryPool(dev->device, dev->timestamps, NULL);
-        if (dev->fence)
-            a->vkDestroyFence(dev->device, dev->fence, NULL);
         if (dev->command_pool)
             a->vkDestroyCommandPool(dev->device, dev->command_pool, NULL);
         if (dev->pipeline_cache)
@@ -487,7 +515,8 @@ static void vk_close(ffnrt_bdevice *dev)
         if (!dev->external)
             a->vkDestroyDevice(dev->device, NULL);
     }
-    free(dev->pools);
+    free(dev->slots[0].pools);
+    free(dev->slots[1].pools);
     if (!dev->external)
         vk_instance_destroy(&dev->vi);
     free(dev);
@@ -521,7 +550,8 @@ static ffnrt_status vk_device_objects(ffnrt_bdevice *dev, const ffnrt_device_inf
     VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
     VkResult rc;
     if ((rc = a->vkCreateCommandPool(dev->device, &cpci, NULL, &dev->command_pool)) != VK_SUCCESS ||
-        (rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->fence)) != VK_SUCCESS)
+        (rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->slots[0].fence)) != VK_SUCCESS ||
+        (rc = a->vkCreateFence(dev->device, &fci, NULL, &dev->slots[1].fence)) != VK_SUCCESS)
         return vk_fail(err, rc, "creating the command pool");
     VkCommandBufferAllocateInfo cbai = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
@@ -529,7 +559,8 @@ static ffnrt_status vk_device_objects(ffnrt_bdevice *dev, const ffnrt_device_inf
         .level = VK_COMMAND_BUFFER_LEVEL_PRIMARY,
         .commandBufferCount = 1,
     };
-    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->cmd)) != VK_SUCCESS ||
+    if ((rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->slots[0].cmd)) != VK_SUCCESS ||
+        (rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->slots[1].cmd)) != VK_SUCCESS ||
         (rc = a->vkAllocateCommandBuffers(dev->device, &cbai, &dev->warm_cmd)) != VK_SUCCESS)
         return vk_fail(err, rc, "vkAllocateCommandBuffers");
     VkDescriptorPoolSize warm_size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, MAX_BINDINGS};
@@ -546,7 +577,7 @@ static ffnrt_status vk_device_objects(ffnrt_bdevice *dev, const ffnrt_device_inf
         VkQueryPoolCreateInfo qpci = {
             .sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
             .queryType = VK_QUERY_TYPE_TIMESTAMP,
-            .queryCount = 2,
+            .queryCount = 4,
         };
         if (a->vkCreateQueryPool(dev->device, &qpci, NULL, &dev->timestamps) != VK_SUCCESS)
             dev->timestamps = VK_NULL_HANDLE;
@@ -746,6 +777,7 @@ static int vk_unstuck(ffnrt_bdevice *dev);
 static ffnrt_status vk_check_stuck(ffnrt_bdevice *dev, ffnrt_error *err);
 
 /* Under a stuck batch the buffer is kept until it finishes. */
+/* Under a batch being recorded, until that batch has run. */
 static void vk_buffer_destroy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf)
 {
     if (!buf)
@@ -753,6 +785,11 @@ static void vk_buffer_destroy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf)
     if (!vk_unstuck(dev)) {
         buf->next_kept = dev->kept_buffers;
         dev->kept_buffers = buf;
+        return;
+    }
+    if (dev->rec_state != VK_REC_IDLE) {
+        buf->next_kept = dev->slots[dev->rec].garbage_buffers;
+        dev->slots[dev->rec].garbage_buffers = buf;
         return;
     }
     vk_free_buffer(dev, buf);
@@ -800,18 +837,44 @@ static void vk_free_kept(ffnrt_bdevice *dev)
     }
 }
 
+/* What was destroyed while slot sl's batch was recorded, once the batch
+ * has run (or was never submitted). */
+static void vk_free_garbage(ffnrt_bdevice *dev, vk_slot *sl)
+{
+    while (sl->garbage_buffers) {
+        ffnrt_bbuffer *b = sl->garbage_buffers;
+        sl->garbage_buffers = b->next_kept;
+        vk_free_buffer(dev, b);
+    }
+    while (sl->garbage_kernels) {
+        ffnrt_bkernel *k = sl->garbage_kernels;
+        sl->garbage_kernels = k->next_kept;
+        vk_free_kernel(dev, k);
+    }
+}
+
+/* The recorded batch will not run: its slot is free again (the next begin
+ * resets the command buffer), and what was destroyed meanwhile goes. */
+static void vk_drop_rec(ffnrt_bdevice *dev)
+{
+    dev->rec_state = VK_REC_IDLE;
+    dev->open_dispatches = 0;
+    vk_free_garbage(dev, &dev->slots[dev->rec]);
+}
+
 /* A stuck batch that has finished since: the device is usable again. */
 static void vk_unstick(ffnrt_bdevice *dev)
 {
-    dev->api.vkResetFences(dev->device, 1, &dev->fence);
+    dev->api.vkResetFences(dev->device, 1, &dev->slots[dev->flight].fence);
     dev->stuck = 0;
     vk_free_kept(dev);
+    vk_free_garbage(dev, &dev->slots[dev->flight]);
 }
 
 /* 1 when no batch is stuck (any that was has finished since). */
 static int vk_unstuck(ffnrt_bdevice *dev)
 {
-    if (dev->stuck && dev->api.vkGetFenceStatus(dev->device, dev->fence) == VK_SUCCESS)
+    if (dev->stuck && dev->api.vkGetFenceStatus(dev->device, dev->slots[dev->flight].fence) == VK_SUCCESS)
         vk_unstick(dev);
     return !dev->stuck;
 }
@@ -824,7 +887,8 @@ static ffnrt_status vk_check_stuck(ffnrt_bdevice *dev, ffnrt_error *err)
 {
     if (vk_unstuck(dev))
         return FFNRT_OK;
-    VkResult rc = dev->api.vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, dev->timeout_ns);
+    VkResult rc = dev->api.vkWaitForFences(dev->device, 1, &dev->slots[dev->flight].fence, VK_TRUE,
+                                           dev->timeout_ns);
     if (rc == VK_SUCCESS) {
         vk_unstick(dev);
         return FFNRT_OK;
@@ -838,10 +902,12 @@ static ffnrt_status vk_check_stuck(ffnrt_bdevice *dev, ffnrt_error *err)
                       (unsigned long long)(dev->timeout_ns / 1000000));
 }
 
-/* Waits for the fence; on a timeout the batch is stuck (see above). */
+/* Waits for the batch in flight's fence; on a timeout the batch is stuck
+ * (see above). */
 static ffnrt_status vk_wait_fence(ffnrt_bdevice *dev, ffnrt_error *err)
 {
-    VkResult rc = dev->api.vkWaitForFences(dev->device, 1, &dev->fence, VK_TRUE, dev->timeout_ns);
+    VkFence fence = dev->slots[dev->flight].fence;
+    VkResult rc = dev->api.vkWaitForFences(dev->device, 1, &fence, VK_TRUE, dev->timeout_ns);
     if (rc == VK_TIMEOUT) {
         dev->stuck = 1;
         return ffnrt_fail(err, FFNRT_ERROR_DEVICE_FAILURE,
@@ -850,22 +916,38 @@ static ffnrt_status vk_wait_fence(ffnrt_bdevice *dev, ffnrt_error *err)
                           "it finishes: ffnrt_context_wait waits for it again, or destroy the context",
                           (unsigned long long)(dev->timeout_ns / 1000000));
     }
-    dev->api.vkResetFences(dev->device, 1, &dev->fence);
+    dev->api.vkResetFences(dev->device, 1, &fence);
+    if (rc == VK_SUCCESS)
+        vk_free_garbage(dev, &dev->slots[dev->flight]);
     return rc == VK_SUCCESS ? FFNRT_OK : vk_fail(err, rc, "vkWaitForFences");
 }
 
-static ffnrt_status vk_wait(ffnrt_bdevice *dev, ffnrt_error *err)
+/* Submits the recording slot's command buffer; it is then the batch in
+ * flight (the caller sets pending or waits). */
+static ffnrt_status vk_submit_rec(ffnrt_bdevice *dev, ffnrt_error *err)
 {
-    const ffnrt_vk_device_api *a = &dev->api;
+    vk_slot *sl = &dev->slots[dev->rec];
     VkSubmitInfo si = {
         .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
         .commandBufferCount = 1,
-        .pCommandBuffers = &dev->cmd,
+        .pCommandBuffers = &sl->cmd,
     };
-    VkResult rc = a->vkQueueSubmit(dev->queue, 1, &si, dev->fence);
-    if (rc != VK_SUCCESS)
+    VkResult rc = dev->api.vkQueueSubmit(dev->queue, 1, &si, sl->fence);
+    if (rc != VK_SUCCESS) {
+        vk_drop_rec(dev);
         return vk_fail(err, rc, "vkQueueSubmit");
-    return vk_wait_fence(dev, err);
+    }
+    dev->rec_state = VK_REC_IDLE;
+    dev->open_dispatches = 0;
+    dev->flight = dev->rec;
+    return FFNRT_OK;
+}
+
+/* Submits the recording slot and waits for it. */
+static ffnrt_status vk_wait(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    ffnrt_status st = vk_submit_rec(dev, err);
+    return st == FFNRT_OK ? vk_wait_fence(dev, err) : st;
 }
 
 /* One staged copy between a buffer and the staging buffer, synchronous. */
@@ -873,26 +955,27 @@ static ffnrt_status vk_staged_copy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint6
                                    int to_device, ffnrt_error *err)
 {
     const ffnrt_vk_device_api *a = &dev->api;
+    VkCommandBuffer cmd = dev->slots[dev->rec].cmd;
     VkCommandBufferBeginInfo bi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
     };
-    a->vkResetCommandBuffer(dev->cmd, 0);
-    a->vkBeginCommandBuffer(dev->cmd, &bi);
+    a->vkResetCommandBuffer(cmd, 0);
+    a->vkBeginCommandBuffer(cmd, &bi);
     VkBufferCopy region = {to_device ? 0 : offset, to_device ? offset : 0, bytes};
     if (to_device)
-        a->vkCmdCopyBuffer(dev->cmd, dev->staging->buffer, buf->buffer, 1, &region);
+        a->vkCmdCopyBuffer(cmd, dev->staging->buffer, buf->buffer, 1, &region);
     else
-        a->vkCmdCopyBuffer(dev->cmd, buf->buffer, dev->staging->buffer, 1, &region);
+        a->vkCmdCopyBuffer(cmd, buf->buffer, dev->staging->buffer, 1, &region);
     VkMemoryBarrier mb = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
         .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT,
     };
-    a->vkCmdPipelineBarrier(dev->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
+    a->vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT,
                             VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, NULL,
                             0, NULL);
-    VkResult rc = a->vkEndCommandBuffer(dev->cmd);
+    VkResult rc = a->vkEndCommandBuffer(cmd);
     if (rc != VK_SUCCESS)
         return vk_fail(err, rc, "vkEndCommandBuffer");
     return vk_wait(dev, err);
@@ -901,9 +984,14 @@ static ffnrt_status vk_staged_copy(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint6
 static ffnrt_status vk_transfer(ffnrt_bdevice *dev, ffnrt_bbuffer *buf, uint64_t offset, void *host,
                                 uint64_t bytes, int to_device, ffnrt_error *err)
 {
-    ffnrt_status sst = vk_check_stuck(dev, err); /* the device may still write the buffer */
+    /* Earlier work may still use the buffer: it finishes first, an open
+     * batch submitted (host transfers keep call order). */
+    ffnrt_status sst = vk_finish_pending(dev, err);
     if (sst != FFNRT_OK)
         return sst;
+    if (!buf->mapped && dev->rec_state != VK_REC_IDLE)
+        return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "Vulkan: a staged transfer while an op is being recorded (internal ordering error)");
     if (buf->mapped) {
         if (to_device)
             memcpy((char *)buf->mapped + offset, host, bytes);
@@ -950,6 +1038,11 @@ static void vk_kernel_destroy(ffnrt_bdevice *dev, ffnrt_bkernel *k)
     if (!vk_unstuck(dev)) { /* a stuck batch may still run it */
         k->next_kept = dev->kept_kernels;
         dev->kept_kernels = k;
+        return;
+    }
+    if (dev->rec_state != VK_REC_IDLE) { /* so may the batch being recorded */
+        k->next_kept = dev->slots[dev->rec].garbage_kernels;
+        dev->slots[dev->rec].garbage_kernels = k;
         return;
     }
     vk_free_kernel(dev, k);
@@ -1111,7 +1204,7 @@ static ffnrt_status vk_warm_pipeline(ffnrt_bdevice *dev, ffnrt_bkernel *k, ffnrt
     if (k->params_size > sizeof zeros)
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "Vulkan: %u bytes of parameters, at most %zu",
                           k->params_size, sizeof zeros);
-    ffnrt_status st = vk_finish_pending(dev, err);
+    ffnrt_status st = vk_wait_flight(dev, err); /* an open batch is not queued yet */
     if (st == FFNRT_OK && !dev->warm_buffer)
         st = vk_buffer_create(dev, 256, &dev->warm_buffer, err);
     if (st != FFNRT_OK)
@@ -1159,49 +1252,61 @@ static ffnrt_status vk_warm_pipeline(ffnrt_bdevice *dev, ffnrt_bkernel *k, ffnrt
 
 /* ------------------------------------------------------------ dispatch */
 
+/* An op's dispatches go on after the open batch's (asynchronous mode), or
+ * start a batch in the recording slot, which no batch in flight uses. */
 static ffnrt_status vk_begin(ffnrt_bdevice *dev, ffnrt_error *err)
 {
     const ffnrt_vk_device_api *a = &dev->api;
-    ffnrt_status pst = vk_finish_pending(dev, err); /* the command buffer and sets are reused */
+    if (dev->rec_state == VK_REC_OPEN) {
+        dev->rec_state = VK_REC_ACTIVE;
+        return FFNRT_OK;
+    }
+    ffnrt_status pst = vk_check_stuck(dev, err);
+    if (pst == FFNRT_OK && dev->pending && dev->flight == dev->rec)
+        pst = vk_wait_flight(dev, err);
     if (pst != FFNRT_OK)
         return pst;
-    for (uint32_t i = 0; i < dev->pool_used; i++)
-        a->vkResetDescriptorPool(dev->device, dev->pools[i], 0);
-    dev->pool_used = 0;
+    vk_slot *sl = &dev->slots[dev->rec];
+    for (uint32_t i = 0; i < sl->pool_used; i++)
+        a->vkResetDescriptorPool(dev->device, sl->pools[i], 0);
+    sl->pool_used = 0;
     VkCommandBufferBeginInfo bi = {
         .sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO,
         .flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT,
     };
-    a->vkResetCommandBuffer(dev->cmd, 0);
-    VkResult rc = a->vkBeginCommandBuffer(dev->cmd, &bi);
+    a->vkResetCommandBuffer(sl->cmd, 0);
+    VkResult rc = a->vkBeginCommandBuffer(sl->cmd, &bi);
     if (rc != VK_SUCCESS)
         return vk_fail(err, rc, "vkBeginCommandBuffer");
     if (dev->timestamps) {
-        a->vkCmdResetQueryPool(dev->cmd, dev->timestamps, 0, 2);
-        a->vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, dev->timestamps, 0);
+        a->vkCmdResetQueryPool(sl->cmd, dev->timestamps, 2 * dev->rec, 2);
+        a->vkCmdWriteTimestamp(sl->cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, dev->timestamps, 2 * dev->rec);
     }
+    dev->rec_state = VK_REC_ACTIVE;
+    dev->open_dispatches = 0;
     return FFNRT_OK;
 }
 
 static ffnrt_status vk_allocate_set(ffnrt_bdevice *dev, ffnrt_bkernel *k, VkDescriptorSet *set, ffnrt_error *err)
 {
     const ffnrt_vk_device_api *a = &dev->api;
+    vk_slot *sl = &dev->slots[dev->rec];
     VkDescriptorSetAllocateInfo ai = {
         .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO,
         .descriptorSetCount = 1,
         .pSetLayouts = &k->set_layout,
     };
-    if (dev->pool_used > 0) {
-        ai.descriptorPool = dev->pools[dev->pool_used - 1];
+    if (sl->pool_used > 0) {
+        ai.descriptorPool = sl->pools[sl->pool_used - 1];
         if (a->vkAllocateDescriptorSets(dev->device, &ai, set) == VK_SUCCESS)
             return FFNRT_OK;
     }
     /* The current pool is full: take the next one, creating it if needed. */
-    if (dev->pool_used == dev->pool_count) {
-        VkDescriptorPool *grown = realloc(dev->pools, (dev->pool_count + 1) * sizeof *grown);
+    if (sl->pool_used == sl->pool_count) {
+        VkDescriptorPool *grown = realloc(sl->pools, (sl->pool_count + 1) * sizeof *grown);
         if (!grown)
             return ffnrt_fail(err, FFNRT_ERROR_OUT_OF_HOST_MEMORY, "Vulkan: out of host memory");
-        dev->pools = grown;
+        sl->pools = grown;
         VkDescriptorPoolSize size = {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, SETS_PER_POOL * MAX_BINDINGS};
         VkDescriptorPoolCreateInfo dpci = {
             .sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,
@@ -1209,12 +1314,12 @@ static ffnrt_status vk_allocate_set(ffnrt_bdevice *dev, ffnrt_bkernel *k, VkDesc
             .poolSizeCount = 1,
             .pPoolSizes = &size,
         };
-        VkResult rc = a->vkCreateDescriptorPool(dev->device, &dpci, NULL, &dev->pools[dev->pool_count]);
+        VkResult rc = a->vkCreateDescriptorPool(dev->device, &dpci, NULL, &sl->pools[sl->pool_count]);
         if (rc != VK_SUCCESS)
             return vk_fail(err, rc, "vkCreateDescriptorPool");
-        dev->pool_count++;
+        sl->pool_count++;
     }
-    ai.descriptorPool = dev->pools[dev->pool_used++];
+    ai.descriptorPool = sl->pools[sl->pool_used++];
     VkResult rc = a->vkAllocateDescriptorSets(dev->device, &ai, set);
     return rc == VK_SUCCESS ? FFNRT_OK : vk_fail(err, rc, "vkAllocateDescriptorSets");
 }
@@ -1235,7 +1340,8 @@ static ffnrt_status vk_dispatch(ffnrt_bdevice *dev, ffnrt_bkernel *k, const ffnr
     for (uint32_t i = 0; i < binding_count; i++)
         infos[i] = (VkDescriptorBufferInfo){bindings[i].buffer->buffer, bindings[i].offset, bindings[i].size};
     vk_write_set(dev, set, infos, binding_count);
-    VkCommandBuffer cmd = dev->recording ? dev->recording : dev->cmd;
+    VkCommandBuffer cmd = dev->recording ? dev->recording : dev->slots[dev->rec].cmd;
+    dev->open_dispatches += !dev->recording;
     a->vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->pipeline);
     a->vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, k->layout, 0, 1, &set, 0, NULL);
     if (k->params_size)
@@ -1257,38 +1363,43 @@ static ffnrt_status vk_dispatch(ffnrt_bdevice *dev, ffnrt_bkernel *k, const ffnr
 static ffnrt_status vk_end_batch(ffnrt_bdevice *dev, ffnrt_error *err)
 {
     const ffnrt_vk_device_api *a = &dev->api;
+    VkCommandBuffer cmd = dev->slots[dev->rec].cmd;
     VkMemoryBarrier mb = {
         .sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
         .srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT,
         .dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT,
     };
-    a->vkCmdPipelineBarrier(dev->cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    a->vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                             VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, NULL, 0,
                             NULL);
     if (dev->timestamps)
-        a->vkCmdWriteTimestamp(dev->cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, 1);
-    VkResult rc = a->vkEndCommandBuffer(dev->cmd);
-    if (rc != VK_SUCCESS)
+        a->vkCmdWriteTimestamp(cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, dev->timestamps, 2 * dev->rec + 1);
+    VkResult rc = a->vkEndCommandBuffer(cmd);
+    if (rc != VK_SUCCESS) {
+        vk_drop_rec(dev);
         return vk_fail(err, rc, "vkEndCommandBuffer");
+    }
     return FFNRT_OK;
 }
 
+static void vk_read_timestamps(ffnrt_bdevice *dev, uint32_t slot, uint64_t *device_ns);
+
+/* A synchronous op: everything before it has run (vk_begin saw to the
+ * batch in flight; an open batch is this one), so its batch is waited for
+ * and its time is the op's. */
 static ffnrt_status vk_submit(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
 {
-    const ffnrt_vk_device_api *a = &dev->api;
     *device_ns = 0;
-    ffnrt_status est = vk_end_batch(dev, err);
-    if (est != FFNRT_OK)
-        return est;
-    ffnrt_status st = vk_wait(dev, err);
-    if (st == FFNRT_OK && dev->timestamps) {
-        uint64_t ts[2];
-        if (a->vkGetQueryPoolResults(dev->device, dev->timestamps, 0, 2, sizeof ts, ts, sizeof ts[0],
-                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
-            uint64_t ticks = (ts[1] - ts[0]) & dev->timestamp_mask;
-            *device_ns = (uint64_t)((double)ticks * dev->timestamp_period);
-        }
-    }
+    ffnrt_status st = vk_wait_flight(dev, err);
+    if (st == FFNRT_OK)
+        st = vk_end_batch(dev, err);
+    else
+        vk_drop_rec(dev);
+    if (st != FFNRT_OK)
+        return st;
+    st = vk_wait(dev, err);
+    if (st == FFNRT_OK)
+        vk_read_timestamps(dev, dev->flight, device_ns);
     return st;
 }
 
@@ -1416,20 +1527,20 @@ const ffnrt_backend_ops *ffnrt_vulkan_backend(void)
 
 /* ------------------------------------------------------------ interop */
 
-static void vk_read_timestamps(ffnrt_bdevice *dev, uint64_t *device_ns)
+static void vk_read_timestamps(ffnrt_bdevice *dev, uint32_t slot, uint64_t *device_ns)
 {
     uint64_t ts[2];
     *device_ns = 0;
     if (dev->timestamps &&
-        dev->api.vkGetQueryPoolResults(dev->device, dev->timestamps, 0, 2, sizeof ts, ts, sizeof ts[0],
+        dev->api.vkGetQueryPoolResults(dev->device, dev->timestamps, 2 * slot, 2, sizeof ts, ts, sizeof ts[0],
                                        VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS) {
         uint64_t ticks = (ts[1] - ts[0]) & dev->timestamp_mask;
         *device_ns = (uint64_t)((double)ticks * dev->timestamp_period);
     }
 }
 
-/* Waits for the asynchronous batch in flight, if any, and adds its time. */
-static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err)
+/* Waits for the batch in flight, if any, and adds its time. */
+static ffnrt_status vk_wait_flight(ffnrt_bdevice *dev, ffnrt_error *err)
 {
     ffnrt_status st = vk_check_stuck(dev, err);
     if (st != FFNRT_OK || !dev->pending)
@@ -1438,27 +1549,49 @@ static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err)
     if ((st = vk_wait_fence(dev, err)) != FFNRT_OK)
         return st;
     uint64_t ns;
-    vk_read_timestamps(dev, &ns);
+    vk_read_timestamps(dev, dev->flight, &ns);
     dev->pending_ns += ns;
     return FFNRT_OK;
 }
 
+/* Submits the open batch (the recorded asynchronous calls). */
+static ffnrt_status vk_submit_open(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    ffnrt_status st = vk_end_batch(dev, err);
+    if (st == FFNRT_OK)
+        st = vk_submit_rec(dev, err);
+    if (st == FFNRT_OK) {
+        dev->pending = 1;
+        dev->rec ^= 1u; /* the next calls record into the other slot */
+    }
+    return st;
+}
+
+/* Everything submitted or recorded has run: the batch in flight, then the
+ * open batch (not one an op is still recording). */
+static ffnrt_status vk_finish_pending(ffnrt_bdevice *dev, ffnrt_error *err)
+{
+    ffnrt_status st = vk_wait_flight(dev, err);
+    if (st == FFNRT_OK && dev->rec_state == VK_REC_OPEN && (st = vk_submit_open(dev, err)) == FFNRT_OK)
+        st = vk_wait_flight(dev, err);
+    return st;
+}
+
+/* The end of an asynchronous op. An idle device gets the open batch now;
+ * a busy one gets it when it is found idle at the end of a later op, at
+ * OPEN_BATCH_DISPATCHES, or at the wait: one submission then carries many
+ * ops (lavapipe takes 0.2-0.3 ms a submission, more than most decode ops'
+ * kernels). */
 static ffnrt_status vk_submit_async(ffnrt_bdevice *dev, ffnrt_error *err)
 {
-    const ffnrt_vk_device_api *a = &dev->api;
-    ffnrt_status est = vk_end_batch(dev, err);
-    if (est != FFNRT_OK)
-        return est;
-    VkSubmitInfo si = {
-        .sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
-        .commandBufferCount = 1,
-        .pCommandBuffers = &dev->cmd,
-    };
-    VkResult rc = a->vkQueueSubmit(dev->queue, 1, &si, dev->fence);
-    if (rc != VK_SUCCESS)
-        return vk_fail(err, rc, "vkQueueSubmit");
-    dev->pending = 1;
-    return FFNRT_OK;
+    dev->rec_state = VK_REC_OPEN;
+    ffnrt_status st = FFNRT_OK;
+    if (dev->pending && (dev->api.vkGetFenceStatus(dev->device, dev->slots[dev->flight].fence) == VK_SUCCESS ||
+                         dev->open_dispatches >= OPEN_BATCH_DISPATCHES))
+        st = vk_wait_flight(dev, err);
+    if (st == FFNRT_OK && !dev->pending)
+        st = vk_submit_open(dev, err);
+    return st;
 }
 
 static ffnrt_status vk_wait_all(ffnrt_bdevice *dev, uint64_t *device_ns, ffnrt_error *err)
@@ -1492,9 +1625,10 @@ ffnrt_status ffnrt_vk_record_begin(ffnrt_bdevice *dev, VkCommandBuffer cmd, ffnr
         return st;
     /* The sets of the previous recording are released now: the app has
      * waited for its submissions (documented in ffnrt_vulkan.h). */
-    for (uint32_t i = 0; i < dev->pool_used; i++)
-        dev->api.vkResetDescriptorPool(dev->device, dev->pools[i], 0);
-    dev->pool_used = 0;
+    vk_slot *sl = &dev->slots[dev->rec];
+    for (uint32_t i = 0; i < sl->pool_used; i++)
+        dev->api.vkResetDescriptorPool(dev->device, sl->pools[i], 0);
+    sl->pool_used = 0;
     dev->recording = cmd;
     return FFNRT_OK;
 }
