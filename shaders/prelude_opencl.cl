@@ -112,6 +112,42 @@ typedef float16 v16;
     (uint16)(0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u, 0u, 8u, 16u, 24u)) & (uint16)(255u))
 #define V16_SBYTES(buf, i) convert_float16(as_int16(vload4(0, (buf) + (i)).s0000111122223333 << \
     (uint16)(24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u, 24u, 16u, 8u, 0u)) >> 24)
+/* The integer path's byte dot products (quant.inc's XQ_BYTES layout): a
+ * block's 32 weight codes (a uint8 of bytes) times x's 32 signed codes
+ * (the same), the products summed in fours into an int8. Where the kernel
+ * compiler targets x86 with AVX2 (PoCL builds for the host CPU), AVX2's
+ * own: vpmaddubsw (unsigned by signed bytes, pairs summed into 16 bits:
+ * at most 2 x 255 x 127, inside them) and vpmaddwd by ones, two
+ * instructions for 32 products where the pair trick of X_Q8's 16-bit
+ * layout takes 16 in 4-wide vectors. Signed weights (Q8_0) go through
+ * their magnitudes, with x's signs flipped where theirs are negative
+ * (vpabsb, vpsignb; |-128| is 128 unsigned). Elsewhere, plain vectors.
+ * Clang 15 and later spell vpabsb __builtin_elementwise_abs. */
+#define HAVE_XQ_BYTE_DOT 1
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__has_builtin)
+#if __has_builtin(__builtin_ia32_pmaddubsw256) && __has_builtin(__builtin_ia32_pmaddwd256) && \
+    __has_builtin(__builtin_elementwise_abs) && __has_builtin(__builtin_ia32_psignb256)
+#define XQ_BYTE_DOT_X86 1
+#endif
+#endif
+#ifdef XQ_BYTE_DOT_X86
+typedef char xq_c32 __attribute__((ext_vector_type(32)));
+#define XQ_BYTE_DOT_U(w8, x8) __builtin_ia32_pmaddwd256(__builtin_ia32_pmaddubsw256( \
+    __builtin_astype((w8), xq_c32), __builtin_astype((x8), xq_c32)), (short16)(1))
+#define XQ_BYTE_DOT_S(w8, x8) __builtin_ia32_pmaddwd256(__builtin_ia32_pmaddubsw256( \
+    __builtin_elementwise_abs(__builtin_astype((w8), xq_c32)), \
+    __builtin_ia32_psignb256(__builtin_astype((x8), xq_c32), __builtin_astype((w8), xq_c32))), (short16)(1))
+#else
+FN int8 xq_byte_dot(short16 w0, short16 w1, uint8 x8)
+{
+    short16 p0 = w0 * convert_short16(as_char16(x8.s0123)), p1 = w1 * convert_short16(as_char16(x8.s4567));
+    return convert_int8(p0.even) + convert_int8(p0.odd) + convert_int8(p1.even) + convert_int8(p1.odd);
+}
+#define XQ_BYTE_DOT_U(w8, x8) xq_byte_dot(convert_short16(as_uchar16((w8).s0123)), \
+    convert_short16(as_uchar16((w8).s4567)), (x8))
+#define XQ_BYTE_DOT_S(w8, x8) xq_byte_dot(convert_short16(as_char16((w8).s0123)), \
+    convert_short16(as_char16((w8).s4567)), (x8))
+#endif
 /* 32-bit atomics on a uint word of a binding or of a shared array (the
  * statistics variant, shaders/stats.inc; no 64-bit atomics are assumed).
  * ADD and CAS return the word's previous value. */

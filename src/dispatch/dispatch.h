@@ -134,6 +134,7 @@ typedef struct ffnrt_gemm_variant {
     int wide_codes;    /* blocked, block formats: 16 weights a step in 16-wide vectors */
     int sum_x;         /* blocked, block formats: each group's codes dotted with x before scaling */
     int x_q8;          /* the integer path: x quantized to 8 bits a block, integer dot products */
+    int x_bytes;       /* blocked, integer path: x's codes as bytes, byte dot products (XQ_BYTES) */
     ffnrt_blocked_shape blocked;
     ffnrt_matvec_shape matvec;
     uint32_t tokens; /* matrix-vector: tokens a dispatch */
@@ -288,6 +289,7 @@ typedef struct ffnrt_kernel_params {
     uint32_t blocked_tn_wide, blocked_tn_gated_wide; /* their columns, prefill (0: blocked_tn, _gated) */
     uint32_t blocked_gated_quant_unfused;   /* gated block-format layers above 4 tokens: unfused by default */
     uint32_t half_conversion;               /* ffnrt_half_conversion the device's compiler offers */
+    uint32_t blocked_int_dot_bytes;         /* the integer path: x's codes as bytes (quant.inc's XQ_BYTES) */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

@@ -50,11 +50,17 @@ uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k) { return rows * (k / 32) * 18
 /* The integer path's input: x's rows m0.. (rows of them) quantized into
  * xq from its first word (shaders/quantize.kernel), in dispatches of at
  * most the grid's groups. */
-static ffnrt_status quantize_rows(ffnrt_context *ctx, const ffnrt_gemm_launch *pr, uint64_t m0, uint64_t rows)
+static ffnrt_status quantize_rows(ffnrt_context *ctx, const ffnrt_gemm_launch *pr, int x_bytes, uint64_t m0,
+                                  uint64_t rows)
 {
     uint32_t wg = ctx->limits.max_workgroup_size < 64 ? ctx->limits.max_workgroup_size : 64;
     ffnrt_defines defines = {0};
     ffnrt_defines_storage(&defines, pr->dtype, ctx->half_conversion.kind);
+    if (x_bytes) { /* quant.inc's XQ_BYTES: the codes in the weights' byte order */
+        ffnrt_defines_add(&defines, "#define XQ_BYTES 1");
+        if (pr->w.format != FFNRT_WEIGHT_Q8_0)
+            ffnrt_defines_add(&defines, "#define XQ_EVEN_ODD 1");
+    }
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = ffnrt_context_kernel(ctx, "quantize.kernel", NULL, "ffnrt_quantize_x", FFNRT_KERNEL_PLAIN,
                                            defines.text, 2, 3 * sizeof(uint32_t), wg, &kernel);
@@ -86,6 +92,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
     ffnrt_defines_arithmetic(d, v->fp16_epilogue);
     if (v->x_q8)
         ffnrt_defines_add(d, "#define X_Q8 1");
+    if (v->x_bytes)
+        ffnrt_defines_add(d, "#define XQ_BYTES 1");
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);
@@ -231,7 +239,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     for (uint64_t m0 = 0; m0 < pr->m && st == FFNRT_OK; m0 += m_chunk) {
         uint64_t mc = pr->m - m0 < m_chunk ? pr->m - m0 : m_chunk;
         if (v.x_q8)
-            st = quantize_rows(ctx, pr, m0, mc);
+            st = quantize_rows(ctx, pr, v.x_bytes, m0, mc);
         for (uint64_t n0 = 0; n0 < pr->n && st == FFNRT_OK; n0 += n_chunk) {
             uint64_t nc = pr->n - n0 < n_chunk ? pr->n - n0 : n_chunk;
             gemm_params p = {(uint32_t)mc, (uint32_t)nc, (uint32_t)pr->k, 0, 0, 0, 0, (uint32_t)pr->n, 0, 0,
