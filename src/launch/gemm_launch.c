@@ -31,10 +31,8 @@ typedef struct gemm_params {
     uint32_t ws_base, wvs_base;
 } gemm_params;
 
-/* A binding of `count` elements of t from element `first`: the offset is
- * rounded down to the device's alignment and *base is where `first` lies. */
-static ffnrt_binding bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *t, uint64_t first, uint64_t count,
-                                   uint32_t *base)
+ffnrt_binding ffnrt_bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *t, uint64_t first, uint64_t count,
+                                  uint32_t *base)
 {
     uint64_t esize = ffnrt_dtype_size(t->dtype);
     uint64_t align = ctx->limits.buffer_offset_alignment < 4 ? 4 : ctx->limits.buffer_offset_alignment;
@@ -68,8 +66,8 @@ static ffnrt_status quantize_rows(ffnrt_context *ctx, const ffnrt_gemm_launch *p
     for (uint64_t b0 = 0; b0 < blocks && st == FFNRT_OK; b0 += per_dispatch) {
         uint64_t nb = blocks - b0 < per_dispatch ? blocks - b0 : per_dispatch;
         uint32_t params[3] = {(uint32_t)nb, 0, 0};
-        ffnrt_binding b[2] = {bind_elements(ctx, pr->x, m0 * pr->k + 32 * b0, 32 * nb, &params[1]),
-                              bind_elements(ctx, pr->xq, 18 * b0, 18 * nb, &params[2])};
+        ffnrt_binding b[2] = {ffnrt_bind_elements(ctx, pr->x, m0 * pr->k + 32 * b0, 32 * nb, &params[1]),
+                              ffnrt_bind_elements(ctx, pr->xq, 18 * b0, 18 * nb, &params[2])};
         uint32_t groups[2] = {(uint32_t)((nb + wg - 1) / wg), 1};
         st = ctx->ops->dispatch(ctx->dev, kernel, b, 2, params, groups, &ctx->error);
     }
@@ -249,21 +247,21 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
             ffnrt_binding b[9];
             uint32_t nb = 0;
             if (v.x_q8)
-                b[nb++] = bind_elements(ctx, pr->xq, 0, ffnrt_xq_words(mc, pr->k), &p.x_base);
+                b[nb++] = ffnrt_bind_elements(ctx, pr->xq, 0, ffnrt_xq_words(mc, pr->k), &p.x_base);
             else
-                b[nb++] = bind_elements(ctx, pr->x, m0 * pr->k, mc * pr->k, &p.x_base);
-            b[nb++] = bind_elements(ctx, pr->w.w, (pr->w.w_row0 + n0) * wpr, nc * wpr, &p.w_base);
-            b[nb++] = bind_elements(ctx, pr->y, pr->y_first + m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y_base);
+                b[nb++] = ffnrt_bind_elements(ctx, pr->x, m0 * pr->k, mc * pr->k, &p.x_base);
+            b[nb++] = ffnrt_bind_elements(ctx, pr->w.w, (pr->w.w_row0 + n0) * wpr, nc * wpr, &p.w_base);
+            b[nb++] = ffnrt_bind_elements(ctx, pr->y, pr->y_first + m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y_base);
             if (gated)
-                b[nb++] = bind_elements(ctx, pr->wv.w, (pr->wv.w_row0 + n0) * wpr, nc * wpr, &p.wv_base);
+                b[nb++] = ffnrt_bind_elements(ctx, pr->wv.w, (pr->wv.w_row0 + n0) * wpr, nc * wpr, &p.wv_base);
             if (bias)
-                b[nb++] = bind_elements(ctx, pr->w.b, pr->w.b_first + n0, nc, &p.bias_base);
+                b[nb++] = ffnrt_bind_elements(ctx, pr->w.b, pr->w.b_first + n0, nc, &p.bias_base);
             if (bias && gated)
-                b[nb++] = bind_elements(ctx, pr->wv.b, pr->wv.b_first + n0, nc, &p.bv_base);
+                b[nb++] = ffnrt_bind_elements(ctx, pr->wv.b, pr->wv.b_first + n0, nc, &p.bv_base);
             if (ql)
-                b[nb++] = bind_elements(ctx, pr->w.ws, (pr->w.w_row0 + n0) * scale_words, nc * scale_words, &p.ws_base);
+                b[nb++] = ffnrt_bind_elements(ctx, pr->w.ws, (pr->w.w_row0 + n0) * scale_words, nc * scale_words, &p.ws_base);
             if (ql && gated)
-                b[nb++] = bind_elements(ctx, pr->wv.ws, (pr->wv.w_row0 + n0) * scale_words, nc * scale_words,
+                b[nb++] = ffnrt_bind_elements(ctx, pr->wv.ws, (pr->wv.w_row0 + n0) * scale_words, nc * scale_words,
                                         &p.wvs_base);
             struct {
                 gemm_params g;

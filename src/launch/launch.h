@@ -176,6 +176,22 @@ typedef struct ffnrt_gemm_launch {
     ffnrt_tensor *xq;             /* the integer path's scratch: ffnrt_xq_words(m, k) words at least */
 } ffnrt_gemm_launch;
 
+/* A binding of `count` elements of t from element `first`: the offset is
+ * rounded down to the device's alignment and *base is where `first` lies. */
+ffnrt_binding ffnrt_bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *t, uint64_t first, uint64_t count,
+                                  uint32_t *base);
+
+/* Records y [cols, rows] = xᵀ for x [rows, cols] from element x_first of
+ * x, by tiles (shaders/transpose.kernel's TILES), into the open batch,
+ * where ffnrt_transpose_tiles_fit says they serve: on the devices whose
+ * kernel params ask for them (transpose_tiles), with x's rows and y within
+ * one binding each, 16-bit rows in whole words and the grid within the
+ * device's groups (the element-wise transpose serves the rest). */
+int ffnrt_transpose_tiles_fit(const ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
+                              uint64_t cols, const ffnrt_tensor *y);
+ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
+                                          uint64_t cols, ffnrt_tensor *y);
+
 /* 32-bit words of the integer path's quantized x for rows x k elements
  * (shaders/quant.inc's X_Q8 layout). */
 uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k);

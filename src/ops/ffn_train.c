@@ -129,6 +129,14 @@ static ffnrt_status transpose(bw_run *r, const ffnrt_tensor *x, uint64_t x_first
         return ffnrt_fail(&r->ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
                           "%s: a %llu x %llu transpose passes 32-bit element indices", r->fn,
                           (unsigned long long)rows, (unsigned long long)cols);
+    ffnrt_context *ctx = r->ctx;
+    if (ffnrt_transpose_tiles_fit(ctx, x, x_first, rows, cols, y)) { /* by tiles: cache-friendly reads */
+        ffnrt_status st = ffnrt_batch_begin(ctx);
+        if (st == FFNRT_OK)
+            st = ffnrt_batch_end(ctx, ffnrt_launch_transpose_tiles(ctx, x, x_first, rows, cols, y), &ctx->last_op_ns);
+        r->ns += ctx->last_op_ns;
+        return st;
+    }
     ffnrt_ew_op op = {.family = FFNRT_EW_TRANSPOSE, .act = FFNRT_ACT_COUNT, .dtype = y->dtype,
                       .compute = FFNRT_COMPUTE_AUTO, .fn = r->fn};
     ffnrt_ew_variant v;

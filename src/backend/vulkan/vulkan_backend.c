@@ -822,35 +822,29 @@ static void vk_free_kernel(ffnrt_bdevice *dev, ffnrt_bkernel *k)
     free(k);
 }
 
-/* Frees what a stuck batch kept alive, once it has finished. */
-static void vk_free_kept(ffnrt_bdevice *dev)
+/* Frees a list of buffers and one of kernels (linked by next_kept). */
+static void vk_free_lists(ffnrt_bdevice *dev, ffnrt_bbuffer **buffers, ffnrt_bkernel **kernels)
 {
-    while (dev->kept_buffers) {
-        ffnrt_bbuffer *b = dev->kept_buffers;
-        dev->kept_buffers = b->next_kept;
+    while (*buffers) {
+        ffnrt_bbuffer *b = *buffers;
+        *buffers = b->next_kept;
         vk_free_buffer(dev, b);
     }
-    while (dev->kept_kernels) {
-        ffnrt_bkernel *k = dev->kept_kernels;
-        dev->kept_kernels = k->next_kept;
+    while (*kernels) {
+        ffnrt_bkernel *k = *kernels;
+        *kernels = k->next_kept;
         vk_free_kernel(dev, k);
     }
 }
+
+/* What a stuck batch kept alive, once it has finished. */
+static void vk_free_kept(ffnrt_bdevice *dev) { vk_free_lists(dev, &dev->kept_buffers, &dev->kept_kernels); }
 
 /* What was destroyed while slot sl's batch was recorded, once the batch
  * has run (or was never submitted). */
 static void vk_free_garbage(ffnrt_bdevice *dev, vk_slot *sl)
 {
-    while (sl->garbage_buffers) {
-        ffnrt_bbuffer *b = sl->garbage_buffers;
-        sl->garbage_buffers = b->next_kept;
-        vk_free_buffer(dev, b);
-    }
-    while (sl->garbage_kernels) {
-        ffnrt_bkernel *k = sl->garbage_kernels;
-        sl->garbage_kernels = k->next_kept;
-        vk_free_kernel(dev, k);
-    }
+    vk_free_lists(dev, &sl->garbage_buffers, &sl->garbage_kernels);
 }
 
 /* The recorded batch will not run: its slot is free again (the next begin
