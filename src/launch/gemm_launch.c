@@ -262,7 +262,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
                 b[nb++] = ffnrt_bind_elements(ctx, pr->w.ws, (pr->w.w_row0 + n0) * scale_words, nc * scale_words, &p.ws_base);
             if (ql && gated)
                 b[nb++] = ffnrt_bind_elements(ctx, pr->wv.ws, (pr->wv.w_row0 + n0) * scale_words, nc * scale_words,
-                                        &p.wvs_base);
+                                              &p.wvs_base);
             struct {
                 gemm_params g;
                 ffnrt_stats_params s;
