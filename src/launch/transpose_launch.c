@@ -3,7 +3,7 @@
  * the device's groups a dimension. */
 #include "launch/launch.h"
 
-#define TILE_R 64u /* the kernel's tile: x's rows */
+#define TILE_R 64u /* the kernel's tile (passed to it as defines): x's rows */
 #define TILE_C 16u /* and columns */
 #define TRANSPOSE_WORKGROUP 64u
 
@@ -16,8 +16,8 @@ static int tiles_plan(const ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t 
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
     uint64_t esize = ffnrt_dtype_size(y->dtype), n = rows * cols;
-    if (!kp.transpose_tiles || n == 0 || rows > UINT32_MAX || cols > UINT32_MAX || n > UINT32_MAX || x_first > UINT32_MAX - n ||
-        (esize == 2 && rows % 2 != 0) || x->dtype != y->dtype)
+    if (!kp.transpose_tiles || n == 0 || rows > UINT32_MAX || cols > UINT32_MAX || n > UINT32_MAX ||
+        x_first > UINT32_MAX - n || (esize == 2 && rows % 2 != 0) || x->dtype != y->dtype)
         return 0;
     uint64_t tiles_c = (cols + TILE_C - 1) / TILE_C, tiles = tiles_c * ((rows + TILE_R - 1) / TILE_R);
     uint64_t gx = tiles < lim->max_workgroup_count[0] ? tiles : lim->max_workgroup_count[0];
@@ -58,6 +58,8 @@ ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor
                                                                        : TRANSPOSE_WORKGROUP;
     ffnrt_defines defines = {0};
     ffnrt_defines_add(&defines, "#define TILES 1");
+    ffnrt_defines_add(&defines, "#define TILE_R %uu", TILE_R);
+    ffnrt_defines_add(&defines, "#define TILE_C %uu", TILE_C);
     ffnrt_defines_storage(&defines, y->dtype, ctx->half_conversion.kind);
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = ffnrt_context_kernel(ctx, "transpose.kernel", NULL, "ffnrt_transpose_tiles", FFNRT_KERNEL_PLAIN,
