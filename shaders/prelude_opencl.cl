@@ -90,10 +90,27 @@ typedef uint4 u4;
  * arithmetic in every OpenCL compiler, Clang's included). */
 #define SBYTES4(w) convert_float4(as_int4((uint4)(w) << (uint4)(24u, 16u, 8u, 0u)) >> 24)
 /* Halves 2j and 2j + 1 of a 16-bit binding as a float2, converted exactly
- * (subnormals included; vload_half2 is core OpenCL, and CPUs convert a
- * vector of halves in one instruction where PoCL's scalar vload_half runs
- * some fifteen). */
+ * (subnormals included; vload_half2 is core OpenCL). */
 #define LOAD_HALF2(buf, j) vload_half2((j), (const __global half *)(buf))
+/* PoCL 3.1's vload_half2/4/16 convert in bit arithmetic even where the CPU
+ * has F16C: some nine vector operations per conversion, 40% of the
+ * integer path's block loop. Where the host chose F16C (as for storage.inc's
+ * HALF_BITS_TO_F32) the words are read as _Float16 vectors and widened
+ * instead: LLVM's fpext, which x86 runs as one vcvtph2ps, exact. */
+#if defined(HALF_CONVERSION_F16C) && defined(__F16C__) && defined(__FLT16_MAX__) && defined(__has_builtin)
+#if __has_builtin(__builtin_convertvector)
+typedef _Float16 f16c_h2 __attribute__((ext_vector_type(2)));
+typedef _Float16 f16c_h4 __attribute__((ext_vector_type(4)));
+typedef _Float16 f16c_h16 __attribute__((ext_vector_type(16)));
+#undef LOAD_HALF2
+#undef LOAD_HALF4
+#define LOAD_HALF2(buf, j) __builtin_convertvector(__builtin_astype(vload2((j), (const __global ushort *)(buf)), f16c_h2), float2)
+#define LOAD_HALF4(buf, i) \
+    __builtin_convertvector(__builtin_astype(vload4(0, (const __global ushort *)(buf) + (i)), f16c_h4), float4)
+#define LOAD_HALF16(buf, i) \
+    __builtin_convertvector(__builtin_astype(vload16(0, (const __global ushort *)(buf) + (i)), f16c_h16), float16)
+#endif
+#endif
 /* Sixteen-wide vectors, for drivers that run each work-item as vector code
  * (quant.inc's WQ_WIDE): 16 floats of a binding from element i, 16 codes
  * of 2 words (4 bits) or 4 words (8 bits), and the sum of 16 lanes as 4.
@@ -105,7 +122,11 @@ typedef float16 v16;
 #define V16_FMA(a, b, c) fma((a), (b), (c))
 #define V16_SUM4(v) (((v).s0123 + (v).s4567) + ((v).s89ab + (v).scdef))
 #define V16_LOAD(buf, i) vload16(0, (buf) + (i))
+#ifdef LOAD_HALF16
+#define V16_LOAD_HALF(buf, i) LOAD_HALF16(buf, i)
+#else
 #define V16_LOAD_HALF(buf, i) vload_half16(0, (const __global half *)(buf) + (i))
+#endif
 #define V16_NIBBLES(buf, i) convert_float16((vload2(0, (buf) + (i)).s0000000011111111 >> \
     (uint16)(0u, 4u, 8u, 12u, 16u, 20u, 24u, 28u, 0u, 4u, 8u, 12u, 16u, 20u, 24u, 28u)) & (uint16)(15u))
 #define V16_BYTES(buf, i) convert_float16((vload4(0, (buf) + (i)).s0000111122223333 >> \

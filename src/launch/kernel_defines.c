@@ -27,8 +27,10 @@ void ffnrt_defines_add(ffnrt_defines *d, const char *fmt, ...)
 void ffnrt_defines_storage(ffnrt_defines *d, ffnrt_dtype dtype, ffnrt_half_conversion conversion)
 {
     ffnrt_defines_add(d, "#define STORAGE_%s 1", dtype == FFNRT_DTYPE_F16 ? "F16" : dtype == FFNRT_DTYPE_BF16 ? "BF16" : "F32");
+    /* Not f16 storage only: block-format weights of any storage type
+     * carry f16 scales (the prelude's LOAD_HALF2). */
     const char *hw = ffnrt_half_conversion_define(conversion);
-    if (dtype == FFNRT_DTYPE_F16 && hw)
+    if (hw)
         ffnrt_defines_add(d, "#define %s", hw);
 }
 

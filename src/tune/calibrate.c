@@ -13,14 +13,16 @@
 /* Calibration under a profile or lowered limits plans other kernels: they
  * are kept apart. The device choice reads the device's own ("none"). The
  * version changes with what the figures mean or with kernels that move
- * them (v6: the integer path's byte layout on PoCL). */
+ * them (v6: the integer path's byte layout on PoCL; v7: F16C scales there,
+ * which moved every block-format path). */
+#define CALIBRATION_VARIANT "calibration v7 profile="
 static void variant_of(const ffnrt_context *ctx, char *out, size_t cap)
 {
-    snprintf(out, cap, "calibration v6 profile=%s limits=%s", ctx->profile ? ctx->profile->name : "none",
+    snprintf(out, cap, CALIBRATION_VARIANT "%s limits=%s", ctx->profile ? ctx->profile->name : "none",
              ctx->limit_notes);
 }
 
-static const char plain_variant[] = "calibration v6 profile=none limits=";
+static const char plain_variant[] = CALIBRATION_VARIANT "none limits=";
 
 static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
 {
