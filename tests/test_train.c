@@ -455,6 +455,72 @@ ParameterizedTest(ffnrt_backend *backend, train, sixteen_bit, .timeout = 900)
     test_context_done(ctx);
 }
 
+/* Under a phone GPU's small buffer range, here lowered to 2 KiB so that
+ * every weight, activation and gradient passes it: the transposes go in
+ * blocks and the products in splits, and the gradients stay within their
+ * bounds; an optimizer step with clipping sums its squares in chunks and
+ * reports the host's norm. A 16-bit transpose of an odd count of rows
+ * cannot split: a clear error. */
+BACKEND_PARAMETERS(train, past_the_buffer_range)
+ParameterizedTest(ffnrt_backend *backend, train, past_the_buffer_range, .timeout = 900)
+{
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.max_buffer_range = 2048;
+    ffnrt_context *ctx = test_context(*backend, &o);
+    if (!ctx)
+        return;
+    static const train_case cases[] = {
+        {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 24, 40, 33, 1, 0},
+        {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 24, 40, 5, 0, 1},
+        {FFNRT_FFN_GATED, FFNRT_GEGLU, FFNRT_DTYPE_F16, 24, 72, 34, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(ctx, *backend, &cases[i]);
+
+    train_case odd = {FFNRT_FFN_DENSE, FFNRT_ACT_RELU, FFNRT_DTYPE_F16, 24, 40, 33, 0, 0};
+    train_data f = make_data(&odd);
+    train_run r = make_run(ctx, &odd, &f);
+    cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_expect(strstr(ffnrt_last_error_message(), "buffer range") != NULL, "%s", ffnrt_last_error_message());
+    free_run(&r);
+    free_data(&f);
+
+    enum { N = 3001 }; /* 12 KB of fp32: six chunks of the lowered range */
+    static float w0[N], g[N];
+    double sq = 0;
+    rng_state = 0x5eedu;
+    for (int i = 0; i < N; i++) {
+        w0[i] = uniform(-1, 1);
+        g[i] = uniform(-1, 1);
+        sq += (double)g[i] * g[i];
+    }
+    ffnrt_tensor *w = upload(ctx, FFNRT_DTYPE_F32, w0, N, N, 0), *gt = upload(ctx, FFNRT_DTYPE_F32, g, N, N, 0);
+    ffnrt_optimizer_desc d = FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD);
+    d.lr = 0.1f;
+    d.max_grad_norm = 1.0f;
+    ffnrt_optimizer *opt = NULL;
+    cr_assert_eq(ffnrt_optimizer_create(ctx, &d, &opt), FFNRT_OK, "%s", ffnrt_last_error_message());
+    cr_assert_eq(ffnrt_optimizer_add(opt, w, gt), FFNRT_OK, "%s", ffnrt_last_error_message());
+    ffnrt_step_report rep;
+    cr_assert_eq(ffnrt_optimizer_step(opt, &rep), FFNRT_OK, "%s", ffnrt_last_error_message());
+    double norm = sqrt(sq), clip = d.max_grad_norm / (norm + 1e-6);
+    cr_expect(fabs(rep.grad_norm - norm) <= 1e-6 * norm, "%s: norm %.9g in chunks, host %.9g",
+              ffnrt_backend_name(*backend), rep.grad_norm, norm);
+    float got[N];
+    download(w, got, N);
+    int wrong = 0;
+    for (int i = 0; i < N; i++) {
+        double want = w0[i] - 0.1 * (double)(float)clip * g[i];
+        wrong += !(fabs(got[i] - want) <= 1e-6 * fabs(want) + 1e-7);
+    }
+    cr_expect_eq(wrong, 0, "%s: %d of %d parameters off after a clipped step", ffnrt_backend_name(*backend), wrong, N);
+    ffnrt_optimizer_destroy(opt);
+    ffnrt_tensor_destroy(w);
+    ffnrt_tensor_destroy(gt);
+    test_context_done(ctx);
+}
+
 /* The same inputs give the same bits; FFNRT_GRADIENTS_ACCUMULATE adds to
  * the gradients (twice one gradient is exact in fp32) and leaves dx
  * overwritten. */

@@ -43,6 +43,13 @@ ffnrt_binding ffnrt_bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *
     return (ffnrt_binding){t->buffer, t->offset + offset, end - offset};
 }
 
+uint64_t ffnrt_binding_elements(const ffnrt_context *ctx, uint64_t esize)
+{
+    uint64_t align = ctx->limits.buffer_offset_alignment < 4 ? 4 : ctx->limits.buffer_offset_alignment;
+    uint64_t range = ctx->limits.max_buffer_range;
+    return range > align + 4 ? (range - align - 4) / esize : 0;
+}
+
 uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k) { return rows * (k / 32) * 18; }
 
 /* The integer path's input: x's rows m0.. (rows of them) quantized into

@@ -180,13 +180,18 @@ typedef struct ffnrt_gemm_launch {
  * rounded down to the device's alignment and *base is where `first` lies. */
 ffnrt_binding ffnrt_bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *t, uint64_t first, uint64_t count,
                                   uint32_t *base);
+/* Elements of esize bytes that one such binding holds wherever they start
+ * (the offset's rounding and whole words included); 0 where none. */
+uint64_t ffnrt_binding_elements(const ffnrt_context *ctx, uint64_t esize);
 
 /* Records y [cols, rows] = xᵀ for x [rows, cols] from element x_first of
- * x, by tiles (shaders/transpose.kernel's TILES), into the open batch,
- * where ffnrt_transpose_tiles_fit says they serve: on the devices whose
- * kernel params ask for them (transpose_tiles), with x's rows and y within
- * one binding each, 16-bit rows in whole words and the grid within the
- * device's groups (the element-wise transpose serves the rest). */
+ * x, by tiles (shaders/transpose.kernel's TILES), into the open batch, in
+ * one dispatch where x's rows and y fit a binding each and the tiles the
+ * grid, else a dispatch per block that does. ffnrt_transpose_tiles_fit
+ * says where they serve: on the devices whose kernel params ask for them
+ * (transpose_tiles), and on every device where x passes the buffer range
+ * (the element-wise transpose, which binds x whole, serves the rest);
+ * 16-bit rows must be whole words. */
 int ffnrt_transpose_tiles_fit(const ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
                               uint64_t cols, const ffnrt_tensor *y);
 ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,

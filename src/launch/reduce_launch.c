@@ -1,7 +1,9 @@
 /* The reductions' launchers, each a fixed tree a group (the same inputs
  * give the same bits): sums of squares (shaders/sumsq.kernel: gradient
  * norms, the mean squared error's value) and the cross-entropy rows
- * (shaders/loss.kernel, CROSS_ENTROPY). Their tensors are bound whole. */
+ * (shaders/loss.kernel, CROSS_ENTROPY). The sums of squares take a
+ * tensor past the device's buffer range in chunks; the cross-entropy rows
+ * bind theirs whole. */
 #include "launch/launch.h"
 
 #include <stdlib.h>
@@ -50,9 +52,12 @@ uint64_t ffnrt_sumsq_words(const ffnrt_context *ctx, size_t tensors)
 ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const ffnrt_tensor *b,
                                 const ffnrt_tensor *partials, uint32_t index, float near_zero)
 {
-    ffnrt_status st = check_whole(ctx, a, "tensor");
-    if (st != FFNRT_OK)
-        return st;
+    /* Chunks that a binding holds wherever they start, a dispatch each. */
+    uint64_t chunk = ffnrt_binding_elements(ctx, ffnrt_dtype_size(a->dtype)), range = ctx->limits.max_buffer_range;
+    if (chunk == 0 || a->numel > UINT32_MAX || ffnrt_binding_elements(ctx, 4) < 3 * (uint64_t)ffnrt_sumsq_groups(ctx))
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                          "a sum of squares of %zu elements does not fit the device's buffer range of %llu bytes",
+                          a->numel, (unsigned long long)range);
     uint32_t wg = reduce_workgroup(ctx);
     ffnrt_defines defines = {0};
     if (b)
@@ -63,14 +68,25 @@ ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const
     struct {
         uint32_t n, out_at;
         float near_zero;
-    } params = {(uint32_t)a->numel, index * ffnrt_sumsq_groups(ctx), near_zero};
-    st = ffnrt_context_kernel(ctx, "sumsq.kernel", NULL, "ffnrt_sumsq", FFNRT_KERNEL_PLAIN, defines.text, b ? 3 : 2,
-                              sizeof params, wg, &kernel);
-    if (st != FFNRT_OK)
-        return st;
-    ffnrt_binding bind[3] = {whole(a), whole(partials), b ? whole(b) : whole(a)};
+        uint32_t a_base, b_base, accumulate;
+    } params = {0, 0, near_zero, 0, 0, 0};
+    ffnrt_status st = ffnrt_context_kernel(ctx, "sumsq.kernel", NULL, "ffnrt_sumsq", FFNRT_KERNEL_PLAIN, defines.text,
+                                           b ? 3 : 2, sizeof params, wg, &kernel);
     uint32_t groups[2] = {ffnrt_sumsq_groups(ctx), 1};
-    return ctx->ops->dispatch(ctx->dev, kernel, bind, b ? 3 : 2, &params, groups, &ctx->error);
+    /* A tensor with no elements still writes its (zero) partials. */
+    for (uint64_t first = 0; st == FFNRT_OK && (first < a->numel || first == 0); first += chunk) {
+        uint64_t n = a->numel - first < chunk ? a->numel - first : chunk;
+        uint32_t g = ffnrt_sumsq_groups(ctx); /* this tensor's partials only: 3 words a group */
+        ffnrt_binding bind[3] = {ffnrt_bind_elements(ctx, a, first, n, &params.a_base),
+                                 ffnrt_bind_elements(ctx, partials, 3 * (uint64_t)index * g, 3 * (uint64_t)g, &params.out_at),
+                                 ffnrt_bind_elements(ctx, b ? b : a, first, n, &params.b_base)};
+        params.n = (uint32_t)n;
+        params.accumulate = first > 0;
+        st = ctx->ops->dispatch(ctx->dev, kernel, bind, b ? 3 : 2, &params, groups, &ctx->error);
+        if (n == 0)
+            break;
+    }
+    return st;
 }
 
 ffnrt_status ffnrt_sumsq_collect(ffnrt_context *ctx, const ffnrt_tensor *partials, size_t tensors,

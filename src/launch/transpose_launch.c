@@ -1,59 +1,104 @@
 /* The training backward's transposes by tiles (shaders/transpose.kernel's
- * TILES): one dispatch, a group a tile, the groups on a 2-D grid within
- * the device's groups a dimension. */
+ * TILES): a group a tile, the groups on a 2-D grid within the device's
+ * groups a dimension. The whole matrix is one dispatch where x's rows and
+ * y fit a binding each; past the device's buffer range it goes in blocks
+ * of x's rows by its columns whose reads and writes each fit one, a
+ * dispatch a block (a phone GPU's 128 MiB range holds no 4096 x 14336
+ * fp32 weight). */
 #include "launch/launch.h"
 
 #define TILE_R 64u /* the kernel's tile (passed to it as defines): x's rows */
 #define TILE_C 16u /* and columns */
 #define TRANSPOSE_WORKGROUP 64u
 
-/* The bindings and grid of a tiled transpose; 0 where they do not fit. */
-static int tiles_plan(const ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
-                      uint64_t cols, const ffnrt_tensor *y, ffnrt_binding b[2], uint32_t params[5],
-                      uint32_t groups[2])
+static int prefers_tiles(const ffnrt_context *ctx)
 {
-    const ffnrt_limits *lim = &ctx->limits;
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
-    uint64_t esize = ffnrt_dtype_size(y->dtype), n = rows * cols;
-    if (!kp.transpose_tiles || n == 0 || rows > UINT32_MAX || cols > UINT32_MAX || n > UINT32_MAX ||
-        x_first > UINT32_MAX - n || (esize == 2 && rows % 2 != 0) || x->dtype != y->dtype)
+    return kp.transpose_tiles != 0;
+}
+
+static uint64_t at_most(uint64_t v, uint64_t cap) { return v < cap ? v : cap; }
+
+/* v rounded down to a multiple of m where that leaves at least one. */
+static uint64_t whole_tiles(uint64_t v, uint64_t m) { return v >= m ? v / m * m : v; }
+
+/* A block's extents: rb of x's rows by cb of its columns, so that its rows
+ * of x ((rb - 1) strides and cb) and of y ((cb - 1) strides and rb) fit a
+ * binding each and its tiles the grid; 0 where none does. */
+static int block_extents(const ffnrt_context *ctx, uint64_t esize, uint64_t rows, uint64_t cols, uint64_t *rb,
+                         uint64_t *cb)
+{
+    uint64_t elems = ffnrt_binding_elements(ctx, esize);
+    if (elems == 0)
         return 0;
-    uint64_t tiles_c = (cols + TILE_C - 1) / TILE_C, tiles = tiles_c * ((rows + TILE_R - 1) / TILE_R);
-    uint64_t gx = tiles < lim->max_workgroup_count[0] ? tiles : lim->max_workgroup_count[0];
-    uint64_t gy = (tiles + gx - 1) / gx;
-    if (gy > lim->max_workgroup_count[1])
-        return 0;
-    uint32_t y_base;
-    b[0] = ffnrt_bind_elements(ctx, x, x_first, n, &params[2]);
-    b[1] = ffnrt_bind_elements(ctx, y, 0, n, &y_base);
-    if (b[0].size > lim->max_buffer_range || b[1].size > lim->max_buffer_range || y_base != 0)
-        return 0;
-    params[0] = (uint32_t)rows;
-    params[1] = (uint32_t)cols;
-    params[3] = (uint32_t)tiles_c;
-    params[4] = (uint32_t)tiles;
-    groups[0] = (uint32_t)gx;
-    groups[1] = (uint32_t)gy;
-    return 1;
+    uint64_t r = rows * cols <= elems ? rows : whole_tiles(at_most(rows, elems / cols ? elems / cols : 1), TILE_R);
+    uint64_t c = rows * cols <= elems ? cols : whole_tiles(at_most(cols, elems / rows ? elems / rows : 1), TILE_C);
+    if (esize == 2 && r % 2 != 0) /* 16-bit: a word of y holds rows r and r + 1 */
+        r--;
+    uint64_t grid = (uint64_t)ctx->limits.max_workgroup_count[0] * ctx->limits.max_workgroup_count[1];
+    uint64_t tiles_c = (c + TILE_C - 1) / TILE_C;
+    if (tiles_c > grid) {
+        tiles_c = grid;
+        c = grid * TILE_C;
+    }
+    uint64_t tiles_r = at_most((r + TILE_R - 1) / TILE_R, grid / tiles_c);
+    if (tiles_r * TILE_R < r)
+        r = tiles_r * TILE_R;
+    *rb = r;
+    *cb = c;
+    return r > 0 && c > 0;
+}
+
+static int serves(const ffnrt_tensor *x, uint64_t x_first, uint64_t rows, uint64_t cols, const ffnrt_tensor *y)
+{
+    uint64_t n = rows * cols;
+    return n > 0 && rows <= UINT32_MAX && cols <= UINT32_MAX && n <= UINT32_MAX && x_first <= UINT32_MAX - n &&
+           !(ffnrt_dtype_size(y->dtype) == 2 && rows % 2 != 0) && x->dtype == y->dtype;
 }
 
 int ffnrt_transpose_tiles_fit(const ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
                               uint64_t cols, const ffnrt_tensor *y)
 {
+    uint64_t rb, cb;
+    if (!serves(x, x_first, rows, cols, y) || !block_extents(ctx, ffnrt_dtype_size(y->dtype), rows, cols, &rb, &cb))
+        return 0;
+    uint32_t base;
+    /* The element-wise form binds x whole: past the range only blocks serve. */
+    int x_whole = ffnrt_bind_elements(ctx, x, 0, x->numel, &base).size <= ctx->limits.max_buffer_range;
+    return prefers_tiles(ctx) || !x_whole;
+}
+
+/* One block: x's rows r0.. (rb) by columns c0.. (cb). */
+static ffnrt_status transpose_block(ffnrt_context *ctx, ffnrt_bkernel *kernel, const ffnrt_tensor *x,
+                                    uint64_t x_first, uint64_t rows, uint64_t cols, ffnrt_tensor *y, uint64_t r0,
+                                    uint64_t c0, uint64_t rb, uint64_t cb)
+{
+    uint32_t params[8];
     ffnrt_binding b[2];
-    uint32_t params[5], groups[2];
-    return tiles_plan(ctx, x, x_first, rows, cols, y, b, params, groups);
+    b[0] = ffnrt_bind_elements(ctx, x, x_first + r0 * cols + c0, (rb - 1) * cols + cb, &params[4]);
+    b[1] = ffnrt_bind_elements(ctx, y, c0 * rows + r0, (cb - 1) * rows + rb, &params[5]);
+    uint64_t tiles_c = (cb + TILE_C - 1) / TILE_C, tiles = tiles_c * ((rb + TILE_R - 1) / TILE_R);
+    uint64_t gx = at_most(tiles, ctx->limits.max_workgroup_count[0]);
+    uint32_t groups[2] = {(uint32_t)gx, (uint32_t)((tiles + gx - 1) / gx)};
+    params[0] = (uint32_t)rb;
+    params[1] = (uint32_t)cb;
+    params[2] = (uint32_t)cols;
+    params[3] = (uint32_t)rows;
+    params[6] = (uint32_t)tiles_c;
+    params[7] = (uint32_t)tiles;
+    return ctx->ops->dispatch(ctx->dev, kernel, b, 2, params, groups, &ctx->error);
 }
 
 ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
                                           uint64_t cols, ffnrt_tensor *y)
 {
-    ffnrt_binding b[2];
-    uint32_t params[5], groups[2];
-    if (!tiles_plan(ctx, x, x_first, rows, cols, y, b, params, groups))
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED, "the tiled transpose does not serve a %llu x %llu %s",
-                          (unsigned long long)rows, (unsigned long long)cols, ffnrt_dtype_name(y->dtype));
+    uint64_t rb = 0, cb = 0;
+    if (!serves(x, x_first, rows, cols, y) || !block_extents(ctx, ffnrt_dtype_size(y->dtype), rows, cols, &rb, &cb))
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_UNSUPPORTED,
+                          "the tiled transpose does not serve a %llu x %llu %s within the device's %llu-byte buffer range",
+                          (unsigned long long)rows, (unsigned long long)cols, ffnrt_dtype_name(y->dtype),
+                          (unsigned long long)ctx->limits.max_buffer_range);
     uint32_t wg = ctx->limits.max_workgroup_size < TRANSPOSE_WORKGROUP ? ctx->limits.max_workgroup_size
                                                                        : TRANSPOSE_WORKGROUP;
     ffnrt_defines defines = {0};
@@ -63,6 +108,10 @@ ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor
     ffnrt_defines_storage(&defines, y->dtype, ctx->half_conversion.kind);
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = ffnrt_context_kernel(ctx, "transpose.kernel", NULL, "ffnrt_transpose_tiles", FFNRT_KERNEL_PLAIN,
-                                           defines.text, 2, 5 * sizeof(uint32_t), wg, &kernel);
-    return st == FFNRT_OK ? ctx->ops->dispatch(ctx->dev, kernel, b, 2, params, groups, &ctx->error) : st;
+                                           defines.text, 2, 8 * sizeof(uint32_t), wg, &kernel);
+    for (uint64_t r0 = 0; r0 < rows && st == FFNRT_OK; r0 += rb)
+        for (uint64_t c0 = 0; c0 < cols && st == FFNRT_OK; c0 += cb)
+            st = transpose_block(ctx, kernel, x, x_first, rows, cols, y, r0, c0, at_most(rb, rows - r0),
+                                 at_most(cb, cols - c0));
+    return st;
 }

@@ -137,6 +137,13 @@ static ffnrt_status transpose(bw_run *r, const ffnrt_tensor *x, uint64_t x_first
         r->ns += ctx->last_op_ns;
         return st;
     }
+    uint32_t base;
+    if (ffnrt_bind_elements(ctx, x, 0, x->numel, &base).size > ctx->limits.max_buffer_range) /* the tiles' refusal */
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                          "%s: a %llu x %llu %s transpose passes the device's buffer range of %llu bytes and cannot be "
+                          "split (in 16-bit storage only an even count of rows splits: tokens, or a weight's rows)",
+                          r->fn, (unsigned long long)rows, (unsigned long long)cols, ffnrt_dtype_name(y->dtype),
+                          (unsigned long long)ctx->limits.max_buffer_range);
     ffnrt_ew_op op = {.family = FFNRT_EW_TRANSPOSE, .act = FFNRT_ACT_COUNT, .dtype = y->dtype,
                       .compute = FFNRT_COMPUTE_AUTO, .fn = r->fn};
     ffnrt_ew_variant v;
