@@ -137,8 +137,9 @@ typedef float16 v16;
  * block's 32 weight codes (a uint8 of bytes) times x's 32 signed codes
  * (the same), the products summed in fours into an int8. Where the kernel
  * compiler targets x86 with AVX2 (PoCL builds for the host CPU), AVX2's
- * own: vpmaddubsw (unsigned by signed bytes, pairs summed into 16 bits:
- * at most 2 x 255 x 127, inside them) and vpmaddwd by ones, two
+ * own: vpmaddubsw (unsigned by signed bytes, pairs summed into 16 bits
+ * with saturation, never reached: at most 2 x 15 x 127 for 4-bit codes,
+ * 2 x 128 x 127 for Q8_0's magnitudes) and vpmaddwd by ones, two
  * instructions for 32 products where the pair trick of X_Q8's 16-bit
  * layout takes 16 in 4-wide vectors. Signed weights (Q8_0) go through
  * their magnitudes, with x's signs flipped where theirs are negative
