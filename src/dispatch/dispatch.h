@@ -291,6 +291,7 @@ typedef struct ffnrt_kernel_params {
     uint32_t half_conversion;               /* ffnrt_half_conversion the device's compiler offers */
     uint32_t blocked_int_dot_bytes;         /* the integer path: x's codes as bytes (quant.inc's XQ_BYTES) */
     uint32_t transpose_tiles;               /* the training transposes by tiles (transpose.kernel's TILES) */
+    uint32_t sumsq_runs;                    /* sums of squares: a run of elements a work-item (SUMSQ_RUNS) */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

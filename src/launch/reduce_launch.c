@@ -62,6 +62,10 @@ ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const
     ffnrt_defines defines = {0};
     if (b)
         ffnrt_defines_add(&defines, "#define DIFF 1");
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    if (kp.sumsq_runs)
+        ffnrt_defines_add(&defines, "#define SUMSQ_RUNS 1");
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
     ffnrt_defines_storage(&defines, a->dtype, ctx->half_conversion.kind);
     ffnrt_bkernel *kernel = NULL;
