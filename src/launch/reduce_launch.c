@@ -76,11 +76,11 @@ ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const
     } params = {0, 0, near_zero, 0, 0, 0};
     ffnrt_status st = ffnrt_context_kernel(ctx, "sumsq.kernel", NULL, "ffnrt_sumsq", FFNRT_KERNEL_PLAIN, defines.text,
                                            b ? 3 : 2, sizeof params, wg, &kernel);
-    uint32_t groups[2] = {ffnrt_sumsq_groups(ctx), 1};
+    uint32_t g = ffnrt_sumsq_groups(ctx), groups[2] = {g, 1};
     /* A tensor with no elements still writes its (zero) partials. */
     for (uint64_t first = 0; st == FFNRT_OK && (first < a->numel || first == 0); first += chunk) {
         uint64_t n = a->numel - first < chunk ? a->numel - first : chunk;
-        uint32_t g = ffnrt_sumsq_groups(ctx); /* this tensor's partials only: 3 words a group */
+        /* this tensor's partials only: 3 words a group */
         ffnrt_binding bind[3] = {ffnrt_bind_elements(ctx, a, first, n, &params.a_base),
                                  ffnrt_bind_elements(ctx, partials, 3 * (uint64_t)index * g, 3 * (uint64_t)g, &params.out_at),
                                  ffnrt_bind_elements(ctx, b ? b : a, first, n, &params.b_base)};
