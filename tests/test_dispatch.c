@@ -878,7 +878,7 @@ Test(dispatch, elementwise_divisor_is_exact)
 
 /* The register-blocked product's row block (TM) for every row count is a
  * power of two up to the device's tm_max: each TM is another kernel to
- * compile (lavapipe's 16 x 16 block took 7 s), so that 5 to 8 rows share
+ * compile (lavapipe's 16 x 16 block 1-2 s), so that 5 to 8 rows share
  * one. It covers every row up to tm_max unless the device's limits made
  * the loop narrow TM (only after TN is down to 1). */
 BACKEND_PARAMETERS(dispatch, blocked_rows_share_kernels)

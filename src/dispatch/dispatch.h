@@ -101,10 +101,15 @@ ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, const ffnrt_smem_reser
                                 ffnrt_plan *plan, ffnrt_error *err);
 ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint32_t tokens,
                                  ffnrt_matvec_shape *out, ffnrt_error *err);
-/* BLOCKED's shape for m rows and n outputs (staged: 16-bit outputs go
- * through shared memory; wide: block-format weights 16 a step). */
+/* BLOCKED's shape for m rows and n outputs (sixteen_bit: 16-bit outputs,
+ * which go through shared memory; wide: block-format weights 16 a step). */
 ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint64_t m,
-                                         uint64_t n, int gated, int staged, int wide);
+                                         uint64_t n, int gated, int sixteen_bit, int wide);
+/* Whether a block has so many outputs a work-item that they are staged in
+ * shared memory and its loops over them rolled (LARGE_BLOCK), and the
+ * floats of shared memory its outputs take. */
+int ffnrt_blocked_large(ffnrt_blocked_shape b);
+uint64_t ffnrt_blocked_smem_floats(ffnrt_blocked_shape b, int gated, int sixteen_bit);
 uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t);
 
 /* One product y = epilogue(x · Wᵀ) of a layer, as the variant depends on
@@ -135,6 +140,8 @@ typedef struct ffnrt_gemm_variant {
     int sum_x;         /* blocked, block formats: each group's codes dotted with x before scaling */
     int x_q8;          /* the integer path: x quantized to 8 bits a block, integer dot products */
     int x_bytes;       /* blocked, integer path: x's codes as bytes, byte dot products (XQ_BYTES) */
+    int large_block;   /* blocked: outputs staged in shared memory, their loops rolled (LARGE_BLOCK) */
+    int k_tail;        /* blocked, dense weights: K is not a multiple of 4 (K_TAIL) */
     ffnrt_blocked_shape blocked;
     ffnrt_matvec_shape matvec;
     uint32_t tokens; /* matrix-vector: tokens a dispatch */

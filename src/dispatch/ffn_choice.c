@@ -154,15 +154,16 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, const ffnrt_smem_rese
  * params (dispatch/kernel_params.inc says what bounds it on each kind of
  * driver), or from the forced start (ffn.block). TM takes every row up to
  * tm_max (decode reads W once), rounded up to a power of two: each TM is
- * another kernel to compile (lavapipe's 16 x 16 block takes 7 s), so 5 to
- * 8 rows share the 8-row kernel rather than building four, and the rows
+ * another kernel to compile (lavapipe's 16 x 16 block 1-2 s, 7 s before
+ * its outputs were staged), so 5 to 8 rows share the 8-row kernel rather
+ * than building four, and the rows
  * past m cost arithmetic only, not another read of W. TN the decode width
  * at 4 rows or fewer.
  * Groups narrowed while that leaves fewer than 16 groups so every core
- * gets work; then fitted to the workgroup size and, for 16-bit outputs
- * staged in shared memory, its size. */
+ * gets work; then fitted to the workgroup size and to the shared memory
+ * that the outputs staged there take (ffnrt_blocked_smem_floats). */
 ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint64_t m,
-                                         uint64_t n, int gated, int staged, int wide)
+                                         uint64_t n, int gated, int sixteen_bit, int wide)
 {
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
@@ -188,7 +189,7 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_s
     while (b.wg_m > 1 && (m + (uint64_t)b.wg_m * b.tm - 1) / ((uint64_t)b.wg_m * b.tm) < 2 && b.wg_n * b.wg_m > 8)
         b.wg_m /= 2;
     while ((uint64_t)b.wg_n * b.wg_m > ctx->limits.max_workgroup_size ||
-           (staged ? 4ull * b.wg_n * b.tn * b.wg_m * b.tm : 0) >
+           4 * ffnrt_blocked_smem_floats(b, gated, sixteen_bit) >
                shared_for(ctx, stats, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) ||
            shared_for(ctx, stats, (uint64_t)b.wg_n * b.wg_m, (uint64_t)b.wg_m * b.tm) == 0) {
         if (b.wg_m > 1)
@@ -203,6 +204,27 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_s
             break;
     }
     return b;
+}
+
+/* A work-item with more outputs than this (llvmpipe's 16 x 16 and 16 x 8
+ * blocks; PoCL's are 4 x 6 at most) keeps only its products' loop in
+ * registers: its sums go to shared memory and one rolled loop runs the
+ * epilogue and the statistics over them, and its block-format quads loop
+ * stays rolled. Code unrolled once an output made those kernels slow to
+ * compile, the driver's own compile at a first call: on llvmpipe a dense
+ * GELU 16 x 16 block took 4.5 s (0.9 s staged, without the K % 4 tail
+ * loop that a K multiple of 4 does not need), a Q4_0 one 7.4 s (2.2 s with
+ * the quads loop rolled), at no cost to speed (docs/speed.md). */
+#define BLOCKED_STAGE_OUTPUTS 32u
+
+int ffnrt_blocked_large(ffnrt_blocked_shape b) { return b.tm * b.tn > BLOCKED_STAGE_OUTPUTS; }
+
+uint64_t ffnrt_blocked_smem_floats(ffnrt_blocked_shape b, int gated, int sixteen_bit)
+{
+    uint64_t tile = (uint64_t)b.wg_n * b.tn * b.wg_m * b.tm;
+    if (ffnrt_blocked_large(b))
+        return gated ? 2 * tile : tile; /* the gate's sums, then the value's */
+    return sixteen_bit ? tile : 1;      /* 16-bit outputs written as whole words; 1: no empty arrays */
 }
 
 static uint64_t mul(uint64_t a, uint64_t b, int *ok);

@@ -61,8 +61,9 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         /* Elsewhere, at decode (few rows: registers for a group's sums),
          * each group's codes are dotted with x before they are scaled. */
         v.sum_x = ql && !v.x_q8 && !v.wide_codes && b.tm <= 4;
-        /* 16-bit outputs go through shared memory, as whole words. */
-        v.smem_floats = esize == 4 ? 1 : (uint64_t)b.wg_n * b.tn * b.wg_m * b.tm;
+        v.large_block = ffnrt_blocked_large(b);
+        v.k_tail = !ql && pr->k % 4 != 0;
+        v.smem_floats = ffnrt_blocked_smem_floats(b, pr->gated, esize != 4);
         v.workgroup = b.wg_n * b.wg_m;
         v.rows_per_group = b.wg_m * b.tm;
         v.columns_per_group = b.wg_n * b.tn;
@@ -96,10 +97,10 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
 
 void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
 {
-    char shape[256];
+    char shape[320];
     const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(v->weights);
     if (v->level == FFNRT_KERNEL_BLOCKED)
-        snprintf(shape, sizeof shape, "blocked: %ux%u a work-item, %ux%u work-items (n x m)%s%s%s", v->blocked.tm,
+        snprintf(shape, sizeof shape, "blocked: %ux%u a work-item, %ux%u work-items (n x m)%s%s%s%s", v->blocked.tm,
                  v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->aligned4 ? ", vector loads" : "",
                  v->x_bytes      ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products "
                                    "of bytes (AVX2's vpmaddubsw where the kernel compiler targets it)"
@@ -107,7 +108,8 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
                  : v->wide_codes ? ", 16 weights a step (16-wide vectors)"
                  : v->sum_x      ? ", each group's codes dotted before scaling"
                                  : "",
-                 v->vec_acc ? ", vector accumulators" : "");
+                 v->vec_acc ? ", vector accumulators" : "",
+                 v->large_block ? ", outputs staged in shared memory" : "");
     else if (v->level == FFNRT_KERNEL_MATVEC)
         snprintf(shape, sizeof shape, "matvec: %u rows x %u lanes a group, %u tokens a dispatch%s", v->matvec.rows,
                  v->matvec.lanes, v->tokens,

@@ -110,6 +110,10 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
             ffnrt_defines_add(d, "#define WQ_SUMX 1");
         if (v->aligned4)
             ffnrt_defines_add(d, "#define ALIGNED4 %u", 1);
+        if (v->large_block)
+            ffnrt_defines_add(d, "#define LARGE_BLOCK 1");
+        if (v->k_tail)
+            ffnrt_defines_add(d, "#define K_TAIL 1");
         ffnrt_defines_add(d, "#define TM %uu", v->blocked.tm);
         ffnrt_defines_add(d, "#define TN %uu", v->blocked.tn);
         ffnrt_defines_add(d, "#define WG_N %uu", v->blocked.wg_n);
