@@ -299,6 +299,7 @@ typedef struct ffnrt_kernel_params {
     uint32_t blocked_int_dot_bytes;         /* the integer path: x's codes as bytes (quant.inc's XQ_BYTES) */
     uint32_t transpose_tiles;               /* the training transposes by tiles (transpose.kernel's TILES) */
     uint32_t sumsq_runs;                    /* sums of squares: a run of elements a work-item (SUMSQ_RUNS) */
+    uint32_t sumsq_subgroup;                /* sums of squares: a group of one subgroup, its SIMD vector */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

@@ -58,12 +58,14 @@ ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
                           "a sum of squares of %zu elements does not fit the device's buffer range of %llu bytes",
                           a->numel, (unsigned long long)range);
-    uint32_t wg = reduce_workgroup(ctx);
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    uint32_t wg = reduce_workgroup(ctx), sub = ctx->info.subgroup_size;
+    if (kp.sumsq_subgroup && sub >= 1 && sub < wg)
+        wg = sub;
     ffnrt_defines defines = {0};
     if (b)
         ffnrt_defines_add(&defines, "#define DIFF 1");
-    ffnrt_kernel_params kp;
-    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
     if (kp.sumsq_runs)
         ffnrt_defines_add(&defines, "#define SUMSQ_RUNS 1");
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
