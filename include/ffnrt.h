@@ -636,7 +636,9 @@ FFNRT_API double ffnrt_stats_quantile(const uint32_t *hist, uint32_t bins, float
  * Llama's RMSNorm, the pre-norm of a transformer block, with the mean in
  * fp32 as llama.cpp computes it. weight has a row's elements in x's
  * dtype; y has x's shape and may be x (in place). 16-bit rows must have an
- * even length (FFNRT_ERROR_UNSUPPORTED otherwise). */
+ * even length (FFNRT_ERROR_UNSUPPORTED otherwise). x past the device's
+ * buffer range runs in blocks of rows; one row past it is
+ * FFNRT_ERROR_LIMIT_EXCEEDED. */
 FFNRT_API ffnrt_status ffnrt_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, const ffnrt_tensor *weight,
                                       float eps, ffnrt_tensor *y);
 
@@ -964,7 +966,8 @@ FFNRT_API ffnrt_status ffnrt_loss_mse(ffnrt_context *ctx, const ffnrt_tensor *y,
  * in labels (host memory, rows = numel / classes of them, each below
  * classes): L = mean over rows of logsumexp(z) - z[label];
  * dlogits = scale · (softmax(z) - onehot(label)) / rows (NULL: the value
- * only), logits' shape and dtype. */
+ * only), logits' shape and dtype. Logits past the device's buffer range
+ * run in blocks of rows; one row past it is FFNRT_ERROR_LIMIT_EXCEEDED. */
 FFNRT_API ffnrt_status ffnrt_loss_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits,
                                                 const int32_t *labels, float scale, ffnrt_tensor *dlogits,
                                                 double *loss);

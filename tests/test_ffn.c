@@ -797,11 +797,66 @@ ParameterizedTest(policy_case *pc, ffn, precision_policy_on_every_path)
     test_context_done(ctx);
 }
 
-/* ffnrt_rms_norm, the stack's pre-norm: rows of odd and even length, in
- * place and apart, fp32 and fp16 storage, a row of zeros (eps alone),
- * against a double reference of llama.cpp's formula: normwise within
- * 4 (sqrt(n) + 4) u in fp32 (the sum of squares' rounding), 4 u16 in 16-bit
- * storage (the output's). Bad input gets its error. */
+/* ffnrt_rms_norm of rows x n elements (the last row zero: eps alone keeps
+ * it finite), in place or apart, against a double reference of
+ * llama.cpp's formula: normwise within 4 (sqrt(n) + 4) u in fp32 (the sum
+ * of squares' rounding), 4 u16 in 16-bit storage (the output's). */
+static void check_rms_norm(ffnrt_context *ctx, ffnrt_backend b, ffnrt_dtype dt, int64_t rows, int64_t n, int in_place,
+                           uint32_t seed)
+{
+    const float eps = 1e-5f;
+    int64_t shape[2] = {rows, n};
+    rng_state = seed;
+    host_array x = make_array(dt, (size_t)(rows * n), 3.0f), w = make_array(dt, (size_t)n, 1.5f);
+    for (int64_t i = 0; i < n; i++)
+        if (dt == FFNRT_DTYPE_F32)
+            ((float *)x.stored)[(rows - 1) * n + i] = x.values[(rows - 1) * n + i] = 0.0f;
+        else
+            ((uint16_t *)x.stored)[(rows - 1) * n + i] = 0, x.values[(rows - 1) * n + i] = 0.0f;
+    double *ref = malloc((size_t)(rows * n) * sizeof *ref);
+    cr_assert(ref);
+    for (int64_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (int64_t i = 0; i < n; i++)
+            s += (double)x.values[r * n + i] * x.values[r * n + i];
+        double scale = 1.0 / sqrt(s / (double)n + eps);
+        for (int64_t i = 0; i < n; i++)
+            ref[r * n + i] = x.values[r * n + i] * scale * w.values[i];
+    }
+    ffnrt_tensor *tx = NULL, *tw = NULL, *ty = NULL;
+    cr_assert_eq(ffnrt_tensor_create(ctx, dt, 2, shape, &tx), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(ctx, dt, 1, &n, &tw), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(tx, x.stored, ffnrt_tensor_bytes(tx)), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_write(tw, w.stored, ffnrt_tensor_bytes(tw)), FFNRT_OK);
+    if (in_place)
+        ty = tx;
+    else
+        cr_assert_eq(ffnrt_tensor_create(ctx, dt, 2, shape, &ty), FFNRT_OK);
+    cr_assert_eq(ffnrt_rms_norm(ctx, tx, tw, eps, ty), FFNRT_OK, "%s", ffnrt_last_error_message());
+    float *out = malloc((size_t)(rows * n) * sizeof *out);
+    cr_assert(out);
+    read_output(ty, dt, (size_t)(rows * n), out);
+    double u = dt == FFNRT_DTYPE_F32 ? 0x1p-24 : dt == FFNRT_DTYPE_F16 ? 0x1p-11 : 0x1p-8;
+    double bound = dt == FFNRT_DTYPE_F32 ? 4 * (sqrt((double)n) + 4) * u : 4 * u;
+    double err = test_rel_error(out, ref, (size_t)(rows * n));
+    cr_expect_leq(err, bound, "%s %s %lld x %lld: rms_norm error %.3g > %.3g", ffnrt_backend_name(b),
+                  ffnrt_dtype_name(dt), (long long)rows, (long long)n, err, bound);
+    for (int64_t i = 0; i < n; i++)
+        cr_expect_eq(out[(rows - 1) * n + i], 0.0f, "the zero row stays zero");
+    free(out);
+    free(ref);
+    if (ty != tx)
+        ffnrt_tensor_destroy(ty);
+    ffnrt_tensor_destroy(tx);
+    ffnrt_tensor_destroy(tw);
+    free_array(&x);
+    free_array(&w);
+}
+
+/* ffnrt_rms_norm, the stack's pre-norm (check_rms_norm): rows of odd and
+ * even length, in place and apart, fp32 and fp16 storage; under a 2 KiB
+ * buffer range, rows in blocks (a row past the range refused). Bad input
+ * gets its error. */
 BACKEND_PARAMETERS(ffn, rms_norm)
 
 ParameterizedTest(ffnrt_backend *b, ffn, rms_norm)
@@ -815,56 +870,26 @@ ParameterizedTest(ffnrt_backend *b, ffn, rms_norm)
         int in_place;
     } cases[] = {{FFNRT_DTYPE_F32, 5, 97, 0}, {FFNRT_DTYPE_F32, 3, 576, 1}, {FFNRT_DTYPE_F16, 4, 64, 0},
                  {FFNRT_DTYPE_BF16, 2, 130, 1}};
-    const float eps = 1e-5f;
-    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        ffnrt_dtype dt = cases[c].dtype;
-        int64_t rows = cases[c].rows, n = cases[c].n, shape[2] = {rows, n};
-        rng_state = 77u + (uint32_t)c;
-        host_array x = make_array(dt, (size_t)(rows * n), 3.0f), w = make_array(dt, (size_t)n, 1.5f);
-        for (int64_t i = 0; i < n; i++) /* the last row zero: eps alone keeps it finite */
-            if (dt == FFNRT_DTYPE_F32)
-                ((float *)x.stored)[(rows - 1) * n + i] = x.values[(rows - 1) * n + i] = 0.0f;
-            else
-                ((uint16_t *)x.stored)[(rows - 1) * n + i] = 0, x.values[(rows - 1) * n + i] = 0.0f;
-        double *ref = malloc((size_t)(rows * n) * sizeof *ref);
-        cr_assert(ref);
-        for (int64_t r = 0; r < rows; r++) {
-            double s = 0;
-            for (int64_t i = 0; i < n; i++)
-                s += (double)x.values[r * n + i] * x.values[r * n + i];
-            double scale = 1.0 / sqrt(s / (double)n + eps);
-            for (int64_t i = 0; i < n; i++)
-                ref[r * n + i] = x.values[r * n + i] * scale * w.values[i];
-        }
-        ffnrt_tensor *tx = NULL, *tw = NULL, *ty = NULL;
-        cr_assert_eq(ffnrt_tensor_create(ctx, dt, 2, shape, &tx), FFNRT_OK);
-        cr_assert_eq(ffnrt_tensor_create(ctx, dt, 1, &n, &tw), FFNRT_OK);
-        cr_assert_eq(ffnrt_tensor_write(tx, x.stored, ffnrt_tensor_bytes(tx)), FFNRT_OK);
-        cr_assert_eq(ffnrt_tensor_write(tw, w.stored, ffnrt_tensor_bytes(tw)), FFNRT_OK);
-        if (cases[c].in_place)
-            ty = tx;
-        else
-            cr_assert_eq(ffnrt_tensor_create(ctx, dt, 2, shape, &ty), FFNRT_OK);
-        cr_assert_eq(ffnrt_rms_norm(ctx, tx, tw, eps, ty), FFNRT_OK, "%s", ffnrt_last_error_message());
-        float *out = malloc((size_t)(rows * n) * sizeof *out);
-        cr_assert(out);
-        read_output(ty, dt, (size_t)(rows * n), out);
-        double u = dt == FFNRT_DTYPE_F32 ? 0x1p-24 : dt == FFNRT_DTYPE_F16 ? 0x1p-11 : 0x1p-8;
-        double bound = dt == FFNRT_DTYPE_F32 ? 4 * (sqrt((double)n) + 4) * u : 4 * u;
-        double err = test_rel_error(out, ref, (size_t)(rows * n));
-        cr_expect_leq(err, bound, "%s %s %lld x %lld: rms_norm error %.3g > %.3g", ffnrt_backend_name(*b),
-                      ffnrt_dtype_name(dt), (long long)rows, (long long)n, err, bound);
-        for (int64_t i = 0; i < n; i++)
-            cr_expect_eq(out[(rows - 1) * n + i], 0.0f, "the zero row stays zero");
-        free(out);
-        free(ref);
-        if (ty != tx)
-            ffnrt_tensor_destroy(ty);
-        ffnrt_tensor_destroy(tx);
-        ffnrt_tensor_destroy(tw);
-        free_array(&x);
-        free_array(&w);
-    }
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        check_rms_norm(ctx, *b, cases[c].dtype, cases[c].rows, cases[c].n, cases[c].in_place, 77u + (uint32_t)c);
+
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.max_buffer_range = 2048;
+    ffnrt_context *small = test_context(*b, &o);
+    cr_assert(small, "%s", ffnrt_last_error_message());
+    check_rms_norm(small, *b, FFNRT_DTYPE_F32, 11, 97, 0, 91u); /* 4.3 KB: blocks of 4-5 rows */
+    check_rms_norm(small, *b, FFNRT_DTYPE_F16, 23, 130, 1, 92u);
+    int64_t wide_shape[2] = {2, 600}, n600 = 600;
+    ffnrt_tensor *wide = NULL, *wide_w = NULL;
+    cr_assert_eq(ffnrt_tensor_create(small, FFNRT_DTYPE_F32, 2, wide_shape, &wide), FFNRT_OK);
+    cr_assert_eq(ffnrt_tensor_create(small, FFNRT_DTYPE_F32, 1, &n600, &wide_w), FFNRT_OK);
+    cr_expect_eq(ffnrt_rms_norm(small, wide, wide_w, 1e-5f, wide), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_expect(strstr(ffnrt_last_error_message(), "a row of 600 x elements passes the device's buffer range") != NULL,
+              "%s", ffnrt_last_error_message());
+    ffnrt_tensor_destroy(wide);
+    ffnrt_tensor_destroy(wide_w);
+    test_context_done(small);
+
     /* Bad input. */
     int64_t shape[2] = {2, 7}, n7 = 7, n6 = 6, shape16[2] = {2, 7};
     ffnrt_tensor *x = NULL, *y = NULL, *w = NULL, *w6 = NULL, *x16 = NULL, *w16 = NULL;

@@ -455,12 +455,49 @@ ParameterizedTest(ffnrt_backend *backend, train, sixteen_bit, .timeout = 900)
     test_context_done(ctx);
 }
 
+/* ffnrt_loss_cross_entropy of the rows x classes logits z (zt on the
+ * device) against a double reference: the value within 1e-6, the
+ * gradient (into dz) normwise within 1e-5 in fp32 and 4 u16 in fp16. */
+static void check_cross_entropy(ffnrt_context *ctx, ffnrt_dtype dt, const ffnrt_tensor *zt, const float *z,
+                                const int32_t *labels, int rows, int classes, float scale, ffnrt_tensor *dz,
+                                double *loss)
+{
+    size_t n = (size_t)rows * (size_t)classes;
+    double *want = malloc(n * sizeof *want), ref = 0;
+    float *got = malloc(n * sizeof *got);
+    cr_assert(want && got);
+    cr_assert_eq(ffnrt_loss_cross_entropy(ctx, zt, labels, scale, dz, loss), FFNRT_OK, "%s",
+                 ffnrt_last_error_message());
+    for (int r = 0; r < rows; r++) {
+        const float *zr = z + (size_t)r * classes;
+        double mx = -INFINITY, s = 0;
+        for (int c = 0; c < classes; c++)
+            mx = fmax(mx, zr[c]);
+        for (int c = 0; c < classes; c++)
+            s += exp(zr[c] - mx);
+        double lse = mx + log(s);
+        ref += lse - zr[labels[r]];
+        for (int c = 0; c < classes; c++)
+            want[(size_t)r * classes + c] = scale * (exp(zr[c] - lse) - (c == labels[r])) / rows;
+    }
+    ref /= rows;
+    cr_expect(fabs(*loss - ref) <= 1e-6 * ref, "%s %d x %d cross-entropy %.9g, reference %.9g", ffnrt_dtype_name(dt),
+              rows, classes, *loss, ref);
+    download(dz, got, n);
+    double gbound = dt == FFNRT_DTYPE_F16 ? 4 * ldexp(1.0, -11) : 1e-5;
+    cr_expect_leq(test_rel_error(got, want, n), gbound, "%s %d x %d: cross-entropy gradient", ffnrt_dtype_name(dt),
+                  rows, classes);
+    free(want);
+    free(got);
+}
+
 /* Under a phone GPU's small buffer range, here lowered to 2 KiB so that
  * every weight, activation and gradient passes it: the transposes go in
  * blocks and the products in splits, and the gradients stay within their
  * bounds; an optimizer step with clipping sums its squares in chunks and
- * reports the host's norm. A 16-bit transpose of an odd count of rows
- * cannot split: a clear error. */
+ * reports the host's norm; cross-entropy takes its logits in blocks of
+ * rows. A 16-bit transpose of an odd count of rows, or a row of logits
+ * past the range, cannot split: a clear error. */
 BACKEND_PARAMETERS(train, past_the_buffer_range)
 ParameterizedTest(ffnrt_backend *backend, train, past_the_buffer_range, .timeout = 900)
 {
@@ -485,6 +522,34 @@ ParameterizedTest(ffnrt_backend *backend, train, past_the_buffer_range, .timeout
     cr_expect(strstr(ffnrt_last_error_message(), "buffer range") != NULL, "%s", ffnrt_last_error_message());
     free_run(&r);
     free_data(&f);
+
+    /* Cross-entropy over logits past the range: blocks of rows, a 16-bit
+     * block's last word shared with the next block's first row (37
+     * classes); a row past the range is refused. */
+    for (int half = 0; half < 2; half++) {
+        ffnrt_dtype dt = half ? FFNRT_DTYPE_F16 : FFNRT_DTYPE_F32;
+        enum { R = 61, C = 37 }; /* 9 KB of fp32 logits: 5 blocks of 13 rows */
+        static float z[R * C];
+        int32_t labels[R];
+        rng_state = 0xce5u + (uint32_t)half;
+        for (int i = 0; i < R * C; i++)
+            z[i] = round_to(dt, uniform(-6, 6));
+        for (int r = 0; r < R; r++)
+            labels[r] = (r * 7) % C;
+        ffnrt_tensor *zt = upload(ctx, dt, z, R * C, R, C), *dz = upload(ctx, dt, NULL, 0, R, C);
+        double loss = -1;
+        check_cross_entropy(ctx, dt, zt, z, labels, R, C, 4.0f, dz, &loss);
+        ffnrt_tensor_destroy(zt);
+        ffnrt_tensor_destroy(dz);
+    }
+    ffnrt_tensor *wide = upload(ctx, FFNRT_DTYPE_F32, NULL, 0, 2, 600), *dwide = upload(ctx, FFNRT_DTYPE_F32, NULL, 0, 2, 600);
+    int32_t two[2] = {0, 1};
+    double wl = -1;
+    cr_expect_eq(ffnrt_loss_cross_entropy(ctx, wide, two, 1.0f, dwide, &wl), FFNRT_ERROR_LIMIT_EXCEEDED);
+    cr_expect(strstr(ffnrt_last_error_message(), "a row of 600 logit elements passes the device's buffer range") != NULL,
+              "%s", ffnrt_last_error_message());
+    ffnrt_tensor_destroy(wide);
+    ffnrt_tensor_destroy(dwide);
 
     enum { N = 3001 }; /* 12 KB of fp32: six chunks of the lowered range */
     static float w0[N], g[N];
@@ -1031,25 +1096,7 @@ ParameterizedTest(ffnrt_backend *backend, train, losses, .timeout = 900)
         download(dt_, got, R * C);
         cr_expect_leq(test_rel_error(got, want, R * C), gbound, "%s: mse gradient", ffnrt_dtype_name(dt));
         /* Cross-entropy. */
-        cr_assert_eq(ffnrt_loss_cross_entropy(ctx, zt, labels, scale, dt_, &loss), FFNRT_OK, "%s",
-                     ffnrt_last_error_message());
-        ref = 0;
-        for (int r = 0; r < R; r++) {
-            double mx = -INFINITY, s = 0;
-            for (int c = 0; c < C; c++)
-                mx = fmax(mx, z[r * C + c]);
-            for (int c = 0; c < C; c++)
-                s += exp(z[r * C + c] - mx);
-            double lse = mx + log(s);
-            ref += lse - z[r * C + labels[r]];
-            for (int c = 0; c < C; c++)
-                want[r * C + c] = scale * (exp(z[r * C + c] - lse) - (c == labels[r])) / R;
-        }
-        ref /= R;
-        cr_expect(fabs(loss - ref) <= 1e-6 * ref, "%s cross-entropy %.9g, reference %.9g", ffnrt_dtype_name(dt), loss,
-                  ref);
-        download(dt_, got, R * C);
-        cr_expect_leq(test_rel_error(got, want, R * C), gbound, "%s: cross-entropy gradient", ffnrt_dtype_name(dt));
+        check_cross_entropy(ctx, dt, zt, z, labels, R, C, scale, dt_, &loss);
         /* The value alone, and refusals. */
         double alone = -1;
         cr_assert_eq(ffnrt_loss_cross_entropy(ctx, zt, labels, 1.0f, NULL, &alone), FFNRT_OK, "%s",

@@ -230,15 +230,16 @@ ffnrt_status ffnrt_sumsq_collect(ffnrt_context *ctx, const ffnrt_tensor *partial
 /* Records softmax cross-entropy over the rows of logits (last axis the
  * classes) into the open batch: rowloss (f32, a row each) gets each row's
  * loss, dlogits (NULL: none) factor · (softmax - one-hot). labels holds a
- * uint32 class a row, checked by the caller. */
+ * uint32 class a row, checked by the caller. Logits past the buffer range
+ * go in blocks of rows; a row past it is refused. */
 ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits, const ffnrt_tensor *labels,
                                         ffnrt_tensor *dlogits, const ffnrt_tensor *rowloss, float factor);
 /* Records the roof kernel (shaders/roof.kernel) over out's elements, a
  * work-item each (whole groups of up to 64): fp32 FMA, or integer (the
  * integer path's products); *ops gets the flops or code products it does. */
 ffnrt_status ffnrt_launch_roof(ffnrt_context *ctx, int integer, const ffnrt_tensor *out, double *ops);
-/* Records y = RMSNorm(x) · w over x's rows (shaders/rms_norm.kernel; x
- * and y bound whole, checked by the caller) into the open batch. */
+/* Records y = RMSNorm(x) · w over x's rows (shaders/rms_norm.kernel) into
+ * the open batch, in blocks of rows past the buffer range. */
 ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, const ffnrt_tensor *w, float eps,
                                    ffnrt_tensor *y);
 

@@ -1,9 +1,9 @@
 /* The reductions' launchers, each a fixed tree a group (the same inputs
  * give the same bits): sums of squares (shaders/sumsq.kernel: gradient
  * norms, the mean squared error's value) and the cross-entropy rows
- * (shaders/loss.kernel, CROSS_ENTROPY). The sums of squares take a
- * tensor past the device's buffer range in chunks; the cross-entropy rows
- * bind theirs whole. */
+ * (shaders/loss.kernel, CROSS_ENTROPY), and RMSNorm's rows. Each takes a
+ * tensor past the device's buffer range in pieces that a binding holds
+ * (chunks of elements, blocks of rows), a dispatch each. */
 #include "launch/launch.h"
 
 #include <stdlib.h>
@@ -24,16 +24,21 @@ static uint32_t reduce_workgroup(const ffnrt_context *ctx)
     return ctx->limits.max_workgroup_size < REDUCE_WORKGROUP ? ctx->limits.max_workgroup_size : REDUCE_WORKGROUP;
 }
 
-static ffnrt_binding whole(const ffnrt_tensor *t) { return (ffnrt_binding){t->buffer, t->offset, (t->bytes + 3) & ~(uint64_t)3}; }
-
-static ffnrt_status check_whole(ffnrt_context *ctx, const ffnrt_tensor *t, const char *what)
+/* Rows of n elements of esize bytes in a block that one binding holds
+ * wherever it starts (and whose indices fit 32 bits), at most cap; 0 where
+ * one row does not fit, after saying so. */
+static uint64_t rows_a_block(ffnrt_context *ctx, uint64_t n, uint64_t esize, uint64_t cap, const char *what)
 {
-    if (t->bytes > ctx->limits.max_buffer_range || t->numel > UINT32_MAX)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
-                          "a %zu-byte %s passes the device's buffer range of %llu bytes (its reduction reads it in "
-                          "one binding)",
-                          t->bytes, what, (unsigned long long)ctx->limits.max_buffer_range);
-    return FFNRT_OK;
+    uint64_t elements = ffnrt_binding_elements(ctx, esize);
+    if (elements > UINT32_MAX)
+        elements = UINT32_MAX;
+    uint64_t rows = n ? elements / n : 0;
+    if (rows == 0)
+        ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                   "a row of %llu %s elements passes the device's buffer range of %llu bytes (a row is reduced in "
+                   "one binding)",
+                   (unsigned long long)n, what, (unsigned long long)ctx->limits.max_buffer_range);
+    return rows < cap ? rows : cap;
 }
 
 uint32_t ffnrt_sumsq_groups(const ffnrt_context *ctx)
@@ -126,10 +131,12 @@ ffnrt_status ffnrt_sumsq_collect(ffnrt_context *ctx, const ffnrt_tensor *partial
 ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *logits, const ffnrt_tensor *labels,
                                         ffnrt_tensor *dlogits, const ffnrt_tensor *rowloss, float factor)
 {
-    ffnrt_status st = check_whole(ctx, logits, "logits tensor");
-    if (st != FFNRT_OK)
-        return st;
     uint64_t classes = (uint64_t)logits->shape[logits->ndim - 1], rows = classes ? logits->numel / classes : 0;
+    uint32_t gx_max = ctx->limits.max_workgroup_count[0], gy_max = ctx->limits.max_workgroup_count[1];
+    /* One group a row, over a 2-D grid past the first dimension's limit. */
+    uint64_t block = rows_a_block(ctx, classes, ffnrt_dtype_size(logits->dtype), (uint64_t)gx_max * gy_max, "logit");
+    if (block == 0)
+        return FFNRT_ERROR_LIMIT_EXCEEDED;
     uint32_t wg = reduce_workgroup(ctx);
     ffnrt_defines defines = {0};
     ffnrt_defines_add(&defines, "#define CROSS_ENTROPY 1");
@@ -139,47 +146,54 @@ ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *
     struct {
         uint32_t rows, classes;
         float factor;
-        uint32_t grad;
-    } params = {(uint32_t)rows, (uint32_t)classes, factor, dlogits != NULL};
-    st = ffnrt_context_kernel(ctx, "loss.kernel", NULL, "ffnrt_cross_entropy", FFNRT_KERNEL_PLAIN, defines.text, 4,
-                              sizeof params, wg, &kernel);
-    if (st != FFNRT_OK || rows == 0)
-        return st;
-    /* Without dlogits the gradient's binding holds the row losses, never
-     * written through it (grad 0). */
-    ffnrt_binding bind[4] = {whole(logits), whole(dlogits ? dlogits : rowloss), whole(labels), whole(rowloss)};
-    /* One group a row, over a 2-D grid past the first dimension's limit. */
-    uint32_t gx = rows < ctx->limits.max_workgroup_count[0] ? (uint32_t)rows : ctx->limits.max_workgroup_count[0];
-    uint64_t gy = (rows + gx - 1) / gx;
-    if (gy > ctx->limits.max_workgroup_count[1])
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED, "%llu rows of logits pass the device's grid",
-                          (unsigned long long)rows);
-    uint32_t groups[2] = {gx, (uint32_t)gy};
-    return ctx->ops->dispatch(ctx->dev, kernel, bind, 4, &params, groups, &ctx->error);
+        uint32_t grad, z_base, dz_base, label_base, loss_base;
+    } params = {0, (uint32_t)classes, factor, dlogits != NULL, 0, 0, 0, 0};
+    ffnrt_status st = ffnrt_context_kernel(ctx, "loss.kernel", NULL, "ffnrt_cross_entropy", FFNRT_KERNEL_PLAIN,
+                                           defines.text, 4, sizeof params, wg, &kernel);
+    for (uint64_t r0 = 0; st == FFNRT_OK && r0 < rows; r0 += block) {
+        uint64_t rc = rows - r0 < block ? rows - r0 : block;
+        /* Without dlogits the gradient's binding holds the row losses,
+         * never written through it (grad 0). */
+        ffnrt_binding bind[4] = {
+            ffnrt_bind_elements(ctx, logits, r0 * classes, rc * classes, &params.z_base),
+            dlogits ? ffnrt_bind_elements(ctx, dlogits, r0 * classes, rc * classes, &params.dz_base)
+                    : ffnrt_bind_elements(ctx, rowloss, r0, rc, &params.dz_base),
+            ffnrt_bind_elements(ctx, labels, r0, rc, &params.label_base),
+            ffnrt_bind_elements(ctx, rowloss, r0, rc, &params.loss_base)};
+        params.rows = (uint32_t)rc;
+        uint32_t gx = rc < gx_max ? (uint32_t)rc : gx_max;
+        uint32_t groups[2] = {gx, (uint32_t)((rc + gx - 1) / gx)};
+        st = ctx->ops->dispatch(ctx->dev, kernel, bind, 4, &params, groups, &ctx->error);
+    }
+    return st;
 }
 
 ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, const ffnrt_tensor *w, float eps,
                                    ffnrt_tensor *y)
 {
-    ffnrt_status st = check_whole(ctx, x, "tensor");
-    if (st != FFNRT_OK)
-        return st;
     uint64_t n = (uint64_t)x->shape[x->ndim - 1], rows = n ? x->numel / n : 0;
+    /* One group a row, in blocks of the grid's first dimension that a
+     * binding holds. */
+    uint64_t block = rows_a_block(ctx, n, ffnrt_dtype_size(x->dtype), ctx->limits.max_workgroup_count[0], "x");
+    if (block == 0)
+        return FFNRT_ERROR_LIMIT_EXCEEDED;
     uint32_t wg = reduce_workgroup(ctx);
     ffnrt_defines defines = {0};
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
     ffnrt_defines_storage(&defines, x->dtype, ctx->half_conversion.kind);
     ffnrt_bkernel *kernel = NULL;
-    st = ffnrt_context_kernel(ctx, "rms_norm.kernel", NULL, "ffnrt_rms_norm", FFNRT_KERNEL_PLAIN, defines.text, 3,
-                              3 * sizeof(uint32_t), wg, &kernel);
-    ffnrt_binding bind[3] = {whole(x), whole(w), whole(y)};
-    /* One group a row, in dispatches of the grid's first dimension. */
-    for (uint64_t r0 = 0; r0 < rows && st == FFNRT_OK; r0 += ctx->limits.max_workgroup_count[0]) {
-        uint64_t rc = rows - r0 < ctx->limits.max_workgroup_count[0] ? rows - r0 : ctx->limits.max_workgroup_count[0];
-        struct {
-            uint32_t n, row0;
-            float eps;
-        } params = {(uint32_t)n, (uint32_t)r0, eps};
+    struct {
+        uint32_t n, x_base, y_base;
+        float eps;
+    } params = {(uint32_t)n, 0, 0, eps};
+    ffnrt_status st = ffnrt_context_kernel(ctx, "rms_norm.kernel", NULL, "ffnrt_rms_norm", FFNRT_KERNEL_PLAIN,
+                                           defines.text, 3, sizeof params, wg, &kernel);
+    uint32_t w_base = 0; /* the weight, one row, starts its binding */
+    for (uint64_t r0 = 0; r0 < rows && st == FFNRT_OK; r0 += block) {
+        uint64_t rc = rows - r0 < block ? rows - r0 : block;
+        ffnrt_binding bind[3] = {ffnrt_bind_elements(ctx, x, r0 * n, rc * n, &params.x_base),
+                                 ffnrt_bind_elements(ctx, w, 0, n, &w_base),
+                                 ffnrt_bind_elements(ctx, y, r0 * n, rc * n, &params.y_base)};
         uint32_t groups[2] = {(uint32_t)rc, 1};
         st = ctx->ops->dispatch(ctx->dev, kernel, bind, 3, &params, groups, &ctx->error);
     }
