@@ -478,7 +478,8 @@ ParameterizedTest(ffnrt_backend *b, ffn, lowered_limits)
  * ones (GPUs'). K a multiple of 4 takes the vector loads (fp32) or paired
  * word loads (16-bit), odd K the scalar ones; tokens past 16 cover several
  * row blocks; a lowered buffer range splits aligned weights over
- * dispatches. */
+ * dispatches; large register blocks stage their outputs in shared memory
+ * on both devices. */
 typedef struct kernel_group {
     ffnrt_backend backend;
     int blocked;
@@ -517,6 +518,30 @@ ParameterizedTest(kernel_group *g, ffn, kernels)
         {b, D, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 76, 300, 33, 1, 0, 0, FFNRT_MATMUL_AUTO},
     };
     run_cases(limited, sizeof limited / sizeof limited[0], &o);
+    /* Register blocks of more than 32 outputs a work-item stage their sums
+     * in shared memory (LARGE_BLOCK: lavapipe's own 16 x 16 and 16 x 8;
+     * PoCL's are 4 x 6 at most, so forced here): dense and gated, with and
+     * without a K % 4 tail, 16-bit words, and the plan says so. */
+    if (g->blocked) {
+        cr_assert_eq(setenv("FFNRT_GEMM_BLOCK", "8,8,4,2", 1), 0);
+        ffn_case staged[] = {
+            {b, D, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 67, 131, 19, 1, 0, 0, FFNRT_MATMUL_AUTO},
+            {b, G, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 64, 96, 37, 0, 1, 0, FFNRT_MATMUL_AUTO},
+            {b, G, FFNRT_GEGLU, FFNRT_DTYPE_F16, 33, 48, 20, 1, 0, 0, FFNRT_MATMUL_AUTO},
+        };
+        run_cases(staged, sizeof staged / sizeof staged[0], NULL);
+        ffnrt_context *ctx = test_context(b, NULL);
+        if (ctx) {
+            ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+            ffnrt_plan *plan = NULL;
+            cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 37, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+            cr_expect(strstr(ffnrt_plan_text(plan), "outputs staged in shared memory") != NULL, "%s",
+                      ffnrt_plan_text(plan));
+            ffnrt_plan_destroy(plan);
+            test_context_done(ctx);
+        }
+        cr_assert_eq(unsetenv("FFNRT_GEMM_BLOCK"), 0);
+    }
     /* Two work-items a group: PoCL 3.1's compiler aborted the process on
      * the tiled kernel's 2-item groups; the quirk table steers PoCL to 1. */
     if (!g->blocked) {
