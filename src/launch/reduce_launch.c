@@ -24,21 +24,24 @@ static uint32_t reduce_workgroup(const ffnrt_context *ctx)
     return ctx->limits.max_workgroup_size < REDUCE_WORKGROUP ? ctx->limits.max_workgroup_size : REDUCE_WORKGROUP;
 }
 
-/* Rows of n elements of esize bytes in a block that one binding holds
- * wherever it starts (and whose indices fit 32 bits), at most cap; 0 where
- * one row does not fit, after saying so. */
-static uint64_t rows_a_block(ffnrt_context *ctx, uint64_t n, uint64_t esize, uint64_t cap, const char *what)
+/* *rows: rows of n elements of esize bytes in a block that one binding
+ * holds wherever it starts (and whose indices fit 32 bits), at most cap;
+ * LIMIT_EXCEEDED where one row does not fit. */
+static ffnrt_status rows_a_block(ffnrt_context *ctx, uint64_t n, uint64_t esize, uint64_t cap, const char *what,
+                                 uint64_t *rows)
 {
     uint64_t elements = ffnrt_binding_elements(ctx, esize);
     if (elements > UINT32_MAX)
         elements = UINT32_MAX;
-    uint64_t rows = n ? elements / n : 0;
-    if (rows == 0)
-        ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
-                   "a row of %llu %s elements passes the device's buffer range of %llu bytes (a row is reduced in "
-                   "one binding)",
-                   (unsigned long long)n, what, (unsigned long long)ctx->limits.max_buffer_range);
-    return rows < cap ? rows : cap;
+    *rows = n ? elements / n : 0;
+    if (*rows == 0)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                          "a row of %llu %s elements passes the device's buffer range of %llu bytes (a row is reduced "
+                          "in one binding)",
+                          (unsigned long long)n, what, (unsigned long long)ctx->limits.max_buffer_range);
+    if (*rows > cap)
+        *rows = cap;
+    return FFNRT_OK;
 }
 
 uint32_t ffnrt_sumsq_groups(const ffnrt_context *ctx)
@@ -134,9 +137,11 @@ ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *
     uint64_t classes = (uint64_t)logits->shape[logits->ndim - 1], rows = classes ? logits->numel / classes : 0;
     uint32_t gx_max = ctx->limits.max_workgroup_count[0], gy_max = ctx->limits.max_workgroup_count[1];
     /* One group a row, over a 2-D grid past the first dimension's limit. */
-    uint64_t block = rows_a_block(ctx, classes, ffnrt_dtype_size(logits->dtype), (uint64_t)gx_max * gy_max, "logit");
-    if (block == 0)
-        return FFNRT_ERROR_LIMIT_EXCEEDED;
+    uint64_t block = 0;
+    ffnrt_status st = rows_a_block(ctx, classes, ffnrt_dtype_size(logits->dtype), (uint64_t)gx_max * gy_max, "logit",
+                                   &block);
+    if (st != FFNRT_OK)
+        return st;
     uint32_t wg = reduce_workgroup(ctx);
     ffnrt_defines defines = {0};
     ffnrt_defines_add(&defines, "#define CROSS_ENTROPY 1");
@@ -148,8 +153,8 @@ ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *
         float factor;
         uint32_t grad, z_base, dz_base, label_base, loss_base;
     } params = {0, (uint32_t)classes, factor, dlogits != NULL, 0, 0, 0, 0};
-    ffnrt_status st = ffnrt_context_kernel(ctx, "loss.kernel", NULL, "ffnrt_cross_entropy", FFNRT_KERNEL_PLAIN,
-                                           defines.text, 4, sizeof params, wg, &kernel);
+    st = ffnrt_context_kernel(ctx, "loss.kernel", NULL, "ffnrt_cross_entropy", FFNRT_KERNEL_PLAIN, defines.text, 4,
+                              sizeof params, wg, &kernel);
     for (uint64_t r0 = 0; st == FFNRT_OK && r0 < rows; r0 += block) {
         uint64_t rc = rows - r0 < block ? rows - r0 : block;
         /* Without dlogits the gradient's binding holds the row losses,
@@ -174,9 +179,10 @@ ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, co
     uint64_t n = (uint64_t)x->shape[x->ndim - 1], rows = n ? x->numel / n : 0;
     /* One group a row, in blocks of the grid's first dimension that a
      * binding holds. */
-    uint64_t block = rows_a_block(ctx, n, ffnrt_dtype_size(x->dtype), ctx->limits.max_workgroup_count[0], "x");
-    if (block == 0)
-        return FFNRT_ERROR_LIMIT_EXCEEDED;
+    uint64_t block = 0;
+    ffnrt_status st = rows_a_block(ctx, n, ffnrt_dtype_size(x->dtype), ctx->limits.max_workgroup_count[0], "x", &block);
+    if (st != FFNRT_OK)
+        return st;
     uint32_t wg = reduce_workgroup(ctx);
     ffnrt_defines defines = {0};
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
@@ -186,8 +192,8 @@ ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, co
         uint32_t n, x_base, y_base;
         float eps;
     } params = {(uint32_t)n, 0, 0, eps};
-    ffnrt_status st = ffnrt_context_kernel(ctx, "rms_norm.kernel", NULL, "ffnrt_rms_norm", FFNRT_KERNEL_PLAIN,
-                                           defines.text, 3, sizeof params, wg, &kernel);
+    st = ffnrt_context_kernel(ctx, "rms_norm.kernel", NULL, "ffnrt_rms_norm", FFNRT_KERNEL_PLAIN, defines.text, 3,
+                              sizeof params, wg, &kernel);
     uint32_t w_base = 0; /* the weight, one row, starts its binding */
     for (uint64_t r0 = 0; r0 < rows && st == FFNRT_OK; r0 += block) {
         uint64_t rc = rows - r0 < block ? rows - r0 : block;
