@@ -57,6 +57,9 @@ void bench_row_metric(bench_row *r, const char *name, double value)
     if (r->nmetrics < BENCH_MAX_METRICS) {
         BENCH_SET(r->metrics[r->nmetrics].name, name);
         r->metrics[r->nmetrics++].value = value;
+    } else { /* a kind of row outgrew the table: say so, never drop a figure silently */
+        fprintf(stderr, "ffnrt: bench row %s %s has more than %d figures: %s left out (raise BENCH_MAX_METRICS)\n",
+                r->group, r->op, BENCH_MAX_METRICS, name);
     }
 }
 

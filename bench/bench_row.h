@@ -14,8 +14,9 @@
 #include <stddef.h>
 
 /* A named figure a kind of row adds beside the common ones (the compare
- * command's parameters, FLOPs and bytes per token, memory, verdicts). */
-#define BENCH_MAX_METRICS 32
+ * command's parameters, FLOPs and bytes per token, memory, verdicts). A
+ * trained compare candidate with stability figures carries 34. */
+#define BENCH_MAX_METRICS 48
 typedef struct bench_metric {
     char name[20];
     double value;

@@ -169,16 +169,22 @@ says "$dir/err" "after the run" "the refusal says why"
 check "a missing report" 2 "$ffnrt" compare --compare "$dir/r1/compare.json" "$dir/none.json"
 
 # Training: --train fixes train_steps in the sealed criteria, the training
-# table has a line a candidate and device, the quality verdict is judged,
-# the curves are in the report, and a training criterion alone implies training.
+# table has a line a candidate and device, every figure of it measured
+# (with the stability figures beside, a candidate carries 34), the quality
+# verdict is judged, the curves are in the report, and a training
+# criterion alone implies training.
 check "the training protocol" 0 "$ffnrt" compare "${small[@]}" --train --train-steps 20 --train-seeds 2 \
-    --max-val-rel-mse 1000 --out "$dir/r3"
+    --max-val-rel-mse 1000 --finite --out "$dir/r3"
 says "$dir/out" "train_steps = 20$" "--train-steps in the sealed criteria"
 says "$dir/out" "^training (the seed's protocol" "the training table"
 [ "$(grep -cE '^(dense-gelu|swiglu) +f32 +[0-9.e+-]+±' "$dir/out")" = 4 ] ||
     { echo "FAIL: expected 4 training lines"; cat "$dir/out"; fail=1; }
 [ "$(grep -cE ' pass$' "$dir/out")" = 4 ] || { echo "FAIL: expected 4 passes"; cat "$dir/out"; fail=1; }
 says "$dir/r3/compare.csv" ",val_rel_mse," "the CSV's training columns"
+says "$dir/r3/compare.csv" ",grad_norm_max,skipped_steps" "the CSV's last training columns, beside stability's"
+if grep -E '^(dense-gelu|swiglu) +f32 +[0-9.e+-]+±' "$dir/out" | grep -qw nan; then
+    echo "FAIL: a training figure is missing (nan)"; cat "$dir/out"; fail=1
+fi
 says "$dir/r3/compare.json" '"group": "curve"' "the curves in the JSON"
 check "a training criterion implies training" 0 "$ffnrt" compare "${small[@]}" --max-val-rel-mse 1000 \
     --train-steps 5 --train-seeds 1 --plan-only
