@@ -13,6 +13,7 @@
 #include "ffnrt.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #ifdef __cplusplus
@@ -81,6 +82,34 @@ FFNRT_API int ffnrt_lab_utc_now(struct tm *out, int *milliseconds);
 FFNRT_API int ffnrt_lab_strcasecmp(const char *a, const char *b);
 FFNRT_API int ffnrt_lab_isatty(int fd);
 FFNRT_API int ffnrt_lab_terminal_columns(int fd);
+
+/* The bench's helpers in processes of their own, and their scratch
+ * folders (platform.h says each one's rules): a child started with
+ * variables added to this process's environment, its stdout read through
+ * *out (which the caller closes) and then waited for; this program's
+ * path, this machine's name and the suffix of a program's name (".exe" on
+ * Windows); a new private folder in the OS's temporary one; mkdir -p;
+ * rm -rf. Each returns 0, or -1 with errno set. And whether path names a
+ * file (or a link, which is not followed): 1 or 0. */
+typedef struct ffnrt_lab_child {
+    intptr_t h;
+} ffnrt_lab_child;
+FFNRT_API int ffnrt_lab_child_start(char *const argv[], const char *const env_set[], ffnrt_lab_child *child,
+                                    FILE **out);
+/* *exit_code: the exit status, or -1 when signal *signal_number ended it. */
+FFNRT_API int ffnrt_lab_child_wait(ffnrt_lab_child child, int *exit_code, int *signal_number);
+FFNRT_API int ffnrt_lab_executable_path(char *out, size_t cap);
+FFNRT_API int ffnrt_lab_host_name(char *out, size_t cap);
+FFNRT_API const char *ffnrt_lab_executable_suffix(void);
+FFNRT_API int ffnrt_lab_make_temp_dir(const char *prefix, char *out, size_t cap);
+/* shared: the new folders as the umask makes them (results), else private
+ * to this user (scratch). */
+FFNRT_API int ffnrt_lab_make_dirs(const char *path, int shared);
+FFNRT_API int ffnrt_lab_remove_tree(const char *path);
+FFNRT_API int ffnrt_lab_is_file(const char *path);
+/* Calls fn(dir, name, arg) for each entry of dir but "." and ".."; 0, or
+ * -1 when dir cannot be read. */
+FFNRT_API int ffnrt_lab_dir_each(const char *dir, void (*fn)(const char *dir, const char *name, void *arg), void *arg);
 
 #ifdef __cplusplus
 }

@@ -9,8 +9,21 @@
  * is open (a folder refused as GGUF's reader does), atomic replacement,
  * read-only mapping, listing, removal, errno for a missing file; folders:
  * mkdir -p, the trust rules; the clock, once and the mutex, ASCII compares,
- * a missing library; the disk cache written, reloaded, and refused once
- * corrupted. Prints each failure and ends with "N passed, N failed". */
+ * a missing library; the lab's calls: this program started again as a
+ * child with awkward arguments and its environment changed (twice, the
+ * second replacing the first), its stdout read and its exit status
+ * waited for, a program that does not exist, this program's path and the
+ * machine's name, a temporary folder filled and removed as a tree; the
+ * disk cache written, reloaded, and refused once corrupted. Prints each
+ * failure and ends with "N passed, N failed".
+ *
+ * The child modes (run by the test itself):
+ *   test_platform --print ARGS...   each argument in brackets on a line,
+ *                                   then FFNRT_PLATFORM_TEST_VAR's value;
+ *                                   exits 7
+ *   test_platform --relay ARGS...   starts itself --print ARGS with the
+ *                                   variable set to "second", passes its
+ *                                   lines on, exits with its status */
 #include "core/disk_cache.h"
 #include "plain_check.h"
 #include "platform/platform.h"
@@ -59,8 +72,126 @@ static void remove_entry(const char *dir, const char *name, void *arg)
 static int once_runs;
 static void once_fn(void) { once_runs++; }
 
+#define TEST_VAR "FFNRT_PLATFORM_TEST_VAR"
+
+/* The arguments a child gets, as a program's command line would mangle
+ * them if quoted wrongly: spaces, an empty one, quotes and backslashes
+ * (before a quote, at the end), a tab. ASCII only: a Windows program's
+ * char argv is in the ANSI code page, not UTF-8. */
+static char *const awkward[] = {"plain", "two words", "", "quote\"inside", "back\\slash", "trailing\\",
+                                "\\\"mixed", "tab\there", "--print"};
+#define AWKWARD (sizeof awkward / sizeof awkward[0])
+
+static int child_print(int argc, char **argv)
+{
+    for (int i = 2; i < argc; i++)
+        printf("[%s]\n", argv[i]);
+    const char *v = getenv(TEST_VAR);
+    printf("var=%s\n", v ? v : "(unset)");
+    return 7;
+}
+
+/* Starts this program with mode and the awkward arguments, the variable
+ * set to value; its lines into lines (n of them), its exit status. */
+static int run_self(const char *mode, const char *value, char lines[][256], int *n, int *code, int *sig)
+{
+    char self[1024], env[64];
+    if (ffnrt_executable_path(self, sizeof self) != 0)
+        return -1;
+    snprintf(env, sizeof env, "%s=%s", TEST_VAR, value);
+    const char *const env_set[] = {env, NULL};
+    char *argv[AWKWARD + 3];
+    argv[0] = self;
+    argv[1] = (char *)mode;
+    for (size_t i = 0; i < AWKWARD; i++)
+        argv[i + 2] = awkward[i];
+    argv[AWKWARD + 2] = NULL;
+    ffnrt_child child;
+    FILE *out = NULL;
+    if (ffnrt_child_start(argv, env_set, &child, &out) != 0)
+        return -1;
+    char line[256];
+    *n = 0;
+    while (fgets(line, sizeof line, out)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (*n < 16)
+            snprintf(lines[(*n)++], 256, "%s", line);
+    }
+    fclose(out);
+    return ffnrt_child_wait(child, code, sig);
+}
+
+static int child_relay(void)
+{
+    char lines[16][256];
+    int n = 0, code = -1, sig = 0;
+    if (run_self("--print", "second", lines, &n, &code, &sig) != 0)
+        return 1;
+    for (int i = 0; i < n; i++)
+        printf("%s\n", lines[i]);
+    return code;
+}
+
+/* The lab's calls: child processes, this program's path, the machine's
+ * name, temporary folders removed as trees. */
+static void check_processes(void)
+{
+    char lines[16][256];
+    int n = 0, code = -1, sig = -1;
+    CHECK(run_self("--print", "first", lines, &n, &code, &sig) == 0, "starting this program: %s", strerror(errno));
+    CHECK(code == 7 && sig == 0, "the child's exit: status %d signal %d", code, sig);
+    CHECK(n == (int)AWKWARD + 1, "%d lines from the child, expected %d", n, (int)AWKWARD + 1);
+    for (int i = 0; i < n && i < (int)AWKWARD; i++) {
+        char want[80];
+        snprintf(want, sizeof want, "[%s]", awkward[i]);
+        CHECK(strcmp(lines[i], want) == 0, "argument %d arrived as %s, not %s", i, lines[i], want);
+    }
+    CHECK(n > 0 && strcmp(lines[n - 1], "var=first") == 0, "the variable added: %s", n > 0 ? lines[n - 1] : "-");
+    /* The relay's child inherits "first" and has it replaced. */
+    CHECK(run_self("--relay", "first", lines, &n, &code, &sig) == 0 && code == 7,
+          "relaying: %s, status %d", strerror(errno), code);
+    CHECK(n > 0 && strcmp(lines[n - 1], "var=second") == 0, "the variable replaced: %s", n > 0 ? lines[n - 1] : "-");
+
+    char *missing[] = {"ffnrt-no-such-program", NULL};
+    ffnrt_child child;
+    FILE *out = NULL;
+    errno = 0;
+    int started = ffnrt_child_start(missing, NULL, &child, &out);
+    CHECK(started != 0 && errno != 0, "a program that does not exist started (errno %d)", errno);
+    if (started == 0) {
+        fclose(out);
+        ffnrt_child_wait(child, &code, &sig);
+    }
+
+    char self[1024], host[256] = "";
+    ffnrt_file_info info;
+    CHECK(ffnrt_executable_path(self, sizeof self) == 0 && ffnrt_path_stat(self, &info) == 0 &&
+              info.kind == FFNRT_FILE_REGULAR,
+          "this program's path: %s", self);
+    CHECK(ffnrt_host_name(host, sizeof host) == 0 && host[0], "the machine's name: %s", strerror(errno));
+
+    /* A temporary folder, filled, removed as a tree; one that is gone
+     * already is no failure. */
+    char tmp[512], path[700];
+    CHECK(ffnrt_make_temp_dir("ffnrt-platform-test-", tmp, sizeof tmp) == 0, "a temporary folder: %s", strerror(errno));
+    snprintf(path, sizeof path, "%s/a/b", tmp);
+    CHECK(ffnrt_make_dirs(path) == 0, "folders in it: %s", strerror(errno));
+    snprintf(path, sizeof path, "%s/a/b/file", tmp);
+    CHECK(write_file(path, "x") == 0, "a file in it: %s", strerror(errno));
+    snprintf(path, sizeof path, "%s/top", tmp);
+    CHECK(write_file(path, "y") == 0, "a file at its top: %s", strerror(errno));
+    CHECK(ffnrt_remove_tree(tmp) == 0, "removing the tree: %s", strerror(errno));
+    errno = 0;
+    CHECK(ffnrt_path_stat(tmp, &info) != 0 && errno == ENOENT, "the tree is still there (errno %d)", errno);
+    CHECK(ffnrt_remove_tree(tmp) == 0, "removing it again: %s", strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--print") == 0)
+        return child_print(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "--relay") == 0)
+        return child_relay();
     if (argc != 2) {
         fprintf(stderr, "usage: test_platform SCRATCH_DIR\n");
         return 2;
@@ -160,6 +291,8 @@ int main(int argc, char **argv)
     int ms = -1;
     CHECK(ffnrt_utc_now(&tm, &ms) == 0 && tm.tm_year >= 124 && ms >= 0 && ms < 1000, "UTC year %d ms %d",
           tm.tm_year, ms);
+
+    check_processes();
 
     /* The disk cache over the layer: written, reloaded, refused once
      * corrupted (and the corrupt entry replaced by the next write). */

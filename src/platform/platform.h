@@ -21,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 /* ------------------------------------------------------- mutex and once
@@ -142,6 +143,10 @@ int ffnrt_path_replace(const char *from, const char *to);
  * path exists but is not a folder. path is modified while it runs and
  * restored. */
 int ffnrt_make_dirs(char *path);
+/* The same with the new folders' permissions as the user's umask makes
+ * them (0777 & ~umask on POSIX; the parent's inherited ACL on Windows,
+ * as both do): for results other users may read. */
+int ffnrt_make_shared_dirs(char *path);
 /* Whether this process may create and remove files in dir (access(W_OK |
  * X_OK) on POSIX; on Windows a folder's write access is its ACL's, which
  * the cache's trust check reads: 0 there). */
@@ -195,6 +200,52 @@ int ffnrt_user_cache_dir(const char *app, char *out, size_t cap, const char **wh
  * is writable by every user"). */
 int ffnrt_trusted_directory(const char *dir, char *why, size_t cap);
 int ffnrt_trusted_file(ffnrt_file f, char *why, size_t cap);
+
+/* ------------------------------------------------------- the lab's processes and folders
+ *
+ * What the bench needs to start its helpers (a cold start in a fresh
+ * process, the peers) and keep their scratch files; the library itself
+ * starts no process. */
+
+/* A started child process: a pid on POSIX, a process HANDLE on Windows. */
+typedef struct ffnrt_child {
+    intptr_t h;
+} ffnrt_child;
+
+/* Starts argv[0] (a path, or a name looked up on PATH) with the arguments
+ * argv (NULL-terminated), this process's environment with each
+ * "NAME=VALUE" of env_set (NULL-terminated, or NULL) added or replacing
+ * the variable of that name, stdin and stderr shared with this process,
+ * and its stdout into *out, read in text mode (Windows' CRLF arrive as
+ * '\n'). posix_spawnp on POSIX; CreateProcessW on Windows, each argument
+ * quoted by the C runtime's rules. 0, or -1 with errno set. */
+int ffnrt_child_start(char *const argv[], const char *const env_set[], ffnrt_child *child, FILE **out);
+/* Waits for the child to end and releases it: *exit_code is its exit
+ * status (Windows: the process's exit code, an exception's NTSTATUS
+ * included), or -1 when a signal ended it, *signal_number that signal
+ * (0 if none). 0, or -1 with errno set. */
+int ffnrt_child_wait(ffnrt_child child, int *exit_code, int *signal_number);
+
+/* The running program's file (UTF-8) into out; 0, or -1 with errno set
+ * (/proc/self/exe on Linux and Android, _NSGetExecutablePath on macOS,
+ * GetModuleFileNameW on Windows; ENOSYS elsewhere). */
+int ffnrt_executable_path(char *out, size_t cap);
+/* This machine's name (gethostname; GetComputerNameExW's DNS host name),
+ * NUL-terminated in out; 0, or -1 with errno set. */
+int ffnrt_host_name(char *out, size_t cap);
+/* What the OS appends to a program's name: ".exe" on Windows, "". */
+const char *ffnrt_executable_suffix(void);
+/* A new folder private to this user in the OS's temporary folder ($TMPDIR
+ * or /tmp; GetTempPathW), its name prefix and a unique tail, into out. 0,
+ * or -1 with errno set. */
+int ffnrt_make_temp_dir(const char *prefix, char *out, size_t cap);
+/* Removes an empty folder. */
+int ffnrt_dir_remove(const char *path);
+/* rm -rf: removes path and, if it is a folder, everything in it, never
+ * following a link (a link is removed, not what it names). 0 when nothing
+ * is left, or -1 with errno set by the first removal that failed (the rest
+ * is still tried). In portable.c, over the calls above. */
+int ffnrt_remove_tree(const char *path);
 
 /* ------------------------------------------------------- text */
 

@@ -8,13 +8,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#if defined(__APPLE__)
+#include <crt_externs.h> /* _NSGetEnviron: a shared library has no environ there */
+#include <mach-o/dyld.h> /* _NSGetExecutablePath */
+#define ffnrt_environ (*_NSGetEnviron())
+#else
+extern char **environ;
+#define ffnrt_environ environ
+#endif
 
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
@@ -166,18 +177,18 @@ int ffnrt_path_remove(const char *path) { return unlink(path); }
 
 int ffnrt_path_replace(const char *from, const char *to) { return rename(from, to); }
 
-int ffnrt_make_dirs(char *path)
+static int make_dirs(char *path, mode_t mode)
 {
     for (char *s = path + 1; *s; s++) {
         if (*s != '/')
             continue;
         *s = '\0';
-        int rc = mkdir(path, 0700);
+        int rc = mkdir(path, mode);
         *s = '/';
         if (rc != 0 && errno != EEXIST)
             return -1;
     }
-    if (mkdir(path, 0700) != 0 && errno != EEXIST)
+    if (mkdir(path, mode) != 0 && errno != EEXIST)
         return -1;
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -186,6 +197,9 @@ int ffnrt_make_dirs(char *path)
     }
     return 0;
 }
+
+int ffnrt_make_dirs(char *path) { return make_dirs(path, 0700); }
+int ffnrt_make_shared_dirs(char *path) { return make_dirs(path, 0777); }
 
 int ffnrt_dir_writable(const char *dir) { return access(dir, W_OK | X_OK); }
 
@@ -298,6 +312,139 @@ int ffnrt_trusted_file(ffnrt_file f, char *why, size_t cap)
     }
     return !foreign(&st, "the entry", "", 0, why, cap);
 }
+
+/* ------------------------------------------------------- the lab's processes and folders */
+
+/* Whether entry ("NAME=VALUE") sets the variable that set ("NAME=...") names. */
+static int same_name(const char *entry, const char *set)
+{
+    size_t n = strcspn(set, "=");
+    return strncmp(entry, set, n) == 0 && entry[n] == '=';
+}
+
+int ffnrt_child_start(char *const argv[], const char *const env_set[], ffnrt_child *child, FILE **out)
+{
+    size_t n_env = 0, n_set = 0;
+    while (ffnrt_environ[n_env])
+        n_env++;
+    while (env_set && env_set[n_set])
+        n_set++;
+    char **env = malloc((n_env + n_set + 1) * sizeof *env);
+    if (!env) {
+        errno = ENOMEM;
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++) {
+        int replaced = 0;
+        for (size_t j = 0; j < n_set && !replaced; j++)
+            replaced = same_name(ffnrt_environ[i], env_set[j]);
+        if (!replaced)
+            env[k++] = ffnrt_environ[i];
+    }
+    for (size_t j = 0; j < n_set; j++)
+        env[k++] = (char *)env_set[j];
+    env[k] = NULL;
+
+    int fd[2];
+    if (pipe(fd) != 0) {
+        free(env);
+        return -1;
+    }
+    /* This process's end is not the child's: it would keep the pipe open
+     * past the child's end. */
+    fcntl(fd[0], F_SETFD, FD_CLOEXEC);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    posix_spawn_file_actions_addclose(&fa, fd[1]);
+    pid_t pid = 0;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    close(fd[1]);
+    FILE *f = rc == 0 ? fdopen(fd[0], "r") : NULL;
+    if (!f) {
+        int e = rc != 0 ? rc : errno;
+        close(fd[0]);
+        if (rc == 0)
+            waitpid(pid, NULL, 0); /* started, but unreadable: do not leave it a zombie */
+        errno = e;
+        return -1;
+    }
+    child->h = (intptr_t)pid;
+    *out = f;
+    return 0;
+}
+
+int ffnrt_child_wait(ffnrt_child child, int *exit_code, int *signal_number)
+{
+    int status = 0;
+    pid_t r;
+    while ((r = waitpid((pid_t)child.h, &status, 0)) < 0 && errno == EINTR)
+        ;
+    if (r < 0)
+        return -1;
+    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    *signal_number = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    return 0;
+}
+
+int ffnrt_executable_path(char *out, size_t cap)
+{
+#if defined(__APPLE__)
+    uint32_t size = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+    if (_NSGetExecutablePath(out, &size) != 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+#elif defined(__linux__)
+    if (cap < 2) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    ssize_t n = readlink("/proc/self/exe", out, cap - 1);
+    if (n < 0)
+        return -1;
+    if ((size_t)n >= cap - 1) { /* perhaps cut short */
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    out[n] = '\0';
+    return 0;
+#else
+    (void)out;
+    (void)cap;
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+int ffnrt_host_name(char *out, size_t cap)
+{
+    if (cap == 0 || gethostname(out, cap - 1) != 0)
+        return -1;
+    out[cap - 1] = '\0'; /* gethostname need not end a truncated name */
+    return 0;
+}
+
+const char *ffnrt_executable_suffix(void) { return ""; }
+
+int ffnrt_make_temp_dir(const char *prefix, char *out, size_t cap)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || tmp[0] != '/')
+        tmp = "/tmp";
+    int n = snprintf(out, cap, "%s/%sXXXXXX", tmp, prefix);
+    if (n < 0 || (size_t)n >= cap) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return mkdtemp(out) ? 0 : -1; /* 0700 */
+}
+
+int ffnrt_dir_remove(const char *path) { return rmdir(path); }
 
 /* ------------------------------------------------------- terminals */
 

@@ -11,11 +11,13 @@
 #include <aclapi.h>
 #include <sddl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <io.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 _Static_assert(sizeof(SRWLOCK) == sizeof(void *), "ffnrt_mutex holds an SRWLOCK");
 _Static_assert(sizeof(INIT_ONCE) == sizeof(void *), "ffnrt_once holds an INIT_ONCE");
@@ -290,6 +292,13 @@ int ffnrt_path_remove(const char *path)
         return -1;
     BOOL ok = DeleteFileW(w);
     DWORD e = GetLastError();
+    /* A link to a folder (a symbolic link or a junction) is itself a
+     * folder entry: removed as one, never what it names. */
+    DWORD a = ok ? 0 : GetFileAttributesW(w);
+    if (!ok && a != INVALID_FILE_ATTRIBUTES && (a & FILE_ATTRIBUTE_DIRECTORY) && (a & FILE_ATTRIBUTE_REPARSE_POINT)) {
+        ok = RemoveDirectoryW(w);
+        e = GetLastError();
+    }
     free(w);
     return ok ? 0 : set_errno_from(e);
 }
@@ -350,6 +359,8 @@ int ffnrt_make_dirs(char *path)
     }
     return 0;
 }
+
+int ffnrt_make_shared_dirs(char *path) { return ffnrt_make_dirs(path); }
 
 int ffnrt_dir_writable(const char *dir)
 {
@@ -569,6 +580,272 @@ int ffnrt_trusted_file(ffnrt_file f, char *why, size_t cap)
     int ok = owner_trusted(owner, "the entry", "", 0, why, cap) && dacl_trusted(dacl, "the entry", "", why, cap);
     LocalFree(sd);
     return ok;
+}
+
+/* ------------------------------------------------------- the lab's processes and folders */
+
+/* Appends s to the growing UTF-16 buffer *buf (length *len, capacity
+ * *cap); 0, or -1 when out of memory. */
+static int append_wide(wchar_t **buf, size_t *len, size_t *cap, const wchar_t *s, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t c = (*len + n + 1) * 2;
+        wchar_t *b = realloc(*buf, c * sizeof *b);
+        if (!b)
+            return -1;
+        *buf = b;
+        *cap = c;
+    }
+    memcpy(*buf + *len, s, n * sizeof *s);
+    *len += n;
+    (*buf)[*len] = 0;
+    return 0;
+}
+
+/* One argument as the C runtime's parser reads it back
+ * (CommandLineToArgvW's rules): in quotes, a run of backslashes doubled
+ * where a quote follows it (an inner one, or the closing one), and an
+ * inner quote escaped. */
+static int append_quoted(wchar_t **buf, size_t *len, size_t *cap, const wchar_t *arg)
+{
+    static const wchar_t quote = L'"', backslash = L'\\';
+    if (append_wide(buf, len, cap, &quote, 1) != 0)
+        return -1;
+    for (const wchar_t *p = arg;; p++) {
+        size_t slashes = 0;
+        while (*p == backslash) {
+            slashes++;
+            p++;
+        }
+        size_t times = *p == 0 || *p == quote ? 2 * slashes : slashes;
+        for (size_t i = 0; i < times; i++)
+            if (append_wide(buf, len, cap, &backslash, 1) != 0)
+                return -1;
+        if (*p == 0)
+            break;
+        if ((*p == quote && append_wide(buf, len, cap, &backslash, 1) != 0) || append_wide(buf, len, cap, p, 1) != 0)
+            return -1;
+    }
+    return append_wide(buf, len, cap, &quote, 1);
+}
+
+/* The variable's name length of a "NAME=VALUE" entry (a leading '=' is
+ * part of the name: "=C:=C:\\x", the current folder of drive C). */
+static size_t name_length(const wchar_t *entry)
+{
+    const wchar_t *eq = wcschr(entry + 1, L'=');
+    return eq ? (size_t)(eq - entry) : wcslen(entry);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    const wchar_t *x = *(const wchar_t *const *)a, *y = *(const wchar_t *const *)b;
+    int r = CompareStringOrdinal(x, (int)name_length(x), y, (int)name_length(y), TRUE);
+    return r == CSTR_LESS_THAN ? -1 : r == CSTR_GREATER_THAN ? 1 : 0;
+}
+
+/* This process's environment with env_set's variables added or replaced,
+ * as CreateProcessW's UTF-16 block: entries sorted by name, case
+ * ignored, as its documentation asks. NULL when out of memory. */
+static wchar_t *environment_block(const char *const env_set[])
+{
+    size_t n_set = 0;
+    while (env_set && env_set[n_set])
+        n_set++;
+    wchar_t **set = calloc(n_set + 1, sizeof *set);
+    wchar_t *current = GetEnvironmentStringsW();
+    size_t n_current = 0;
+    for (const wchar_t *p = current; p && *p; p += wcslen(p) + 1)
+        n_current++;
+    const wchar_t **entries = calloc(n_current + n_set + 1, sizeof *entries);
+    wchar_t *block = NULL;
+    size_t len = 0, cap = 0, n = 0;
+    int ok = set && entries && current;
+    for (size_t j = 0; ok && j < n_set; j++)
+        ok = (set[j] = wide(env_set[j])) != NULL;
+    for (const wchar_t *p = current; ok && *p; p += wcslen(p) + 1) {
+        int replaced = 0;
+        for (size_t j = 0; j < n_set && !replaced; j++)
+            replaced = compare_names(&p, &set[j]) == 0;
+        if (!replaced)
+            entries[n++] = p;
+    }
+    for (size_t j = 0; ok && j < n_set; j++)
+        entries[n++] = set[j];
+    if (ok)
+        qsort(entries, n, sizeof *entries, compare_names);
+    for (size_t i = 0; ok && i < n; i++)
+        ok = append_wide(&block, &len, &cap, entries[i], wcslen(entries[i]) + 1) == 0; /* with its NUL */
+    static const wchar_t end = 0;
+    ok = ok && append_wide(&block, &len, &cap, &end, 1) == 0; /* the block's closing NUL */
+    if (!ok) {
+        free(block);
+        block = NULL;
+    }
+    if (current)
+        FreeEnvironmentStringsW(current);
+    for (size_t j = 0; set && j < n_set; j++)
+        free(set[j]);
+    free(set);
+    free(entries);
+    return block;
+}
+
+/* An inheritable copy of this process's standard handle (the child's
+ * stdin or stderr), or NULL where there is none. */
+static HANDLE inheritable_std(DWORD which)
+{
+    HANDLE h = GetStdHandle(which), dup = NULL;
+    if (h == NULL || h == INVALID_HANDLE_VALUE ||
+        !DuplicateHandle(GetCurrentProcess(), h, GetCurrentProcess(), &dup, 0, TRUE, DUPLICATE_SAME_ACCESS))
+        return NULL;
+    return dup;
+}
+
+int ffnrt_child_start(char *const argv[], const char *const env_set[], ffnrt_child *child, FILE **out)
+{
+    wchar_t *cmd = NULL, *env = environment_block(env_set);
+    size_t len = 0, cap = 0;
+    int ok = env != NULL;
+    for (size_t i = 0; ok && argv[i]; i++) {
+        wchar_t *w = wide(argv[i]);
+        static const wchar_t space = L' ';
+        ok = w && (i == 0 || append_wide(&cmd, &len, &cap, &space, 1) == 0) &&
+             append_quoted(&cmd, &len, &cap, w) == 0;
+        free(w);
+    }
+    if (!ok || !cmd) {
+        free(cmd);
+        free(env);
+        errno = ENOMEM;
+        return -1;
+    }
+    SECURITY_ATTRIBUTES sa = {sizeof sa, NULL, TRUE};
+    HANDLE rd = NULL, wr = NULL;
+    if (!CreatePipe(&rd, &wr, &sa, 0)) {
+        DWORD e = GetLastError();
+        free(cmd);
+        free(env);
+        return set_errno_from(e);
+    }
+    SetHandleInformation(rd, HANDLE_FLAG_INHERIT, 0); /* this process's end stays here */
+    STARTUPINFOW si;
+    memset(&si, 0, sizeof si);
+    si.cb = sizeof si;
+    si.dwFlags = STARTF_USESTDHANDLES;
+    si.hStdInput = inheritable_std(STD_INPUT_HANDLE);
+    si.hStdOutput = wr;
+    si.hStdError = inheritable_std(STD_ERROR_HANDLE);
+    PROCESS_INFORMATION pi;
+    /* A NULL application name: the first argument is looked up as the
+     * command line's first word (.exe appended, the PATH searched). */
+    BOOL started = CreateProcessW(NULL, cmd, NULL, NULL, TRUE, CREATE_UNICODE_ENVIRONMENT, env, NULL, &si, &pi);
+    DWORD e = GetLastError();
+    free(cmd);
+    free(env);
+    CloseHandle(wr);
+    if (si.hStdInput)
+        CloseHandle(si.hStdInput);
+    if (si.hStdError)
+        CloseHandle(si.hStdError);
+    if (!started) {
+        CloseHandle(rd);
+        return set_errno_from(e);
+    }
+    CloseHandle(pi.hThread);
+    int fd = _open_osfhandle((intptr_t)rd, _O_RDONLY | _O_TEXT);
+    FILE *f = fd >= 0 ? _fdopen(fd, "r") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            _close(fd);
+        else
+            CloseHandle(rd);
+        WaitForSingleObject(pi.hProcess, INFINITE); /* it ends once its stdout breaks */
+        CloseHandle(pi.hProcess);
+        errno = EIO;
+        return -1;
+    }
+    child->h = (intptr_t)pi.hProcess;
+    *out = f;
+    return 0;
+}
+
+int ffnrt_child_wait(ffnrt_child child, int *exit_code, int *signal_number)
+{
+    HANDLE p = (HANDLE)child.h;
+    DWORD code = 0;
+    BOOL ok = WaitForSingleObject(p, INFINITE) == WAIT_OBJECT_0 && GetExitCodeProcess(p, &code);
+    DWORD e = GetLastError();
+    CloseHandle(p);
+    if (!ok)
+        return set_errno_from(e);
+    *exit_code = (int)code;
+    *signal_number = 0;
+    return 0;
+}
+
+int ffnrt_executable_path(char *out, size_t cap)
+{
+    wchar_t w[32768];
+    DWORD n = GetModuleFileNameW(NULL, w, (DWORD)(sizeof w / sizeof w[0]));
+    if (n == 0 || n >= sizeof w / sizeof w[0])
+        return set_errno_from(GetLastError());
+    if (narrow(w, out, cap) < 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+int ffnrt_host_name(char *out, size_t cap)
+{
+    wchar_t w[256];
+    DWORD n = sizeof w / sizeof w[0];
+    if (!GetComputerNameExW(ComputerNameDnsHostname, w, &n))
+        return set_errno_from(GetLastError());
+    if (narrow(w, out, cap) < 0) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    return 0;
+}
+
+const char *ffnrt_executable_suffix(void) { return ".exe"; }
+
+int ffnrt_make_temp_dir(const char *prefix, char *out, size_t cap)
+{
+    wchar_t w[MAX_PATH + 1];
+    DWORD n = GetTempPathW(MAX_PATH + 1, w); /* $TMP, $TEMP, the profile's; ends in '\\' */
+    char tmp[3 * MAX_PATH + 1];
+    if (n == 0 || n > MAX_PATH || narrow(w, tmp, sizeof tmp) < 0)
+        return set_errno_from(n == 0 ? GetLastError() : ERROR_FILENAME_EXCED_RANGE);
+    /* The process id and the clock make a name no other process picks;
+     * a name taken all the same is skipped. */
+    uint64_t t = ffnrt_monotonic_ns();
+    for (unsigned attempt = 0; attempt < 100; attempt++) {
+        int k = snprintf(out, cap, "%s%s%lx-%llx", tmp, prefix, (unsigned long)GetCurrentProcessId(),
+                         (unsigned long long)(t + attempt) & 0xffffffffffULL);
+        if (k < 0 || (size_t)k >= cap) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        if (make_dir(out) == 0) /* the Temp folder's ACL: this user's */
+            return 0;
+        if (errno != EEXIST)
+            return -1;
+    }
+    return -1;
+}
+
+int ffnrt_dir_remove(const char *path)
+{
+    wchar_t *w = wide(path);
+    if (!w)
+        return -1;
+    BOOL ok = RemoveDirectoryW(w);
+    DWORD e = GetLastError();
+    free(w);
+    return ok ? 0 : set_errno_from(e);
 }
 
 /* ------------------------------------------------------- terminals */
