@@ -26,9 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #if defined(__has_include)
 #if __has_include("bench_commit.h")
@@ -673,21 +671,7 @@ static int option_int(const char *opt, const char *v, int64_t min, int64_t max, 
     return -1;
 }
 
-int bench_mkdir_p(const char *dir)
-{
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", dir);
-    for (char *p = tmp + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            mkdir(tmp, 0777);
-            *p = '/';
-        }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
-        return -1;
-    struct stat st;
-    return stat(tmp, &st) == 0 && S_ISDIR(st.st_mode) ? 0 : -1;
-}
+int bench_mkdir_p(const char *dir) { return ffnrt_lab_make_dirs(dir, 1); }
 
 int bench_device_selected(const ffnrt_device_info *info, const char *const *names, int n)
 {
@@ -715,11 +699,11 @@ void bench_meta_init(bench_meta *m, const char *format, const char *preset)
     snprintf(m->version, sizeof m->version, "%s", FFNRT_VERSION_STRING);
     snprintf(m->commit, sizeof m->commit, "%s", FFNRT_BENCH_COMMIT);
     snprintf(m->preset, sizeof m->preset, "%s", preset);
-    time_t now = time(NULL);
     struct tm tm;
-    gmtime_r(&now, &tm);
-    strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (gethostname(m->host, sizeof m->host - 1) != 0)
+    int ms = 0;
+    if (ffnrt_lab_utc_now(&tm, &ms) == 0)
+        strftime(m->date, sizeof m->date, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    if (ffnrt_lab_host_name(m->host, sizeof m->host) != 0)
         snprintf(m->host, sizeof m->host, "unknown");
 }
 
@@ -1015,7 +999,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
     cfg.budget_s = budget >= 0 ? budget : cfg.quick ? 0.15 : 1.0;
     if (!do_parts)
         do_parts = ~0;
-    progress.on = progress_mode < 0 ? isatty(2) : progress_mode;
+    progress.on = progress_mode < 0 ? ffnrt_lab_isatty(2) : progress_mode;
     progress.start = lab_now_s();
 
     bench_meta meta;

@@ -1,13 +1,13 @@
 /* The outputs of `ffnrt bench`: the table, CSV, JSON and gnuplot plots,
  * all from the same rows (bench_row.h). */
 #include "bench_report.h"
+#include "ffnrt_lab.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 
 /* ------------------------------------------------------------------ table */
 
@@ -274,9 +274,21 @@ static void device_tag(const bench_meta *m, int d, char *out, size_t len)
     snprintf(out, len, "%s%d", m->devices[d].backend, k);
 }
 
+/* Whether gnuplot runs here: `gnuplot --version` started (PATH searched)
+ * and ending well. */
 static int gnuplot_present(void)
 {
-    return system("command -v gnuplot >/dev/null 2>&1") == 0;
+    char *argv[] = {"gnuplot", "--version", NULL};
+    ffnrt_lab_child child;
+    FILE *out = NULL;
+    if (ffnrt_lab_child_start(argv, NULL, &child, &out) != 0)
+        return 0;
+    char line[256];
+    while (fgets(line, sizeof line, out))
+        ;
+    fclose(out);
+    int code = 0, sig = 0;
+    return ffnrt_lab_child_wait(child, &code, &sig) == 0 && code == 0;
 }
 
 /* The largest element-wise size present. */
@@ -645,10 +657,23 @@ int bench_draw_plots(const char *dir, const bench_plot *plots, size_t nplots, co
         snprintf(why, why_len, "nothing to plot");
         return -1;
     }
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>'%s/plots.log'", script, dir);
-    if (system(cmd) != 0) {
-        snprintf(why, why_len, "gnuplot failed (see %s/plots.log)", dir);
+    /* gnuplot in a process of its own: its messages on this stderr, what
+     * it prints on stdout passed on there too. */
+    char *argv[] = {"gnuplot", script, NULL};
+    ffnrt_lab_child child;
+    FILE *out = NULL;
+    if (ffnrt_lab_child_start(argv, NULL, &child, &out) != 0) {
+        snprintf(why, why_len, "cannot start gnuplot (%s)", strerror(errno));
+        return -1;
+    }
+    char line[512];
+    while (fgets(line, sizeof line, out))
+        fputs(line, stderr);
+    fclose(out);
+    int code = 0, sig = 0;
+    if (ffnrt_lab_child_wait(child, &code, &sig) != 0 || code != 0) {
+        snprintf(why, why_len, "gnuplot failed on %s (%s %d; its messages are above)", script,
+                 sig ? "signal" : "status", sig ? sig : code);
         return -1;
     }
     /* gnuplot leaves an empty file behind for an output it never drew. */
@@ -656,10 +681,13 @@ int bench_draw_plots(const char *dir, const bench_plot *plots, size_t nplots, co
         for (int d = 0; d < (plots[p].per_device ? m->ndevices : 1); d++)
             for (int t = 0; t < 2; t++) {
                 char file[200], path[1400];
-                struct stat st;
                 plot_file(&plots[p], m, d, file, sizeof file);
                 snprintf(path, sizeof path, "%s/%s.%s", dir, file, plot_terms[t][1]);
-                if (stat(path, &st) == 0 && st.st_size == 0)
+                FILE *f = fopen(path, "rb");
+                int empty = f && fgetc(f) == EOF;
+                if (f)
+                    fclose(f);
+                if (empty)
                     remove(path);
             }
     return 0;

@@ -13,9 +13,9 @@
 #include "bench_report.h"
 #include "bench_row.h"
 #include "ffnrt.h"
+#include "ffnrt_lab.h"
 
 #include <stdio.h>
-#include <sys/types.h>
 
 #define BENCH_MAX_LIST 16
 
@@ -111,14 +111,18 @@ int bench_part_host_peer(const bench_config *cfg, bench_meta *meta, bench_rows *
  * later calls reading them from those rows; 0 where a probe failed. */
 void bench_roofs(const bench_device *dev, const bench_config *cfg, bench_rows *rows, double *fma, double *int8);
 
-/* A helper of the bench (a program or script) named name: beside this
- * ffnrt (a build tree) or in an installed one's libexec/ffnrt, with
- * access(2) mode (X_OK, R_OK). 0 with its path in path, or -1 with what
- * was looked for in why (helper_path.c). */
-int bench_find_helper(const char *name, int mode, char *path, size_t cap, char *why, size_t why_len);
-/* Starts argv (argv[0] searched on PATH unless it holds a slash) with the
- * environment envp, its stdout a stream (NULL: it could not start); the
- * caller closes it and waits for *pid (helper_path.c). */
-FILE *bench_spawn_reading(char **argv, char **envp, pid_t *pid);
+/* A helper of the bench named name: a program (program 1: the OS's
+ * suffix appended, ".exe" on Windows) or a script (0), beside this ffnrt
+ * (a build tree) or in an installed one's libexec/ffnrt. 0 with its path
+ * in path, or -1 with what was looked for in why (helper_path.c). */
+int bench_find_helper(const char *name, int program, char *path, size_t cap, char *why, size_t why_len);
+/* Starts argv (argv[0] searched on PATH unless it holds a folder) with
+ * this process's environment and env_set's "NAME=VALUE" variables (NULL:
+ * none) set, its stdout a stream (NULL: it could not start); the caller
+ * closes it and then waits for *child with bench_wait_helper, which
+ * returns its exit status (-1: a signal ended it, or it could not be
+ * waited for) and says which in how ("status 3", "signal 11"). */
+FILE *bench_spawn_reading(char **argv, const char *const *env_set, ffnrt_lab_child *child);
+int bench_wait_helper(ffnrt_lab_child child, char *how, size_t cap);
 
 #endif

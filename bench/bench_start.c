@@ -10,11 +10,10 @@
 #include "bench_parts.h"
 #endif
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* The layers whose first call is timed: a model-sized SwiGLU in fp32 at
  * decode, and the tiny f16 GEGLU of the busy-machine report, whose first
@@ -98,28 +97,47 @@ out:
 
 #ifndef BENCH_START_MAIN
 
+/* Counts a folder's entries (ffnrt_lab_dir_each's callback). */
+static void count_entry(const char *dir, const char *name, void *arg)
+{
+    (void)dir, (void)name;
+    ++*(int *)arg;
+}
+
 /* A start in a fresh process whose drivers' caches (PoCL's, Mesa's, which
  * a process reads once) are empty directories under dir, with ffnrt's disk
  * cache in ffnrt_dir: the bench_start helper. Milliseconds, or a negative
- * number with the reason in why. */
+ * number with the reason in why. *fresh_driver_cache: whether the driver
+ * wrote into the empty folders it was given; one that did not kept its own
+ * cache (a vendor's driver, or under Wine, where the Windows side's
+ * variables never reach the host's driver). */
 static double process_ms(const bench_device *dev, size_t layer, const char *exe, const char *dir, const char *ffnrt_dir,
-                         char *why, size_t why_len)
+                         int *fresh_driver_cache, char *why, size_t why_len)
 {
     /* The drivers' cache directories exist and are empty (Mesa disables a
      * missing one with a message). */
-    static const char *const subdirs[] = {"", "/pocl", "/mesa", "/xdg"};
-    for (size_t i = 0; i < sizeof subdirs / sizeof subdirs[0]; i++) {
+    static const char *const subdirs[] = {"/pocl", "/mesa", "/xdg"};
+    char env[3][700];
+    for (size_t i = 0; i < 3; i++) {
         char path[600];
         snprintf(path, sizeof path, "%s%s", dir, subdirs[i]);
-        mkdir(path, 0700);
+        if (ffnrt_lab_make_dirs(path, 0) != 0) {
+            snprintf(why, why_len, "cannot create %s (%s)", path, strerror(errno));
+            return -1;
+        }
+        static const char *const names[3] = {"POCL_CACHE_DIR", "MESA_SHADER_CACHE_DIR", "XDG_CACHE_HOME"};
+        snprintf(env[i], sizeof env[i], "%s=%s", names[i], path);
     }
-    char cmd[1600];
-    snprintf(cmd, sizeof cmd,
-             "POCL_CACHE_DIR='%s/pocl' MESA_SHADER_CACHE_DIR='%s/mesa' XDG_CACHE_HOME='%s/xdg' '%s' %s '%s' 1 %u %zu",
-             dir, dir, dir, exe, ffnrt_backend_name(dev->info.backend), ffnrt_dir, (unsigned)dev->info.index, layer);
-    FILE *p = popen(cmd, "r");
+    const char *const env_set[] = {env[0], env[1], env[2], NULL};
+    char index[16], layer_text[16];
+    snprintf(index, sizeof index, "%u", (unsigned)dev->info.index);
+    snprintf(layer_text, sizeof layer_text, "%zu", layer);
+    char *argv[] = {(char *)exe, (char *)ffnrt_backend_name(dev->info.backend), (char *)ffnrt_dir, "1", index,
+                    layer_text, NULL};
+    ffnrt_lab_child child;
+    FILE *p = bench_spawn_reading(argv, env_set, &child);
     if (!p) {
-        snprintf(why, why_len, "cannot start %s", exe);
+        snprintf(why, why_len, "cannot start %s (%s)", exe, strerror(errno));
         return -1;
     }
     char line[256];
@@ -129,11 +147,17 @@ static double process_ms(const bench_device *dev, size_t layer, const char *exe,
         if (at)
             ms = atof(at + 7);
     }
-    int status = pclose(p);
+    fclose(p);
+    char how[64];
+    int status = bench_wait_helper(child, how, sizeof how);
     if (status != 0 || ms < 0) {
-        snprintf(why, why_len, "%s failed (status %d; its message is above)", exe, status);
+        snprintf(why, why_len, "%s failed (%s; its message is above)", exe, how);
         return -1;
     }
+    int written = 0;
+    for (size_t i = 0; i < 3; i++)
+        ffnrt_lab_dir_each(env[i] + strcspn(env[i], "=") + 1, count_entry, &written);
+    *fresh_driver_cache = written > 0;
     return ms;
 }
 
@@ -146,35 +170,41 @@ static double process_ms(const bench_device *dev, size_t layer, const char *exe,
 static int start_rows(const bench_device *dev, const bench_config *cfg, bench_rows *rows, size_t li)
 {
     const bench_start_layer *l = &bench_start_layers[li];
-    char base[] = "/tmp/ffnrt-bench-start-XXXXXX";
-    if (!mkdtemp(base))
+    char base[400];
+    if (ffnrt_lab_make_temp_dir("ffnrt-bench-start-", base, sizeof base) != 0) {
+        fprintf(stderr, "ffnrt bench: start: no temporary folder (%s)\n", strerror(errno));
         return -1;
+    }
     int runs[2] = {3, 5};
     double t[2][8];
     uint64_t hits[2] = {0, 0};
     int rc = 0;
-    char dir[64];
+    char dir[600];
     /* In fresh processes: every cache empty, then ffnrt's filled by that
      * start while the drivers' are empty again. */
     static const char *const names[2] = {"cold", "ffnrt-warm"};
-    static const char *const notes[2] = {"every cache empty (ffnrt's, PoCL's, Mesa's)",
-                                         "ffnrt's cache warm, the drivers' empty"};
-    char ffnrt_dir[128];
+    static const char *const notes[2][2] = {
+        {"ffnrt's cache empty; the driver kept its own", "every cache empty (ffnrt's, PoCL's, Mesa's)"},
+        {"ffnrt's cache warm; the driver kept its own", "ffnrt's cache warm, the drivers' empty"}};
+    char ffnrt_dir[620];
     snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/process-ffnrt", base);
     int process_runs = cfg->quick ? 1 : 3; /* a cold PoCL start is seconds */
     char exe[1024], why[1200] = "";
-    int have_helper = bench_find_helper("bench_start", X_OK, exe, sizeof exe, why, sizeof why) == 0;
+    int have_helper = bench_find_helper("bench_start", 1, exe, sizeof exe, why, sizeof why) == 0;
     for (int k = 0; k < 2 && have_helper; k++) {
         double ts[3];
-        int nt = 0;
+        int nt = 0, fresh_driver_cache = 1;
         for (int i = 0; i < process_runs; i++) {
-            char fresh[64];
+            char fresh[600];
             snprintf(fresh, sizeof fresh, "%s/%s%d", base, names[k], i);
             if (k == 0) /* each cold start its own ffnrt cache too; the last one's is kept for ffnrt-warm */
                 snprintf(ffnrt_dir, sizeof ffnrt_dir, "%s/ffnrt", fresh);
-            double ms = process_ms(dev, li, exe, fresh, ffnrt_dir, why, sizeof why);
-            if (ms >= 0)
+            int fresh_cache = 0;
+            double ms = process_ms(dev, li, exe, fresh, ffnrt_dir, &fresh_cache, why, sizeof why);
+            if (ms >= 0) {
                 ts[nt++] = 1e-3 * ms;
+                fresh_driver_cache &= fresh_cache;
+            }
         }
         if (nt == 0) {
             have_helper = 0;
@@ -182,8 +212,10 @@ static int start_rows(const bench_device *dev, const bench_config *cfg, bench_ro
         }
         qsort(ts, (size_t)nt, sizeof ts[0], lab_cmp_double);
         bench_row *r = bench_rows_push(rows);
-        if (!r)
-            return -1;
+        if (!r) {
+            rc = -1;
+            break;
+        }
         bench_row_device(r, dev, "start");
         BENCH_SET(r->op, l->op);
         BENCH_SET(r->dtype, l->dtype_name);
@@ -191,7 +223,8 @@ static int start_rows(const bench_device *dev, const bench_config *cfg, bench_ro
         BENCH_SET(r->shape, l->shape);
         r->size = 1;
         bench_row_times(r, NULL, ts, nt);
-        BENCH_SET(r->note, notes[k]);
+        BENCH_SET(r->note, notes[k][fresh_driver_cache]);
+        bench_row_metric(r, "driver_cache_empty", fresh_driver_cache);
         bench_row_done(cfg, r);
     }
     if (!have_helper) { /* the rows are documented: say why they are missing */
@@ -237,10 +270,8 @@ static int start_rows(const bench_device *dev, const bench_config *cfg, bench_ro
                  warm ? "warm" : "empty", (unsigned long long)hits[warm]);
         bench_row_done(cfg, r);
     }
-    char cmd[96];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", base);
-    if (system(cmd) != 0)
-        fprintf(stderr, "ffnrt bench: could not remove %s\n", base);
+    if (ffnrt_lab_remove_tree(base) != 0)
+        fprintf(stderr, "ffnrt bench: could not remove %s (%s)\n", base, strerror(errno));
     return rc;
 }
 

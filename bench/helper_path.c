@@ -1,58 +1,61 @@
 /* Where the bench finds its helpers (bench_start, bench_ggml, the PyTorch
  * script): beside this ffnrt in a build tree, or where an installed one
  * keeps them (libexec/ffnrt, FFNRT_BENCH_HELPER_REL from bin/); and how it
- * starts one and reads what it prints. */
+ * starts one and reads what it prints, through the platform layer's doors
+ * (ffnrt_lab.h), so the bench includes no OS header. */
 #include "bench_parts.h"
+#include "ffnrt_lab.h"
 
-#include <spawn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #ifndef FFNRT_BENCH_HELPER_REL
 #define FFNRT_BENCH_HELPER_REL "../libexec/ffnrt"
 #endif
 
-int bench_find_helper(const char *name, int mode, char *path, size_t cap, char *why, size_t why_len)
+int bench_find_helper(const char *name, int program, char *path, size_t cap, char *why, size_t why_len)
 {
-    char self[512];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n <= 0) {
-        snprintf(why, why_len, "cannot read /proc/self/exe");
+    char self[1024];
+    if (ffnrt_lab_executable_path(self, sizeof self) != 0) {
+        snprintf(why, why_len, "cannot tell where this program is (%s)", strerror(errno));
         return -1;
     }
-    self[n] = '\0';
-    char *slash = strrchr(self, '/');
+    char *slash = strrchr(self, '/'), *backslash = strrchr(self, '\\');
+    if (backslash && (!slash || backslash > slash))
+        slash = backslash; /* Windows names folders with either */
     if (!slash) {
-        snprintf(why, why_len, "/proc/self/exe names no folder");
+        snprintf(why, why_len, "%s names no folder", self);
         return -1;
     }
     *slash = '\0';
-    snprintf(path, cap, "%s/%s", self, name);
-    if (access(path, mode) == 0)
+    const char *suffix = program ? ffnrt_lab_executable_suffix() : "";
+    snprintf(path, cap, "%s/%s%s", self, name, suffix);
+    if (ffnrt_lab_is_file(path))
         return 0;
-    snprintf(path, cap, "%s/%s/%s", self, FFNRT_BENCH_HELPER_REL, name);
-    if (access(path, mode) == 0)
+    snprintf(path, cap, "%s/%s/%s%s", self, FFNRT_BENCH_HELPER_REL, name, suffix);
+    if (ffnrt_lab_is_file(path))
         return 0;
-    snprintf(why, why_len, "no %s in %s/ or %s/%s/", name, self, self, FFNRT_BENCH_HELPER_REL);
+    snprintf(why, why_len, "no %s%s in %s/ or %s/%s/", name, suffix, self, self, FFNRT_BENCH_HELPER_REL);
     return -1;
 }
 
-FILE *bench_spawn_reading(char **argv, char **envp, pid_t *pid)
+FILE *bench_spawn_reading(char **argv, const char *const *env_set, ffnrt_lab_child *child)
 {
-    int fd[2];
-    if (pipe(fd) != 0)
-        return NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
-    posix_spawn_file_actions_addclose(&fa, fd[0]);
-    posix_spawn_file_actions_addclose(&fa, fd[1]);
-    int rc = posix_spawnp(pid, argv[0], &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    close(fd[1]);
-    FILE *out = rc == 0 ? fdopen(fd[0], "r") : NULL;
-    if (!out)
-        close(fd[0]);
-    return out;
+    FILE *out = NULL;
+    return ffnrt_lab_child_start(argv, env_set, child, &out) == 0 ? out : NULL;
+}
+
+int bench_wait_helper(ffnrt_lab_child child, char *how, size_t cap)
+{
+    int code = 0, sig = 0;
+    if (ffnrt_lab_child_wait(child, &code, &sig) != 0) {
+        snprintf(how, cap, "cannot wait for it (%s)", strerror(errno));
+        return -1;
+    }
+    if (sig)
+        snprintf(how, cap, "signal %d", sig);
+    else
+        snprintf(how, cap, "status %d", code);
+    return sig ? -1 : code;
 }

@@ -42,8 +42,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/types.h>
-#include <unistd.h>
 
 /* The weight formats of the peer, by ffnrt's names (ffnrt_dtype_name,
  * ffnrt_weight_format_name) with their ggml type: a format is one row. */
@@ -736,11 +734,6 @@ int bench_peer_ggml_stack_rows(const bench_device *dev, const bench_config *cfg,
 
 #else
 
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char **environ;
-
 
 #define MAX_LAYERS 64
 
@@ -755,22 +748,12 @@ static int is_swiglu_row(const bench_row *r, long long *d, long long *g, long lo
  * list opened to the ffnrt device's Vulkan index (ggml hides CPU devices
  * such as lavapipe otherwise), unless the environment already chooses. Its
  * stdout, or NULL. */
-static FILE *spawn_helper(char **argv, uint32_t index, pid_t *pid)
+static FILE *spawn_helper(char **argv, uint32_t index, ffnrt_lab_child *child)
 {
-    size_t n = 0;
-    while (environ[n])
-        n++;
-    char **env = malloc((n + 2) * sizeof *env);
-    if (!env)
-        return NULL;
     char visible[48];
     snprintf(visible, sizeof visible, "GGML_VK_VISIBLE_DEVICES=%u", (unsigned)index);
-    memcpy(env, environ, n * sizeof *env);
-    env[n] = getenv("GGML_VK_VISIBLE_DEVICES") ? NULL : visible;
-    env[n + 1] = NULL;
-    FILE *out = bench_spawn_reading(argv, env, pid);
-    free(env);
-    return out;
+    const char *const env_set[] = {getenv("GGML_VK_VISIBLE_DEVICES") ? NULL : visible, NULL};
+    return bench_spawn_reading(argv, env_set, child);
 }
 
 /* The peer row beside FFN row ffn, from a helper line's figures. */
@@ -829,8 +812,8 @@ typedef int (*helper_row_fn)(const char *line, void *arg);
 static void run_helper(const bench_device *dev, char **argv, const char *peer, const char *what, helper_row_fn row,
                        void *arg, helper_report *rep)
 {
-    pid_t pid = 0;
-    FILE *out = spawn_helper(argv, dev->info.index, &pid);
+    ffnrt_lab_child child;
+    FILE *out = spawn_helper(argv, dev->info.index, &child);
     if (!out) {
         snprintf(rep->failed, sizeof rep->failed, "%s: cannot start %s", peer, argv[0]);
         return;
@@ -853,14 +836,13 @@ static void run_helper(const bench_device *dev, char **argv, const char *peer, c
         }
     }
     fclose(out);
-    int status = 0;
-    waitpid(pid, &status, 0);
+    char how[64];
+    int status = bench_wait_helper(child, how, sizeof how);
     /* 3: no such device (said on a "none" line). Anything else is a crash or
      * an abort inside ggml or the driver: its rows are missing. */
-    if ((!WIFEXITED(status) || (WEXITSTATUS(status) != 0 && WEXITSTATUS(status) != 3)) && !rep->failed[0])
-        snprintf(rep->failed, sizeof rep->failed, "%s: the bench_ggml helper failed (%s %d) after %d row(s) of %s", peer,
-                 WIFSIGNALED(status) ? "signal" : "status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status),
-                 rows_seen, what);
+    if (status != 0 && status != 3 && !rep->failed[0])
+        snprintf(rep->failed, sizeof rep->failed, "%s: the bench_ggml helper failed (%s) after %d row(s) of %s", peer,
+                 how, rows_seen, what);
 }
 
 /* The run's peer lines from rep: ok (the backend, its device and what
@@ -898,7 +880,7 @@ static int helper_find(const bench_device *dev, const bench_config *cfg, const c
                        helper_args *h)
 {
     char why[1200];
-    if (bench_find_helper("bench_ggml", X_OK, h->exe, sizeof h->exe, why, sizeof why) != 0) {
+    if (bench_find_helper("bench_ggml", 1, h->exe, sizeof h->exe, why, sizeof why) != 0) {
         char line[1300];
         snprintf(line, sizeof line, "%s: absent (%s)", peer, why);
         bench_meta_add_peer(dev->meta, line);

@@ -97,9 +97,12 @@ static inline vf8 vsigmoid_times(vf8 x, vf8 f)
 
 enum { VSIG, VSILU, VGLU, VSWIGLU };
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_ADDRESS__) && \
+    defined(__ELF__)
 /* Cloned for AVX2 + FMA and the default target, chosen at load time (no
- * -march flag): it runs on any x86-64 and uses the width the machine has. */
+ * -march flag): it runs on any x86-64 and uses the width the machine has.
+ * An ELF ifunc: Windows' PE files have none, so there the default target
+ * only. */
 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #endif
 static void vsigmoid_loop(int kind, const float *restrict x, const float *restrict value, float *restrict y, size_t n)

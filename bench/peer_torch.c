@@ -21,12 +21,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "ffnrt.h"
-
-extern char **environ;
 
 #define TORCH_SCRIPT "torch_train.py"
 #define MAX_LAYERS 32
@@ -42,8 +38,8 @@ static int torch_threads;
  * The exit status, or -1 when it could not start or ended by a signal. */
 static int run_script(char **argv, void (*line_fn)(const char *line, void *ctx), void *ctx)
 {
-    pid_t pid = 0;
-    FILE *out = bench_spawn_reading(argv, environ, &pid);
+    ffnrt_lab_child child;
+    FILE *out = bench_spawn_reading(argv, NULL, &child);
     if (!out)
         return -1;
     char line[512];
@@ -52,10 +48,8 @@ static int run_script(char **argv, void (*line_fn)(const char *line, void *ctx),
         line_fn(line, ctx);
     }
     fclose(out);
-    int status = 0;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-        return -1;
-    return WEXITSTATUS(status);
+    char how[64];
+    return bench_wait_helper(child, how, sizeof how);
 }
 
 /* The train rows the peer stands beside, and the script's name of their
@@ -147,7 +141,7 @@ int bench_peer_torch_rows(const bench_device *dev, const bench_config *cfg, size
     if (nl == 0)
         return 0;
     char why[1200];
-    if (bench_find_helper(TORCH_SCRIPT, R_OK, script, sizeof script, why, sizeof why) != 0) {
+    if (bench_find_helper(TORCH_SCRIPT, 0, script, sizeof script, why, sizeof why) != 0) {
         char line[1300];
         snprintf(line, sizeof line, "pytorch: absent (%s)", why);
         bench_meta_add_peer(dev->meta, line);
