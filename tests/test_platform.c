@@ -2,8 +2,13 @@
  * as a plain program: no Criterion, so that it runs wherever ffnrt builds
  * (scripts/windows-check runs it under Wine; ctest runs it here).
  *
- *   test_platform SCRATCH_DIR     (created; its "platform-test" folder is
- *                                  replaced)
+ *   test_platform SCRATCH_DIR [EXPOSED_DIR]
+ *
+ * SCRATCH_DIR is created, its "platform-test" folder replaced; it and the
+ * folders above it must pass the cache's trust rules. EXPOSED_DIR, where
+ * given, is a folder of this user's under a folder that lets every user
+ * remove what it holds (scripts/windows-check makes one): the trust rules
+ * must refuse it, naming the folder above.
  *
  * Files: exclusive creation, writes and reads, the kind and size of what
  * is open (a folder refused as GGUF's reader does), atomic replacement,
@@ -192,8 +197,8 @@ int main(int argc, char **argv)
         return child_print(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "--relay") == 0)
         return child_relay();
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_platform SCRATCH_DIR\n");
+    if (argc != 2 && argc != 3) {
+        fprintf(stderr, "usage: test_platform SCRATCH_DIR [EXPOSED_DIR]\n");
         return 2;
     }
     char base[512], path[600], other[1100], buf[256];
@@ -261,9 +266,16 @@ int main(int argc, char **argv)
     ffnrt_dir_each(base, count_entry, &n);
     CHECK(n == 0, "%d file- entries after removal", n);
 
-    /* The trust rules on a folder this user made. */
+    /* The trust rules on a folder this user made, and on one whose parent
+     * would let another user swap it for their own. */
     why[0] = '\0';
     CHECK(ffnrt_trusted_directory(base, why, sizeof why), "%s", why);
+    if (argc == 3) {
+        why[0] = '\0';
+        CHECK(!ffnrt_trusted_directory(argv[2], why, sizeof why) && strstr(why, "a directory above it"),
+              "%s under an exposed folder: %s", argv[2], why[0] ? why : "trusted");
+        printf("test_platform: refused as it should: %s\n", why);
+    }
 
     /* The user's cache folder is found where the OS says. */
     char home[512];

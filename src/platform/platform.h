@@ -191,9 +191,12 @@ int ffnrt_user_cache_dir(const char *app, char *out, size_t cap, const char **wh
  * DACL of the folder and of an entry may grant no write right (data,
  * append, delete, delete child, WRITE_DAC, WRITE_OWNER, generic write or
  * all) to anyone but this user, SYSTEM, the Administrators and CREATOR
- * OWNER (a NULL DACL grants everyone everything). The DACLs of the folders
- * above are not read (the limit, stated in docs/platforms.md).
- * %LOCALAPPDATA% is private to its user by default.
+ * OWNER (a NULL DACL grants everyone everything); the DACL of every folder
+ * above may grant none of them the rights that would move the path below
+ * aside (delete child, delete, WRITE_DAC, WRITE_OWNER, all), while adding
+ * entries stays allowed, as a sticky /tmp allows it (C:\ grants it to
+ * every signed-in user). Inherit-only entries are skipped: they apply to
+ * what a folder holds. %LOCALAPPDATA% is private to its user by default.
  *
  * Each returns 1 when trusted, else 0 with why naming the file and the
  * reason ("... is owned by uid 65534, not by this user (uid 1000)", "...

@@ -476,11 +476,23 @@ static int owner_trusted(PSID owner, const char *what, const char *path, int par
     return 0;
 }
 
-/* Whether dacl lets a principal other than this user, SYSTEM or the
- * Administrators write: add or change files, remove what is inside, or
- * change the ACL or owner. who names the first such SID. A NULL DACL
- * grants everything to everyone. */
-static int others_may_write(PACL dacl, PSID me, char *who, size_t cap)
+/* What another principal may not hold on the cache folder or an entry:
+ * writing or adding files, removing what is inside or the object itself,
+ * changing its ACL or owner. */
+#define WRITE_RIGHTS                                                                                            \
+    (FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_DELETE_CHILD | WRITE_DAC | WRITE_OWNER | DELETE | GENERIC_WRITE | \
+     GENERIC_ALL)
+/* And on a folder above it: whatever would let them move the path below
+ * aside and put their own in its place (removing or renaming an entry, the
+ * folder itself, its ACL or owner). Adding new entries is allowed, as a
+ * sticky /tmp allows it on POSIX: C:\ grants it to every signed-in user. */
+#define REPLACE_RIGHTS (FILE_DELETE_CHILD | WRITE_DAC | WRITE_OWNER | DELETE | GENERIC_ALL)
+
+/* Whether dacl grants a principal other than this user, SYSTEM or the
+ * Administrators one of rights. who names the first such SID. A NULL
+ * DACL grants everything to everyone. Inherit-only entries are skipped:
+ * they apply to what the folder holds, not to it. */
+static int others_may_write(PACL dacl, PSID me, DWORD rights, char *who, size_t cap)
 {
     if (!dacl) {
         snprintf(who, cap, "every user (it has no DACL)");
@@ -491,15 +503,13 @@ static int others_may_write(PACL dacl, PSID me, char *who, size_t cap)
         snprintf(who, cap, "someone (its DACL is unreadable)");
         return 1;
     }
-    const DWORD write = FILE_WRITE_DATA | FILE_APPEND_DATA | FILE_DELETE_CHILD | WRITE_DAC | WRITE_OWNER | DELETE |
-                        GENERIC_WRITE | GENERIC_ALL;
     for (DWORD i = 0; i < size.AceCount; i++) {
         ACE_HEADER *h;
         if (!GetAce(dacl, i, (void **)&h) || h->AceType != ACCESS_ALLOWED_ACE_TYPE || (h->AceFlags & INHERIT_ONLY_ACE))
             continue;
         ACCESS_ALLOWED_ACE *ace = (ACCESS_ALLOWED_ACE *)h;
         PSID sid = (PSID)&ace->SidStart;
-        if (!(ace->Mask & write) || EqualSid(sid, me) || IsWellKnownSid(sid, WinLocalSystemSid) ||
+        if (!(ace->Mask & rights) || EqualSid(sid, me) || IsWellKnownSid(sid, WinLocalSystemSid) ||
             IsWellKnownSid(sid, WinBuiltinAdministratorsSid) || IsWellKnownSid(sid, WinCreatorOwnerSid))
             continue;
         sid_text(sid, who, cap);
@@ -508,24 +518,26 @@ static int others_may_write(PACL dacl, PSID me, char *who, size_t cap)
     return 0;
 }
 
-/* The DACL check of one object (the cache folder, an entry). */
-static int dacl_trusted(PACL dacl, const char *what, const char *path, char *why, size_t cap)
+/* The DACL check of one object: the cache folder or an entry (parent 0),
+ * or a folder above the cache's (1). */
+static int dacl_trusted(PACL dacl, const char *what, const char *path, int parent, char *why, size_t cap)
 {
     unsigned char buf[256];
     PSID me = user_sid(buf, sizeof buf);
     char who[96];
-    if (me && !others_may_write(dacl, me, who, sizeof who))
+    if (me && !others_may_write(dacl, me, parent ? REPLACE_RIGHTS : WRITE_RIGHTS, who, sizeof who))
         return 1;
     if (!me)
         snprintf(why, cap, "cannot read this process's user (error %lu)", (unsigned long)GetLastError());
+    else if (parent)
+        snprintf(why, cap, "%s%s%s lets %s remove or rename what it holds", what, *path ? " " : "", path, who);
     else
         snprintf(why, cap, "%s%s%s is writable by %s", what, *path ? " " : "", path, who);
     return 0;
 }
 
-/* The cache folder's owner and those of the folders above it, by name
- * (GetNamedSecurityInfoW), and the cache folder's DACL; the DACLs of the
- * folders above are not read (platform.h). */
+/* The owners and DACLs of the cache folder and of every folder above it,
+ * by name (GetNamedSecurityInfoW). */
 int ffnrt_trusted_directory(const char *dir, char *why, size_t cap)
 {
     wchar_t *w = wide(dir);
@@ -543,15 +555,14 @@ int ffnrt_trusted_directory(const char *dir, char *why, size_t cap)
         char path[4096];
         if (narrow(full, path, sizeof path) < 0)
             snprintf(path, sizeof path, "%.160s", dir);
-        SECURITY_INFORMATION asked = OWNER_SECURITY_INFORMATION | (parent ? 0 : DACL_SECURITY_INFORMATION);
-        DWORD rc = GetNamedSecurityInfoW(full, SE_FILE_OBJECT, asked, &owner, NULL, parent ? NULL : &dacl, NULL, &sd);
+        DWORD rc = GetNamedSecurityInfoW(full, SE_FILE_OBJECT, OWNER_SECURITY_INFORMATION | DACL_SECURITY_INFORMATION,
+                                         &owner, NULL, &dacl, NULL, &sd);
         if (rc != ERROR_SUCCESS) {
             snprintf(why, cap, "cannot read the owner of %.160s (error %lu)", path, (unsigned long)rc);
             return 0;
         }
         const char *what = parent ? "a directory above it," : "the directory";
-        int ok = owner_trusted(owner, what, path, parent, why, cap) &&
-                 (parent || dacl_trusted(dacl, what, path, why, cap));
+        int ok = owner_trusted(owner, what, path, parent, why, cap) && dacl_trusted(dacl, what, path, parent, why, cap);
         LocalFree(sd);
         if (!ok)
             return 0;
@@ -577,7 +588,7 @@ int ffnrt_trusted_file(ffnrt_file f, char *why, size_t cap)
         snprintf(why, cap, "cannot read the entry's owner (error %lu)", (unsigned long)rc);
         return 0;
     }
-    int ok = owner_trusted(owner, "the entry", "", 0, why, cap) && dacl_trusted(dacl, "the entry", "", why, cap);
+    int ok = owner_trusted(owner, "the entry", "", 0, why, cap) && dacl_trusted(dacl, "the entry", "", 0, why, cap);
     LocalFree(sd);
     return ok;
 }
