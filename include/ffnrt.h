@@ -866,8 +866,10 @@ typedef struct ffnrt_ffn_gradients {
  * the same inputs give the same bits on a device (no atomics). 16-bit
  * layers round dx, the gradients and the hidden gradients to their dtype
  * (docs/training.md states the bounds). The outputs must not overlap each
- * other, x, dy or the layer's weights. The device time of the whole
- * backward is ffnrt_context_last_op_time's. */
+ * other, x, dy or the layer's weights. Tensors past the device's buffer
+ * range go in blocks; only a 16-bit weight of an odd count of rows (an
+ * odd d_model or hidden) past it is refused (FFNRT_ERROR_LIMIT_EXCEEDED).
+ * The device time of the whole backward is ffnrt_context_last_op_time's. */
 FFNRT_API ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const ffnrt_tensor *dy,
                                           ffnrt_tensor *dx, const ffnrt_ffn_gradients *grads, unsigned flags);
 

@@ -334,6 +334,11 @@ static uint64_t add(uint64_t a, uint64_t b, int *ok)
     return r;
 }
 
+uint64_t ffnrt_ffn_gradient_k(const ffnrt_ffn_desc *d, uint64_t tokens)
+{
+    return ffnrt_dtype_size(d->dtype) == 2 ? tokens + (tokens & 1u) : tokens;
+}
+
 int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ffnrt_ffn_cost *out)
 {
     int ok = 1;
@@ -384,11 +389,12 @@ int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ff
     out->train_flops = add(add(out->flops, mul(mul(4, t, &tok), weights, &tok), &tok),
                            add(mul(t, biases, &tok), mul(th, gated ? 4 : 2, &tok), &tok), &tok);
     out->saved_bytes = mul(gated ? 3 : 2, act, &tok);
-    /* ffn_train.c's buffers: x or dy transposed [d, t], a hidden gradient
-     * transposed [h, t], a weight transposed [h, d], the hidden gradients
-     * (2 gated), a row of ones. */
-    uint64_t backward = mul(es, add(add(add(td, th, &tok), mul(h, d, &tok), &tok),
-                                    add(mul(th, gated ? 2 : 1, &tok), t, &tok), &tok),
+    /* ffn_train.c's buffers: x or dy transposed [d, kt], a hidden gradient
+     * transposed [h, kt], a weight transposed [h, d], the hidden gradients
+     * (2 gated), a row of ones [kt] (kt: t, made even in 16-bit storage). */
+    uint64_t kt = ffnrt_ffn_gradient_k(desc, t);
+    uint64_t backward = mul(es, add(add(add(mul(kt, d, &tok), mul(kt, h, &tok), &tok), mul(h, d, &tok), &tok),
+                                    add(mul(th, gated ? 2 : 1, &tok), kt, &tok), &tok),
                             &tok);
     out->train_peak_bytes = add(add(mul(2, out->weight_bytes, &tok), mul(2, io, &tok), &tok),
                                 add(out->saved_bytes, backward, &tok), &tok);

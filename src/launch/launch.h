@@ -184,18 +184,20 @@ ffnrt_binding ffnrt_bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *
  * (the offset's rounding and whole words included); 0 where none. */
 uint64_t ffnrt_binding_elements(const ffnrt_context *ctx, uint64_t esize);
 
-/* Records y [cols, rows] = xᵀ for x [rows, cols] from element x_first of
- * x, by tiles (shaders/transpose.kernel's TILES), into the open batch, in
- * one dispatch where x's rows and y fit a binding each and the tiles the
- * grid, else a dispatch per block that does. ffnrt_transpose_tiles_fit
- * says where they serve: on the devices whose kernel params ask for them
- * (transpose_tiles), and on every device where x passes the buffer range
- * (the element-wise transpose, which binds x whole, serves the rest);
- * 16-bit rows must be whole words. */
+/* Records y [cols, y_stride] = xᵀ for x [rows, cols] from element x_first
+ * of x, by tiles (shaders/transpose.kernel's TILES), into the open batch,
+ * in one dispatch where x's rows and y fit a binding each and the tiles
+ * the grid, else a dispatch per block that does. y_stride is rows, or
+ * rows + 1 with a zero in each row's last element: 16-bit rows must be
+ * whole words, so an odd count of rows is padded (a product over them
+ * adds 0 · 0). ffnrt_transpose_tiles_fit says where they serve: on the
+ * devices whose kernel params ask for them (transpose_tiles), on every
+ * device where x passes the buffer range (the element-wise transpose,
+ * which binds x whole, serves the rest), and wherever y is padded. */
 int ffnrt_transpose_tiles_fit(const ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
-                              uint64_t cols, const ffnrt_tensor *y);
+                              uint64_t cols, const ffnrt_tensor *y, uint64_t y_stride);
 ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
-                                          uint64_t cols, ffnrt_tensor *y);
+                                          uint64_t cols, ffnrt_tensor *y, uint64_t y_stride);
 
 /* 32-bit words of the integer path's quantized x for rows x k elements
  * (shaders/quant.inc's X_Q8 layout). */

@@ -6,7 +6,8 @@
  * chooses for its rows), so the backward's products take their operands
  * transposed by shaders/transpose.kernel:
  *   dx = dz·W      as dz · (Wᵀ)ᵀ        (Wᵀ: the weight, transposed)
- *   dW = dzᵀ·in    as dzᵀ · (inᵀ)ᵀ      (K = tokens)
+ *   dW = dzᵀ·in    as dzᵀ · (inᵀ)ᵀ      (K = tokens, made even in 16-bit
+ *                                        storage: a zero pads both rows)
  *   db = dzᵀ·1     as dzᵀ · (1ᵀ)ᵀ       (one output column)
  * A transpose moves a matrix once (a copy's cost); the product it feeds
  * costs tokens times more arithmetic, so it is the cheap way to one kernel
@@ -44,7 +45,8 @@ static ffnrt_status backward_buffers(ffnrt_ffn *l, uint64_t tokens)
     if (l->bw_tokens != tokens)
         ffnrt_ffn_drop_backward(l);
     int64_t t = (int64_t)tokens, dm = l->desc.d_model, h = l->desc.hidden;
-    int64_t shapes[FFN_BW_COUNT][2] = {{dm, t}, {h, t}, {h, dm}, {t, h}, {t, h}, {1, t}};
+    int64_t kt = (int64_t)ffnrt_ffn_gradient_k(&l->desc, tokens); /* the transposes' rows */
+    int64_t shapes[FFN_BW_COUNT][2] = {{dm, kt}, {h, kt}, {h, dm}, {t, h}, {t, h}, {1, kt}};
     ffnrt_status st = FFNRT_OK;
     for (int i = 0; i < FFN_BW_COUNT && st == FFNRT_OK; i++) {
         if (l->bw[i] || (i == FFN_BW_DV && !ffnrt_ffn_gated(&l->desc)))
@@ -115,33 +117,36 @@ typedef struct bw_run {
     ffnrt_context *ctx;
     ffnrt_ffn *l;
     uint64_t t, dm, h;
+    uint64_t kt; /* the weight gradients' K: t, made even in 16-bit storage */
     ffnrt_ffn_choice by_tokens, by_features; /* products with tokens rows; with d_model or hidden rows */
     int accumulate;
     uint64_t ns;
     const char *fn;
 } bw_run;
 
-/* y [cols, rows] = xᵀ for x [rows, cols] from element x_first of x. */
+/* y [cols, y_stride] = xᵀ for x [rows, cols] from element x_first of x;
+ * y_stride is rows, or rows + 1 with a zero at each row's end. */
 static ffnrt_status transpose(bw_run *r, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows, uint64_t cols,
-                              ffnrt_tensor *y)
+                              ffnrt_tensor *y, uint64_t y_stride)
 {
     if (rows > UINT32_MAX || rows * cols > UINT32_MAX || x_first > UINT32_MAX - rows * cols)
         return ffnrt_fail(&r->ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
                           "%s: a %llu x %llu transpose passes 32-bit element indices", r->fn,
                           (unsigned long long)rows, (unsigned long long)cols);
     ffnrt_context *ctx = r->ctx;
-    if (ffnrt_transpose_tiles_fit(ctx, x, x_first, rows, cols, y)) { /* by tiles: cache-friendly reads */
+    if (ffnrt_transpose_tiles_fit(ctx, x, x_first, rows, cols, y, y_stride)) { /* by tiles: cache-friendly reads */
         ffnrt_status st = ffnrt_batch_begin(ctx);
         if (st == FFNRT_OK)
-            st = ffnrt_batch_end(ctx, ffnrt_launch_transpose_tiles(ctx, x, x_first, rows, cols, y), &ctx->last_op_ns);
+            st = ffnrt_batch_end(ctx, ffnrt_launch_transpose_tiles(ctx, x, x_first, rows, cols, y, y_stride),
+                                 &ctx->last_op_ns);
         r->ns += ctx->last_op_ns;
         return st;
     }
     uint32_t base;
-    if (ffnrt_bind_elements(ctx, x, 0, x->numel, &base).size > ctx->limits.max_buffer_range) /* the tiles' refusal */
+    if (y_stride != rows || ffnrt_bind_elements(ctx, x, 0, x->numel, &base).size > ctx->limits.max_buffer_range)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
                           "%s: a %llu x %llu %s transpose passes the device's buffer range of %llu bytes and cannot be "
-                          "split (in 16-bit storage only an even count of rows splits: tokens, or a weight's rows)",
+                          "split (in 16-bit storage only an even count of a weight's rows splits: d_model and hidden)",
                           r->fn, (unsigned long long)rows, (unsigned long long)cols, ffnrt_dtype_name(y->dtype),
                           (unsigned long long)ctx->limits.max_buffer_range);
     ffnrt_ew_op op = {.family = FFNRT_EW_TRANSPOSE, .act = FFNRT_ACT_COUNT, .dtype = y->dtype,
@@ -194,17 +199,17 @@ static ffnrt_status weight_gradients(bw_run *r, const ffnrt_tensor *dz, uint64_t
     if (!g->w && !g->b)
         return FFNRT_OK;
     char what[48];
-    ffnrt_status st = transpose(r, dz, 0, r->t, n_out, dzT);
+    ffnrt_status st = transpose(r, dz, 0, r->t, n_out, dzT, r->kt);
     if (st == FFNRT_OK && g->w && !*in_ready) {
-        st = transpose(r, in, 0, r->t, k_in, inT);
+        st = transpose(r, in, 0, r->t, k_in, inT, r->kt);
         *in_ready = st == FFNRT_OK;
     }
     snprintf(what, sizeof what, "%s.weight_gradient", name);
     if (st == FFNRT_OK && g->w)
-        st = product(r, &r->by_features, dzT, n_out, r->t, inT, k_in, g->w, g->w_first, r->accumulate, what);
+        st = product(r, &r->by_features, dzT, n_out, r->kt, inT, k_in, g->w, g->w_first, r->accumulate, what);
     snprintf(what, sizeof what, "%s.bias_gradient", name);
     if (st == FFNRT_OK && g->b)
-        st = product(r, &r->by_features, dzT, n_out, r->t, r->l->bw[FFN_BW_ONES], 1, g->b, g->b_first,
+        st = product(r, &r->by_features, dzT, n_out, r->kt, r->l->bw[FFN_BW_ONES], 1, g->b, g->b_first,
                      r->accumulate, what);
     return st;
 }
@@ -215,7 +220,7 @@ static ffnrt_status input_gradient(bw_run *r, const ffnrt_tensor *dz, const ffnr
                                    uint64_t k_in, ffnrt_tensor *dx, int accumulate, const char *name)
 {
     ffnrt_tensor *wt = r->l->bw[FFN_BW_WT];
-    ffnrt_status st = transpose(r, o->w, o->w_row0 * k_in, n_out, k_in, wt);
+    ffnrt_status st = transpose(r, o->w, o->w_row0 * k_in, n_out, k_in, wt, n_out);
     return st == FFNRT_OK ? product(r, &r->by_tokens, dz, r->t, n_out, wt, k_in, dx, 0, accumulate, name) : st;
 }
 
@@ -333,7 +338,7 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
                         fn, (unsigned long long)tokens,
                         layer->saved_tokens ? "" : " (the layer keeps none now)");
     int checked = st == FFNRT_OK; /* a refused call changes nothing the layer holds */
-    bw_run r = {ctx, layer, tokens, (uint64_t)d->d_model, (uint64_t)d->hidden, {0}, {0},
+    bw_run r = {ctx, layer, tokens, (uint64_t)d->d_model, (uint64_t)d->hidden, ffnrt_ffn_gradient_k(d, tokens), {0}, {0},
                 (flags & FFNRT_GRADIENTS_ACCUMULATE) != 0, 0, fn};
     if (st == FFNRT_OK)
         st = backward_buffers(layer, tokens);
