@@ -742,7 +742,8 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
          * forced on whatever the dispatcher would choose: its speed against
          * the float path's, on every device. */
         if (rc == 0 && layer[0] && tokens[i] <= 4 &&
-            (wf == FFNRT_WEIGHT_Q8_0 || wf == FFNRT_WEIGHT_Q4_0 || wf == FFNRT_WEIGHT_Q4_1 || wf == FFNRT_WEIGHT_Q4_K)) {
+            (wf == FFNRT_WEIGHT_Q8_0 || wf == FFNRT_WEIGHT_Q4_0 || wf == FFNRT_WEIGHT_Q4_1 || wf == FFNRT_WEIGHT_Q4_K ||
+             wf == FFNRT_WEIGHT_Q6_K)) {
             bench_row *r = bench_rows_push(rows);
             if (!r) {
                 rc = -1;

@@ -383,8 +383,8 @@ FFNRT_API void ffnrt_plan_destroy(ffnrt_plan *plan); /* NULL is a no-op */
  * FFNRT_GEMM_TILES), "ffn.matvec" ("rows,lanes"; FFNRT_GEMV_SHAPE),
  * "ffn.block" ("tm,tn,wg_n,wg_m": a start, fitted to the device;
  * FFNRT_GEMM_BLOCK), "ffn.tuning" ("off": stored tuning results are not
- * used, "on"; FFNRT_TUNING), "ffn.int_dot" ("on": Q8_0, Q4_0, Q4_1 and
- * Q4_K products round x to 8 bits and take integer dot products, "off";
+ * used, "on"; FFNRT_TUNING), "ffn.int_dot" ("on": Q8_0, Q4_0, Q4_1, Q4_K
+ * and Q6_K products round x to 8 bits and take integer dot products, "off";
  * FFNRT_FFN_INT_DOT).
  * NULL or "" lifts it. A malformed value is
  * FFNRT_ERROR_INVALID_ARGUMENT here; a value the device cannot run makes

@@ -382,8 +382,8 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
 }
 
 /* The integer path (ffn.int_dot forced on, decode on the register-blocked
- * kernel): Q8_0, Q4_0, Q4_1 and Q4_K products quantize x to 8 bits a block
- * and take integer dot products.
+ * kernel): Q8_0, Q4_0, Q4_1, Q4_K and Q6_K products quantize x to 8 bits a
+ * block and take integer dot products.
  * - Its contract against the exact x: x's rounding (at most max|x|/254 a
  *   block of 32) bounds a product normwise by sqrt(32)/254 |W|_F |x|; over
  *   a layer's two products, with random weights and inputs, the layer's
@@ -391,7 +391,8 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
  * - Exact otherwise: with x already 8-bit codes (x_codes) and the down
  *   matrix dense, the quantized x is x itself, so the integer products
  *   must meet the fp32 accumulation bound: codes, pairing, offsets, the
- *   nibble sums and each format's minimum all enter that bound.
+ *   nibble sums, each format's minimum and Q6_K's signed codes and two
+ *   scales a block all enter that bound.
  * The plan names the path and its bound; the exact policy never takes it
  * unless forced. */
 BACKEND_PARAMETERS(ffn_quant, integer_path)
@@ -399,7 +400,7 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
 {
     const ffnrt_ffn_kind D = FFNRT_FFN_DENSE, G = FFNRT_FFN_GATED;
     const ffnrt_weight_format Q40 = FFNRT_WEIGHT_Q4_0, Q41 = FFNRT_WEIGHT_Q4_1, Q8 = FFNRT_WEIGHT_Q8_0;
-    const ffnrt_weight_format Q4K = FFNRT_WEIGHT_Q4_K;
+    const ffnrt_weight_format Q4K = FFNRT_WEIGHT_Q4_K, Q6K = FFNRT_WEIGHT_Q6_K;
     const ffnrt_dtype F32 = FFNRT_DTYPE_F32, F16 = FFNRT_DTYPE_F16;
     ffnrt_context *ctx = test_context(*b, NULL);
     if (!ctx)
@@ -414,6 +415,9 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         {D, Q8, F32_, F32_, F16, 64, 96, 3, 1, 0, 0, 1},
         {G, Q8, Q8, F32_, F32, 64, 32, 2, 0, 1, 1, 1},
         {G, Q4K, Q4K, F32_, F32, 256, 64, 1, 1, 0, 0, 1}, /* Q4_K: (s, m) a group of 32, as Q4_1 */
+        {G, Q6K, Q6K, F32_, F32, 256, 64, 1, 1, 0, 0, 1}, /* Q6_K: signed 6-bit codes, a scale a 16 */
+        {D, Q6K, F32_, F32_, F16, 512, 64, 3, 0, 0, 0, 1},
+        {G, Q6K, Q6K, F32_, F32, 256, 32, 2, 0, 1, 1, 1},
     };
     qcase rounded[] = {
         {G, Q40, Q40, Q40, F32, 64, 96, 1, 1, 0, 0, 0},
@@ -424,6 +428,8 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         {D, Q8, F32_, Q8, F16, 64, 96, 4, 0, 0, 0, 0},
         {G, Q41, Q41, Q40, F16, 64, 96, 1, 1, 0, 0, 0},
         {G, Q4K, Q4K, Q4K, F32, 256, 256, 1, 0, 0, 0, 0},
+        {G, Q6K, Q6K, Q6K, F32, 256, 256, 1, 1, 0, 0, 0},
+        {D, Q6K, F32_, Q4K, F16, 256, 256, 4, 0, 0, 0, 0},
     };
     /* The register-blocked kernel, and the matrix-vector one (GPUs' decode). */
     for (int k = 0; k < 2; k++) {

@@ -84,13 +84,14 @@ typedef struct ffnrt_ffn_choice {
     int fp16;                /* the activation and gating in fp16 arithmetic, on every path */
     ffnrt_smem_reserve stats; /* what the products' statistics variant takes (the launches' shapes too) */
     unsigned int_dot;         /* blocked, matvec: the weight formats (bit 1u << format) whose products quantize
-                                 their input to 8 bits and take integer dot products (Q8_0, Q4_0, Q4_1, Q4_K) */
+                                 their input to 8 bits and take integer dot products (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) */
 } ffnrt_ffn_choice;
 
 /* The path, kernel, arithmetic and tiles of a forward of `tokens` tokens,
  * leaving `stats` (NULL: none) of shared memory to the statistics. */
 /* Whether products in format f can take the integer path (Q8_0, Q4_0, Q4_1, Q4_K:
- * the formats of one (s, m) a group of 32, the quantized x's block). */
+ * the formats of one (s, m) a group of 32, the quantized x's block; and
+ * Q6_K, whose two scales a block of 32 scale its halves). */
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f);
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
                               const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
@@ -188,7 +189,7 @@ int ffnrt_ffn_candidate(const ffnrt_context *ctx, ffnrt_product_kernel k, uint64
 /* The weight formats (ffnrt_ffn_choice's int_dot bits) whose integer path
  * autotune times on and off for this shape: 0 where the dispatcher never
  * takes it (above 4 tokens, the exact policy, forced by ffn.int_dot, no
- * Q8_0, Q4_0 or Q4_1 matrix). */
+ * Q8_0, Q4_0, Q4_1, Q4_K or Q6_K matrix). */
 unsigned ffnrt_ffn_int_dot_tunable(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens);
 /* A tuning result's code: the integer path (0 not timed, 1 off, 2 on) * 8
  * + unfused * 4 + the kernel. */

@@ -634,7 +634,7 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
                    1e-6 * (double)f16.weight_bytes);
 }
 
-/* The integer path (gemm.kernel's X_Q8): a Q8_0, Q4_0 or Q4_1 product on the
+/* The integer path (gemm.kernel's X_Q8): a Q8_0, Q4_0, Q4_1, Q4_K or Q6_K product on the
  * register-blocked or matrix-vector kernel quantizes its input to 8-bit codes a block of 32
  * (shaders/quantize.kernel) and takes integer dot products of codes with
  * codes, scaled once a block. x's rounding adds error, |x - d q| <= d / 2
@@ -642,9 +642,10 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
  * Vulkan backends take by default. So: forced either way by ffn.int_dot;
  * never under the exact policy (the products then see x as given); under
  * balanced and fast, where calibration measured it 5% faster than the
- * float path on this device: Q4_0, Q4_1 and Q4_K by the Q4_0 figure, Q8_0 by
- * its own (its arithmetic is another, and may be slower where Q4's is
- * faster). c->int_dot is the set of formats that take it. */
+ * float path on this device: Q4_0, Q4_1 and Q4_K by the Q4_0 figure, Q8_0
+ * and Q6_K (8-bit codes, signed byte products) by Q8_0's (their arithmetic
+ * is another, and may be slower where Q4's is faster). c->int_dot is the
+ * set of formats that take it. */
 static unsigned int_dot_eligible(const ffnrt_ffn_desc *d)
 {
     unsigned eligible = 0;
@@ -667,7 +668,7 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
     unsigned eligible = int_dot_eligible(d);
     if (!eligible)
         return;
-    const unsigned q8 = 1u << FFNRT_WEIGHT_Q8_0, q4 = eligible & ~q8;
+    const unsigned q8 = (1u << FFNRT_WEIGHT_Q8_0) | (1u << FFNRT_WEIGHT_Q6_K), q4 = eligible & ~q8;
     static const char bound[] = "x's 8-bit codes err by at most half a step, max|x|/254 a block of 32, so a "
                                 "product errs normwise by at most sqrt(32)/254 |W|_F |x| against the exact x's";
     if (c->kernel == FFNRT_KERNEL_TILED) {
@@ -701,10 +702,10 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
         char q4_text[96] = "", q8_text[96] = "";
         if (q4)
             snprintf(q4_text, sizeof q4_text, "%.2fx the float path's speed on a Q4_0 layer at decode (%s)",
-                     k->int_dot_speedup, c->int_dot & q4 ? "on: Q4_0, Q4_1" : "off");
+                     k->int_dot_speedup, c->int_dot & q4 ? "on: Q4_0, Q4_1, Q4_K" : "off");
         if (eligible & q8)
             snprintf(q8_text, sizeof q8_text, "%.2fx on a Q8_0 layer (%s)", k->int_dot_q8_speedup,
-                     c->int_dot & q8 ? "on: Q8_0" : "off");
+                     c->int_dot & q8 ? "on: Q8_0, Q6_K" : "off");
         ffnrt_plan_add(plan, "ffn.int_dot", c->int_dot ? "on" : "off",
                        "calibration measured the integer path at %s%s%s (each on from 1.05x)%s%s", q4_text,
                        q4 && (eligible & q8) ? ", " : "", q8_text, c->int_dot ? "; " : "", c->int_dot ? bound : "");
@@ -713,7 +714,8 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
 
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f)
 {
-    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1 || f == FFNRT_WEIGHT_Q4_K || f == FFNRT_WEIGHT_Q8_0;
+    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1 || f == FFNRT_WEIGHT_Q4_K || f == FFNRT_WEIGHT_Q8_0 ||
+           f == FFNRT_WEIGHT_Q6_K;
 }
 
 unsigned ffnrt_ffn_int_dot_tunable(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens)

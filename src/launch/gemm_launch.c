@@ -63,7 +63,8 @@ static ffnrt_status quantize_rows(ffnrt_context *ctx, const ffnrt_gemm_launch *p
     ffnrt_defines_storage(&defines, pr->dtype, ctx->half_conversion.kind);
     if (x_bytes) { /* quant.inc's XQ_BYTES: the codes in the weights' byte order */
         ffnrt_defines_add(&defines, "#define XQ_BYTES 1");
-        if (pr->w.format != FFNRT_WEIGHT_Q8_0)
+        const ffnrt_quant_layout *l = ffnrt_quant_layout_of(pr->w.format);
+        if (l && l->code_bits == 4) /* 8-bit codes (Q8_0, Q6_K) come in element order */
             ffnrt_defines_add(&defines, "#define XQ_EVEN_ODD 1");
     }
     ffnrt_bkernel *kernel = NULL;
