@@ -9,6 +9,7 @@
 #include "core/sha256.h"
 #include "device_fixture.h"
 #include "reference.h"
+#include "tune/tune.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1048,6 +1049,68 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, blobs)
         cr_assert_null(ffnrt_context_blob_get(ctx, FFNRT_CACHE_TUNING, "gemm f32 512x1376", &len));
         test_context_done(ctx);
     }
+    remove_dir(dir);
+}
+
+/* Calibration figures read back from the disk cache: as many as
+ * calibration writes, each positive and finite; anything else (short,
+ * long, trailing text, zero, negative, NaN, Inf, no number, past the
+ * reader's buffer) is set aside, so the device is measured again rather
+ * than steered by a half-read entry. Loaded (and kept for the process)
+ * only once well formed, so the malformed entries come first. */
+BACKEND_PARAMETERS(disk_cache, calibration_figures_checked)
+ParameterizedTest(ffnrt_backend *b, disk_cache, calibration_figures_checked)
+{
+    char *dir = temp_dir();
+    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+    o.cache_dir = dir;
+    ffnrt_context *ctx = test_context(*b, &o);
+    if (!ctx) {
+        remove_dir(dir);
+        return;
+    }
+    char variant[640];
+    ffnrt_calibration_variant(ctx, variant, sizeof variant);
+    /* copy, GEMM, dispatch, fused, then one integer-path figure a format measured. */
+    char figures[128] = "";
+    int measured = 0;
+    for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT; f++)
+        if (f != FFNRT_WEIGHT_F32 && ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)f) {
+            size_t len = strlen(figures);
+            snprintf(figures + len, sizeof figures - len, " %d.25", 1 + measured++);
+        }
+    cr_assert_geq(measured, 4, "Q8_0, Q4_0, Q4_K and Q6_K each measured: %d", measured);
+    char good[256], bad[12][256];
+    snprintf(good, sizeof good, "12.5 30 4 1.1%s\n", figures);
+    int n = 0;
+    snprintf(bad[n++], sizeof bad[0], "12.5 30 4 1.1%.*s", (int)(strrchr(figures, ' ') - figures), figures);
+    snprintf(bad[n++], sizeof bad[0], "12.5 30 4 1.1%s 1.5", figures);
+    snprintf(bad[n++], sizeof bad[0], "12.5 30 4 1.1%s junk", figures);
+    snprintf(bad[n++], sizeof bad[0], "0 30 4 1.1%s", figures);
+    snprintf(bad[n++], sizeof bad[0], "12.5 -30 4 1.1%s", figures);
+    snprintf(bad[n++], sizeof bad[0], "12.5 30 nan 1.1%s", figures);
+    snprintf(bad[n++], sizeof bad[0], "12.5 30 4 inf%s", figures);
+    snprintf(bad[n++], sizeof bad[0], "copy 30 4 1.1%s", figures);
+    snprintf(bad[n++], sizeof bad[0], "%s", "");
+    memset(bad[n], '1', 200);
+    bad[n++][200] = '\0';
+    for (int i = 0; i < n; i++) {
+        cr_assert(ffnrt_device_blob_put(&ctx->disk, &ctx->device_as_found, FFNRT_CACHE_CALIBRATION, variant, bad[i],
+                                        strlen(bad[i])));
+        ctx->calibration.valid = 0;
+        ffnrt_calibration_load(ctx);
+        cr_expect_not(ctx->calibration.valid, "loaded \"%s\"", bad[i]);
+    }
+    cr_assert(ffnrt_device_blob_put(&ctx->disk, &ctx->device_as_found, FFNRT_CACHE_CALIBRATION, variant, good,
+                                    strlen(good)));
+    ffnrt_calibration_load(ctx);
+    cr_assert(ctx->calibration.valid, "%s", good);
+    cr_expect_float_eq(ctx->calibration.copy_gbps, 12.5, 1e-12);
+    cr_expect_float_eq(ctx->calibration.fused_speedup, 1.1, 1e-12);
+    cr_expect_float_eq(ctx->calibration.int_dot_speedup[FFNRT_WEIGHT_Q8_0], 1.25, 1e-12);
+    cr_expect_float_eq(ctx->calibration.int_dot_speedup[FFNRT_WEIGHT_Q6_K], (double)measured + 0.25, 1e-12);
+    cr_expect_float_eq(ctx->calibration.int_dot_speedup[FFNRT_WEIGHT_Q4_1], 0.0, 0.0, "Q4_1 follows Q4_0's");
+    test_context_done(ctx);
     remove_dir(dir);
 }
 

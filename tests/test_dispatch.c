@@ -404,8 +404,8 @@ ParameterizedTest(ffnrt_backend *b, dispatch, profiles_lower_limits)
 
 /* What calibration decides, from figures set on the context: at decode
  * the path (unfused where fused measured below 0.95x) and, under the
- * balanced policy, the integer path for Q4_0 and Q4_1 (from 1.05x) and
- * for Q8_0 by its own figure; never above 8 tokens (path) or 4 (integer
+ * balanced policy, the integer path for each format by its own figure
+ * from 1.05x (Q4_1 by Q4_0's); never above 8 tokens (path) or 4 (integer
  * path), never under exact; each with its measured figure in the plan. */
 BACKEND_PARAMETERS(dispatch, calibration_decides_path_and_integer_path)
 ParameterizedTest(ffnrt_backend *b, dispatch, calibration_decides_path_and_integer_path)
@@ -416,7 +416,7 @@ ParameterizedTest(ffnrt_backend *b, dispatch, calibration_decides_path_and_integ
     if (!ctx)
         return;
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);
-    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 64, 96);
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 256, 512);
     d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q4_1;
     const struct {
         double fused, int_dot;
@@ -424,13 +424,13 @@ ParameterizedTest(ffnrt_backend *b, dispatch, calibration_decides_path_and_integ
         const char *path, *int_path, *why;
     } cases[] = {
         {0.5, 2.0, 1, "unfused", "on", "fused path at 0.50x"},
-        {0.5, 2.0, 4, "unfused", "on", "integer path at 2.00x"},
+        {0.5, 2.0, 4, "unfused", "on", "2.00x on a Q4_0 layer (on; Q4_1 follows it)"},
         {0.5, 2.0, 9, NULL, "off", "9 tokens"},
-        {1.2, 0.8, 1, "fused", "off", "integer path at 0.80x"},
+        {1.2, 0.8, 1, "fused", "off", "0.80x on a Q4_0 layer (off; Q4_1 follows it)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ctx->calibration = (ffnrt_calibration){.copy_gbps = 10, .gemm_gflops = 10, .dispatch_us = 10,
-                                               .int_dot_speedup = cases[i].int_dot,
+                                               .int_dot_speedup[FFNRT_WEIGHT_Q4_0] = cases[i].int_dot,
                                                .fused_speedup = cases[i].fused, .valid = 1};
         ffnrt_plan *plan = NULL;
         cr_assert_eq(ffnrt_ffn_plan(ctx, &d, cases[i].tokens, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
@@ -440,29 +440,44 @@ ParameterizedTest(ffnrt_backend *b, dispatch, calibration_decides_path_and_integ
         cr_expect(strstr(ffnrt_plan_text(plan), cases[i].why) != NULL, "%s", ffnrt_plan_text(plan));
         ffnrt_plan_destroy(plan);
     }
-    /* Q8_0 by its own figure: a fast Q4 path does not turn on a slow Q8_0
-     * one (the down product, here), nor the other way round. */
-    ffnrt_ffn_desc mixed = d;
-    mixed.format_out = FFNRT_WEIGHT_Q8_0;
+    /* Each format by its own figure: a fast path in one format does not
+     * turn on a slow one in another (measured: Q6_K's at 1.8x where Q8_0's
+     * ran 0.9x on PoCL). Gate and value in one format, the down product
+     * in another. */
     const struct {
-        double q4, q8;
-        const char *int_path, *gate_value, *down, *why;
+        ffnrt_weight_format gate_value_format, down_format;
+        double gv, down;
+        const char *int_path, *gate_value, *down_text, *why;
     } per_format[] = {
-        {2.0, 0.8, "on", "integer dot products", "dequantized in registers", "0.80x on a Q8_0 layer (off)"},
-        {0.8, 1.3, "on", "dequantized in registers", "integer dot products", "1.30x on a Q8_0 layer (on: Q8_0)"},
-        {0.8, 0.9, "off", "dequantized in registers", "dequantized in registers", "0.80x the float path's"},
+        {FFNRT_WEIGHT_Q4_1, FFNRT_WEIGHT_Q8_0, 2.0, 0.8, "on", "integer dot products", "dequantized in registers",
+         "0.80x on a Q8_0 layer (off)"},
+        {FFNRT_WEIGHT_Q4_1, FFNRT_WEIGHT_Q8_0, 0.8, 1.3, "on", "dequantized in registers", "integer dot products",
+         "1.30x on a Q8_0 layer (on)"},
+        {FFNRT_WEIGHT_Q4_1, FFNRT_WEIGHT_Q8_0, 0.8, 0.9, "off", "dequantized in registers", "dequantized in registers",
+         "0.80x on a Q4_0 layer (off; Q4_1 follows it)"},
+        {FFNRT_WEIGHT_Q4_K, FFNRT_WEIGHT_Q6_K, 0.8, 1.8, "on", "dequantized in registers", "integer dot products",
+         "1.80x on a Q6_K layer (on)"},
+        {FFNRT_WEIGHT_Q4_K, FFNRT_WEIGHT_Q6_K, 1.4, 0.9, "on", "integer dot products", "dequantized in registers",
+         "1.40x on a Q4_K layer (on)"},
     };
     for (size_t i = 0; i < sizeof per_format / sizeof per_format[0]; i++) {
-        ctx->calibration = (ffnrt_calibration){.copy_gbps = 10, .gemm_gflops = 10, .dispatch_us = 10,
-                                               .int_dot_speedup = per_format[i].q4,
-                                               .int_dot_q8_speedup = per_format[i].q8, .fused_speedup = 1,
-                                               .valid = 1};
+        ffnrt_ffn_desc mixed = d;
+        mixed.format_in = mixed.format_value = per_format[i].gate_value_format;
+        mixed.format_out = per_format[i].down_format;
+        ffnrt_calibration k = {.copy_gbps = 10, .gemm_gflops = 10, .dispatch_us = 10, .fused_speedup = 1, .valid = 1};
+        /* Every other format's figure fast: only the layer's own count. */
+        for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT; f++)
+            k.int_dot_speedup[f] = 3.0;
+        k.int_dot_speedup[ffnrt_ffn_int_dot_figure(per_format[i].gate_value_format)] = per_format[i].gv;
+        k.int_dot_speedup[per_format[i].down_format] = per_format[i].down;
+        ctx->calibration = k;
         ffnrt_plan *plan = NULL;
         cr_assert_eq(ffnrt_ffn_plan(ctx, &mixed, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
         cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), per_format[i].int_path, "%s", ffnrt_plan_text(plan));
         cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.gate_value"), per_format[i].gate_value) != NULL, "%s",
                   ffnrt_plan_text(plan));
-        cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.down"), per_format[i].down) != NULL, "%s", ffnrt_plan_text(plan));
+        cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.down"), per_format[i].down_text) != NULL, "%s",
+                  ffnrt_plan_text(plan));
         cr_expect(strstr(ffnrt_plan_text(plan), per_format[i].why) != NULL, "%s", ffnrt_plan_text(plan));
         ffnrt_plan_destroy(plan);
     }
@@ -474,7 +489,7 @@ ParameterizedTest(ffnrt_backend *b, dispatch, calibration_decides_path_and_integ
     ffnrt_plan_destroy(plan);
     /* The exact policy: never the integer path, whatever calibration says. */
     ctx->policy = FFNRT_PRECISION_EXACT;
-    ctx->calibration.int_dot_speedup = 3.0;
+    ctx->calibration.int_dot_speedup[FFNRT_WEIGHT_Q4_0] = 3.0;
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 1, &plan), FFNRT_OK);
     cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), "off", "%s", ffnrt_plan_text(plan));
     ffnrt_plan_destroy(plan);
@@ -740,7 +755,8 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_expect_eq(chosen, -1);
     cr_expect(need[0] && need[1] && !need[2]);
     /* OpenCL's copy 11 GB/s and GEMM 35 GFLOP/s against 1.0 and 2.7: it wins, though less capable. */
-    ffnrt_calibration f[3] = {{11.0, 35.0, 20.0, 1, 1, 1, 1}, {1.0, 2.7, 60.0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0}};
+#define FIGURES(copy, gemm, us) {.copy_gbps = copy, .gemm_gflops = gemm, .dispatch_us = us, .fused_speedup = 1, .valid = 1}
+    ffnrt_calibration f[3] = {FIGURES(11.0, 35.0, 20.0), FIGURES(1.0, 2.7, 60.0), {.valid = 0}};
     memset(need, 0, sizeof need);
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, f, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 0, "%s", reason);
@@ -751,11 +767,12 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, swapped, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "%s", reason);
     /* Within 10% of each other: capability decides. */
-    ffnrt_calibration close[3] = {{10.0, 30.0, 20.0, 1, 1, 1, 1}, {9.8, 29.0, 20.0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0}};
+    ffnrt_calibration close[3] = {FIGURES(10.0, 30.0, 20.0), FIGURES(9.8, 29.0, 20.0), {.valid = 0}};
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, close, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "as fast within 10%%, the more capable: %s", reason);
     /* A device that could not be measured (valid < 0) leaves capability to decide. */
-    ffnrt_calibration failed[3] = {{11.0, 35.0, 20.0, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, -1}, {0, 0, 0, 0, 0, 0, 0}};
+    ffnrt_calibration failed[3] = {FIGURES(11.0, 35.0, 20.0), {.valid = -1}, {.valid = 0}};
+#undef FIGURES
     cr_assert_eq(ffnrt_choose_device(&any, d, 3, failed, &chosen, need, reason, sizeof reason, &err), FFNRT_OK);
     cr_expect_eq(chosen, 1, "%s", reason);
     /* Asked for by backend: one candidate, no figures needed. */

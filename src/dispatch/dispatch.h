@@ -93,6 +93,13 @@ typedef struct ffnrt_ffn_choice {
  * the formats of one (s, m) a group of 32, the quantized x's block; and
  * Q6_K, whose two scales a block of 32 scale its halves). */
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f);
+/* The format whose calibration layer decides f's integer path: f's own
+ * (their float paths decode their codes at unlike costs, so one format's
+ * ratio says little of another's), but Q4_1 takes Q4_0's (the same
+ * products, one offset term more a block); FFNRT_WEIGHT_F32 for a format
+ * without the integer path. Calibration measures the formats that are
+ * their own. */
+ffnrt_weight_format ffnrt_ffn_int_dot_figure(ffnrt_weight_format f);
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
                               const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
                               ffnrt_error *err);

@@ -9,6 +9,7 @@
 #include "quant/quant.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -641,11 +642,11 @@ static void plan_weights(const ffnrt_ffn_desc *d, uint64_t tokens, ffnrt_plan *p
  * with d = max|x| / 127 over the block: ggml's Q8_0 rule, which its CPU and
  * Vulkan backends take by default. So: forced either way by ffn.int_dot;
  * never under the exact policy (the products then see x as given); under
- * balanced and fast, where calibration measured it 5% faster than the
- * float path on this device: Q4_0, Q4_1 and Q4_K by the Q4_0 figure, Q8_0
- * and Q6_K (8-bit codes, signed byte products) by Q8_0's (their arithmetic
- * is another, and may be slower where Q4's is faster). c->int_dot is the
- * set of formats that take it. */
+ * balanced and fast, for each format where calibration measured it 5%
+ * faster than the float path on this device by that format's figure
+ * (ffnrt_ffn_int_dot_figure: measured on PoCL, Q6_K's integer path ran
+ * 1.8x its float path where Q8_0's ran 0.9x, and lavapipe the other way
+ * round for Q4_K). c->int_dot is the set of formats that take it. */
 static unsigned int_dot_eligible(const ffnrt_ffn_desc *d)
 {
     unsigned eligible = 0;
@@ -658,6 +659,20 @@ static unsigned int_dot_eligible(const ffnrt_ffn_desc *d)
     return eligible;
 }
 
+/* printf onto text[*len..cap), *len kept within it (a cut text stays terminated). */
+static void text_add(char *text, size_t cap, size_t *len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void text_add(char *text, size_t cap, size_t *len, const char *fmt, ...)
+{
+    if (*len + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(text + *len, cap - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *len = *len + (size_t)n < cap ? *len + (size_t)n : cap - 1;
+}
+
 /* A tuning result for the shape (ffnrt_ffn_tune times the integer path on
  * and off where ffnrt_ffn_int_dot_tunable says) comes after the rules and
  * before calibration: the device-wide figure is one layer's, the tuned one
@@ -668,7 +683,6 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
     unsigned eligible = int_dot_eligible(d);
     if (!eligible)
         return;
-    const unsigned q8 = (1u << FFNRT_WEIGHT_Q8_0) | (1u << FFNRT_WEIGHT_Q6_K), q4 = eligible & ~q8;
     static const char bound[] = "x's 8-bit codes err by at most half a step, max|x|/254 a block of 32, so a "
                                 "product errs normwise by at most sqrt(32)/254 |W|_F |x| against the exact x's";
     if (c->kernel == FFNRT_KERNEL_TILED) {
@@ -697,25 +711,48 @@ static void choose_int_dot(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ui
         ffnrt_plan_add(plan, "ffn.int_dot", "off", "not calibrated: the integer path runs where calibration "
                        "measures it faster (ffnrt_context_calibrate)");
     } else {
+        /* Each measured figure the layer's formats follow, in enum order (a
+         * layer has at most three formats, so the text fits). */
         const ffnrt_calibration *k = &ctx->calibration;
-        c->int_dot = (k->int_dot_speedup >= 1.05 ? q4 : 0u) | (k->int_dot_q8_speedup >= 1.05 ? eligible & q8 : 0u);
-        char q4_text[96] = "", q8_text[96] = "";
-        if (q4)
-            snprintf(q4_text, sizeof q4_text, "%.2fx the float path's speed on a Q4_0 layer at decode (%s)",
-                     k->int_dot_speedup, c->int_dot & q4 ? "on: Q4_0, Q4_1, Q4_K" : "off");
-        if (eligible & q8)
-            snprintf(q8_text, sizeof q8_text, "%.2fx on a Q8_0 layer (%s)", k->int_dot_q8_speedup,
-                     c->int_dot & q8 ? "on: Q8_0, Q6_K" : "off");
+        char text[320] = "";
+        size_t len = 0;
+        for (int g = 0; g < FFNRT_WEIGHT_FORMAT_COUNT; g++) {
+            unsigned follows = 0;
+            for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT; f++)
+                if ((eligible >> f & 1u) && ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)g)
+                    follows |= 1u << f;
+            if (!follows)
+                continue;
+            int on = k->int_dot_speedup[g] >= 1.05;
+            if (on)
+                c->int_dot |= follows;
+            text_add(text, sizeof text, &len, "%s%.2fx on a %s layer (%s", len ? ", " : "", k->int_dot_speedup[g],
+                     ffnrt_format_traits_of((ffnrt_weight_format)g)->ggml_name, on ? "on" : "off");
+            for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT; f++)
+                if ((follows >> f & 1u) && f != g)
+                    text_add(text, sizeof text, &len, "; %s follows it",
+                             ffnrt_format_traits_of((ffnrt_weight_format)f)->ggml_name);
+            text_add(text, sizeof text, &len, ")");
+        }
         ffnrt_plan_add(plan, "ffn.int_dot", c->int_dot ? "on" : "off",
-                       "calibration measured the integer path at %s%s%s (each on from 1.05x)%s%s", q4_text,
-                       q4 && (eligible & q8) ? ", " : "", q8_text, c->int_dot ? "; " : "", c->int_dot ? bound : "");
+                       "calibration measured the integer path at decode against the float one: %s "
+                       "(each on from 1.05x)%s%s",
+                       text, c->int_dot ? "; " : "", c->int_dot ? bound : "");
     }
+}
+
+ffnrt_weight_format ffnrt_ffn_int_dot_figure(ffnrt_weight_format f)
+{
+    static const ffnrt_weight_format figure_of[FFNRT_WEIGHT_FORMAT_COUNT] = {
+        [FFNRT_WEIGHT_Q8_0] = FFNRT_WEIGHT_Q8_0, [FFNRT_WEIGHT_Q4_0] = FFNRT_WEIGHT_Q4_0,
+        [FFNRT_WEIGHT_Q4_1] = FFNRT_WEIGHT_Q4_0, [FFNRT_WEIGHT_Q4_K] = FFNRT_WEIGHT_Q4_K,
+        [FFNRT_WEIGHT_Q6_K] = FFNRT_WEIGHT_Q6_K};
+    return (unsigned)f < FFNRT_WEIGHT_FORMAT_COUNT ? figure_of[f] : FFNRT_WEIGHT_F32;
 }
 
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f)
 {
-    return f == FFNRT_WEIGHT_Q4_0 || f == FFNRT_WEIGHT_Q4_1 || f == FFNRT_WEIGHT_Q4_K || f == FFNRT_WEIGHT_Q8_0 ||
-           f == FFNRT_WEIGHT_Q6_K;
+    return ffnrt_ffn_int_dot_figure(f) != FFNRT_WEIGHT_F32;
 }
 
 unsigned ffnrt_ffn_int_dot_tunable(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens)

@@ -14,9 +14,10 @@
  * are kept apart. The device choice reads the device's own ("none"). The
  * version changes with what the figures mean or with kernels that move
  * them (v6: the integer path's byte layout on PoCL; v7: F16C scales there,
- * which moved every block-format path). */
-#define CALIBRATION_VARIANT "calibration v7 profile="
-static void variant_of(const ffnrt_context *ctx, char *out, size_t cap)
+ * which moved every block-format path; v8: the integer path's figure per
+ * format). */
+#define CALIBRATION_VARIANT "calibration v8 profile="
+void ffnrt_calibration_variant(const ffnrt_context *ctx, char *out, size_t cap)
 {
     snprintf(out, cap, CALIBRATION_VARIANT "%s limits=%s", ctx->profile ? ctx->profile->name : "none",
              ctx->limit_notes);
@@ -24,26 +25,40 @@ static void variant_of(const ffnrt_context *ctx, char *out, size_t cap)
 
 static const char plain_variant[] = CALIBRATION_VARIANT "none limits=";
 
+/* The text kept in the disk cache: copy, GEMM, dispatch, fused, then the
+ * integer path's figure of each format measured (enum order). */
 static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
 {
-    char text[128];
+    char text[160];
     if (!blob || len >= sizeof text)
         return 0;
     memcpy(text, blob, len);
     text[len] = '\0';
     ffnrt_calibration c = {.valid = 1};
-    if (sscanf(text, "%lf %lf %lf %lf %lf %lf", &c.copy_gbps, &c.gemm_gflops, &c.dispatch_us, &c.int_dot_speedup,
-               &c.fused_speedup, &c.int_dot_q8_speedup) == 6 &&
-        c.copy_gbps > 0 && c.gemm_gflops > 0 && c.dispatch_us > 0 && c.copy_gbps < 1e6 && c.gemm_gflops < 1e7 &&
-        c.dispatch_us < 1e7 && c.int_dot_speedup > 0 && c.int_dot_speedup < 1e3 && c.fused_speedup > 0 &&
-        c.fused_speedup < 1e3 && c.int_dot_q8_speedup > 0 && c.int_dot_q8_speedup < 1e3) {
-        *out = c;
-        return 1;
+    double *fields[4 + FFNRT_WEIGHT_FORMAT_COUNT] = {&c.copy_gbps, &c.gemm_gflops, &c.dispatch_us, &c.fused_speedup};
+    int n = 4;
+    for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT; f++)
+        if (ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)f && f != FFNRT_WEIGHT_F32)
+            fields[n++] = &c.int_dot_speedup[f];
+    const char *p = text;
+    for (int i = 0; i < n; i++) {
+        char *end;
+        double v = strtod(p, &end);
+        /* Each a positive finite figure below a bound no device reaches. */
+        if (end == p || !(v > 0 && v < 1e7))
+            return 0;
+        *fields[i] = v;
+        p = end;
     }
-    return 0;
+    while (*p == ' ' || *p == '\n')
+        p++;
+    if (*p)
+        return 0;
+    *out = c;
+    return 1;
 }
 
-int ffnrt_figures_load(ffnrt_disk_cache *disk, const ffnrt_device_info *info, const char *variant,
+static int figures_load(ffnrt_disk_cache *disk, const ffnrt_device_info *info, const char *variant,
                        ffnrt_calibration *out)
 {
     if (ffnrt_registry_figures_get(info, variant, out))
@@ -60,9 +75,15 @@ int ffnrt_figures_load(ffnrt_disk_cache *disk, const ffnrt_device_info *info, co
 static void figures_store(ffnrt_disk_cache *disk, const ffnrt_device_info *info, const char *variant,
                           const ffnrt_calibration *c)
 {
-    char text[128];
-    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g %.6g %.6g %.6g\n", c->copy_gbps, c->gemm_gflops,
-                       c->dispatch_us, c->int_dot_speedup, c->fused_speedup, c->int_dot_q8_speedup);
+    char text[160];
+    int len = snprintf(text, sizeof text, "%.6g %.6g %.6g %.6g", c->copy_gbps, c->gemm_gflops, c->dispatch_us,
+                       c->fused_speedup);
+    for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT && len > 0 && len < (int)sizeof text; f++)
+        if (ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)f && f != FFNRT_WEIGHT_F32)
+            len += snprintf(text + len, sizeof text - (size_t)len, " %.6g", c->int_dot_speedup[f]);
+    if (len <= 0 || len + 1 >= (int)sizeof text)
+        return;
+    text[len++] = '\n';
     ffnrt_device_blob_put(disk, info, FFNRT_CACHE_CALIBRATION, variant, text, (size_t)len);
     ffnrt_registry_figures_put(info, variant, c);
 }
@@ -70,9 +91,9 @@ static void figures_store(ffnrt_disk_cache *disk, const ffnrt_device_info *info,
 void ffnrt_calibration_load(ffnrt_context *ctx)
 {
     char variant[640];
-    variant_of(ctx, variant, sizeof variant);
+    ffnrt_calibration_variant(ctx, variant, sizeof variant);
     ffnrt_calibration c;
-    if (ffnrt_figures_load(&ctx->disk, &ctx->device_as_found, variant, &c))
+    if (figures_load(&ctx->disk, &ctx->device_as_found, variant, &c))
         ctx->calibration = c;
 }
 
@@ -117,8 +138,8 @@ static ffnrt_status run_ffn(void *p)
  * decode, 512 x 2048 (3 to 12 MB of weights, past the CPU devices' caches'
  * share of one core), in `format`: the knob forced to values[0], then
  * values[1], and put back as it was; *speedup is the first's time over the
- * second's. The integer path against the float one (Q4_0, then Q8_0; the choice takes
- * it from 1.05), and the fused path against the unfused one at decode
+ * second's. The integer path against the float one (in each format with a
+ * figure of its own; the choice takes it from 1.05), and the fused path against the unfused one at decode
  * (f32; the choice runs unfused below 0.95). */
 static ffnrt_status time_knob(ffnrt_context *ctx, ffnrt_knob knob, const uint64_t values[2],
                               ffnrt_weight_format format, double *speedup)
@@ -228,14 +249,12 @@ ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
     ffnrt_tensor_free(f.y);
     ffnrt_ffn_destroy(f.layer);
     free(w);
+    /* The integer path by each format's own layer: their float paths decode
+     * codes at unlike costs (ffnrt_ffn_int_dot_figure). */
     static const uint64_t int_dot[2] = {0, 1}, paths[2] = {FFNRT_FFN_PATH_UNFUSED, FFNRT_FFN_PATH_FUSED};
-    if (st == FFNRT_OK)
-        st = time_knob(ctx, FFNRT_KNOB_FFN_INT_DOT, int_dot, FFNRT_WEIGHT_Q4_0, &cal.int_dot_speedup);
-    /* Q8_0's integer arithmetic is its own (a 32-bit product a code, not
-     * Q4's two a product): its own figure, so that a fast Q4_0 path does
-     * not turn on a slower Q8_0 one. */
-    if (st == FFNRT_OK)
-        st = time_knob(ctx, FFNRT_KNOB_FFN_INT_DOT, int_dot, FFNRT_WEIGHT_Q8_0, &cal.int_dot_q8_speedup);
+    for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT && st == FFNRT_OK; f++)
+        if (ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)f && f != FFNRT_WEIGHT_F32)
+            st = time_knob(ctx, FFNRT_KNOB_FFN_INT_DOT, int_dot, (ffnrt_weight_format)f, &cal.int_dot_speedup[f]);
     if (st == FFNRT_OK)
         st = time_knob(ctx, FFNRT_KNOB_FFN_PATH, paths, FFNRT_WEIGHT_F32, &cal.fused_speedup);
     if (st != FFNRT_OK)
@@ -243,7 +262,7 @@ ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
     ctx->calibration = cal;
     *out = cal;
     char variant[640];
-    variant_of(ctx, variant, sizeof variant);
+    ffnrt_calibration_variant(ctx, variant, sizeof variant);
     figures_store(&ctx->disk, &ctx->device_as_found, variant, &cal);
     return FFNRT_OK;
 }
@@ -272,5 +291,5 @@ ffnrt_status ffnrt_calibrate_device(const ffnrt_settings *base, const ffnrt_devi
 
 int ffnrt_figures_for_choice(ffnrt_disk_cache *disk, const ffnrt_device_info *info, ffnrt_calibration *out)
 {
-    return ffnrt_figures_load(disk, info, plain_variant, out);
+    return figures_load(disk, info, plain_variant, out);
 }

@@ -12,8 +12,12 @@
 /* Measures the context's calibration once (then returns the kept one) and
  * keeps it on disk for its device, driver, profile and limits. */
 ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out);
-/* The context's calibration from the disk cache or this process, if known. */
+/* The context's calibration from the disk cache or this process, if known
+ * and well formed (a malformed entry is set aside: measured again). */
 void ffnrt_calibration_load(ffnrt_context *ctx);
+/* The disk cache's name for the context's figures (the version, the
+ * profile and the lowered limits they were measured under). */
+void ffnrt_calibration_variant(const ffnrt_context *ctx, char *out, size_t cap);
 /* A device's own figures (no profile, no lowered limits) as the device
  * choice weighs them: known (1) or not (0); measured by calibrate_device,
  * on a context of its own, with the base settings' disk cache. */
