@@ -164,7 +164,9 @@ typedef struct ffnrt_context_options {
      * left at 0 may come from FFNRT_LIMITS="max_buffer_range=65536,
      * max_workgroup_count=64,max_workgroup_size=32,max_shared_memory=16384,
      * fp16_arithmetic=0,storage_16bit=0,half_conversion=0" (the last one:
-     * disable_half_conversion, below). */
+     * disable_half_conversion, below); FFNRT_LIMITS alone also takes
+     * max_memory (a device-memory budget) and byte_dot=0 (the integer
+     * path's byte products in plain vectors, as on CPUs other than x86). */
     uint64_t max_buffer_range;
     uint32_t max_workgroup_count;
     uint32_t max_workgroup_size;

@@ -143,10 +143,12 @@ typedef float16 v16;
  * instructions for 32 products where the pair trick of X_Q8's 16-bit
  * layout takes 16 in 4-wide vectors. Signed weights (Q8_0) go through
  * their magnitudes, with x's signs flipped where theirs are negative
- * (vpabsb, vpsignb; |-128| is 128 unsigned). Elsewhere, plain vectors.
- * Clang 15 and later spell vpabsb __builtin_elementwise_abs. */
+ * (vpabsb, vpsignb; |-128| is 128 unsigned). Elsewhere, and under
+ * FFNRT_LIMITS byte_dot=0 (XQ_BYTE_DOT_PLAIN, so that x86 tests the form
+ * other CPUs run), plain vectors, summed in the same fours. Clang 15 and
+ * later spell vpabsb __builtin_elementwise_abs. */
 #define HAVE_XQ_BYTE_DOT 1
-#if defined(__x86_64__) && defined(__AVX2__) && defined(__has_builtin)
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__has_builtin) && !defined(XQ_BYTE_DOT_PLAIN)
 #if __has_builtin(__builtin_ia32_pmaddubsw256) && __has_builtin(__builtin_ia32_pmaddwd256) && \
     __has_builtin(__builtin_elementwise_abs) && __has_builtin(__builtin_ia32_psignb256)
 #define XQ_BYTE_DOT_X86 1
@@ -160,10 +162,13 @@ typedef char xq_c32 __attribute__((ext_vector_type(32)));
     __builtin_elementwise_abs(__builtin_astype((w8), xq_c32)), \
     __builtin_ia32_psignb256(__builtin_astype((x8), xq_c32), __builtin_astype((w8), xq_c32))), (short16)(1))
 #else
+/* Lane k sums bytes 4k..4k+3, as vpmaddwd's does: Q6_K's two scales a
+ * block of 32 take lanes 0..3 and 4..7 apart. */
 FN int8 xq_byte_dot(short16 w0, short16 w1, uint8 x8)
 {
     short16 p0 = w0 * convert_short16(as_char16(x8.s0123)), p1 = w1 * convert_short16(as_char16(x8.s4567));
-    return convert_int8(p0.even) + convert_int8(p0.odd) + convert_int8(p1.even) + convert_int8(p1.odd);
+    int8 a0 = convert_int8(p0.even) + convert_int8(p0.odd), a1 = convert_int8(p1.even) + convert_int8(p1.odd);
+    return (int8)(a0.even + a0.odd, a1.even + a1.odd);
 }
 #define XQ_BYTE_DOT_U(w8, x8) xq_byte_dot(convert_short16(as_uchar16((w8).s0123)), \
     convert_short16(as_uchar16((w8).s4567)), (x8))

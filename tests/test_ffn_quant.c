@@ -23,6 +23,7 @@
 
 #include <criterion/parameterized.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -463,7 +464,38 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
     cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
     cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), "off", "%s", ffnrt_plan_text(plan));
     ffnrt_plan_destroy(plan);
+    /* Where the blocked kernel takes byte products (CPU drivers running
+     * work-items as vector code: PoCL), the plain-vector form that every
+     * CPU but x86 with AVX2 runs, through FFNRT_LIMITS byte_dot=0: the
+     * exact cases again (it once summed Q6_K's two halves together, seen
+     * only on aarch64). */
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+    int byte_products = strstr(ffnrt_plan_choice(plan, "ffn.gate_value"), "integer dot products of bytes") != NULL;
+    ffnrt_plan_destroy(plan);
     test_context_done(ctx);
+    if (!byte_products) {
+        cr_log_info("%s: the blocked kernel's integer path takes 16-bit pairs here, not bytes: no plain-vector "
+                    "form to check", ffnrt_backend_name(*b));
+    } else {
+        const char *limits = getenv("FFNRT_LIMITS");
+        char *kept = limits ? strdup(limits) : NULL, spec[512];
+        snprintf(spec, sizeof spec, "%s%sbyte_dot=0", kept ? kept : "", kept && *kept ? "," : "");
+        cr_assert_eq(setenv("FFNRT_LIMITS", spec, 1), 0);
+        ctx = test_context(*b, NULL);
+        kept ? setenv("FFNRT_LIMITS", kept, 1) : unsetenv("FFNRT_LIMITS");
+        free(kept);
+        cr_assert_not_null(ctx);
+        cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", "on"), FFNRT_OK);
+        cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);
+        cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, 1, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+        cr_expect(strstr(ffnrt_plan_choice(plan, "ffn.gate_value"), "of bytes in plain vectors") != NULL, "%s",
+                  ffnrt_plan_text(plan));
+        ffnrt_plan_destroy(plan);
+        for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++)
+            run_case(ctx, &exact[i], "blocked"); /* a failure here: the plain form (the builtins passed above) */
+        test_context_done(ctx);
+    }
 
     /* Unforced: never under the exact policy; not at prefill. */
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;

@@ -140,6 +140,7 @@ struct ffnrt_context {
     ffnrt_precision policy;
     ffnrt_precision_choice precision;
     ffnrt_half_conversion_choice half_conversion;
+    int plain_byte_dot; /* FFNRT_LIMITS byte_dot=0: the prelude's portable byte products (a fallback tested on x86) */
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
     char quirk_notes[384];
     int autotune;

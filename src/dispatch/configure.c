@@ -21,7 +21,8 @@ ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
                                 (int)lim[FFNRT_LIMIT_NO_FP16_ARITHMETIC],
                                 (int)lim[FFNRT_LIMIT_NO_16BIT_STORAGE],
                                 lim[FFNRT_LIMIT_MAX_MEMORY],
-                                (int)lim[FFNRT_LIMIT_NO_HALF_CONVERSION]};
+                                (int)lim[FFNRT_LIMIT_NO_HALF_CONVERSION],
+                                (int)lim[FFNRT_LIMIT_NO_BYTE_DOT]};
     const ffnrt_setting *p = ffnrt_setting_get(s, FFNRT_KNOB_PROFILE, NULL, NULL);
     const ffnrt_profile *profile = p && ffnrt_strcasecmp(p->text, "none") != 0 ? ffnrt_profile_find(p->text) : NULL;
     ctx->profile = profile;
@@ -38,6 +39,7 @@ ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
     ctx->policy = pr ? (ffnrt_precision)pr->v[0] : FFNRT_PRECISION_EXACT;
     ffnrt_precision_resolve(ctx->policy, &ctx->info, ctx->vetoes, &ctx->precision);
     ffnrt_half_conversion_for(&ctx->info, lreq.no_half_conversion, &ctx->half_conversion);
+    ctx->plain_byte_dot = lreq.no_byte_dot;
     const ffnrt_setting *a = ffnrt_setting_get(s, FFNRT_KNOB_AUTOTUNE, NULL, NULL);
     ctx->autotune = a && a->v[0];
     ctx->max_memory = lreq.max_memory;

@@ -148,6 +148,7 @@ typedef struct ffnrt_gemm_variant {
     int sum_x;         /* blocked, block formats: each group's codes dotted with x before scaling */
     int x_q8;          /* the integer path: x quantized to 8 bits a block, integer dot products */
     int x_bytes;       /* blocked, integer path: x's codes as bytes, byte dot products (XQ_BYTES) */
+    int x_bytes_plain; /* ... in plain vectors (XQ_BYTE_DOT_PLAIN: FFNRT_LIMITS byte_dot=0) */
     int large_block;   /* blocked: outputs staged in shared memory, their loops rolled (LARGE_BLOCK) */
     int k_tail;        /* blocked, dense weights: K is not a multiple of 4 (K_TAIL) */
     ffnrt_blocked_shape blocked;
@@ -275,11 +276,13 @@ typedef struct ffnrt_limit_request {
     int no_fp16_arithmetic, no_16bit_storage;
     uint64_t max_memory; /* a device-memory budget over the context's tensors (tests running out) */
     int no_half_conversion; /* 16-bit values converted by storage.inc's bit arithmetic, never by hardware */
+    int no_byte_dot;        /* the integer path's byte products in plain vectors, never the CPU's own instructions */
 } ffnrt_limit_request;
 
 /* FFNRT_LIMITS="max_buffer_range=65536,max_shared_memory=16384,
  * max_workgroup_count=64,max_workgroup_size=32,fp16_arithmetic=0,
- * storage_16bit=0,max_memory=1048576,half_conversion=0": merged into req. */
+ * storage_16bit=0,max_memory=1048576,half_conversion=0,byte_dot=0": merged
+ * into req. */
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err);
 
 /* Lowers info/limits by the caller's request (a value above the device's

@@ -53,6 +53,7 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         /* The integer path's codes as bytes where the driver multiplies
          * bytes best (dispatch/kernel_params.inc, int_dot_bytes). */
         v.x_bytes = v.x_q8 && kp.blocked_int_dot_bytes;
+        v.x_bytes_plain = v.x_bytes && ctx->plain_byte_dot;
         /* One kernel for decode and prefill: the shape follows the rows. */
         ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes);
         v.blocked = b;
@@ -102,8 +103,10 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
     if (v->level == FFNRT_KERNEL_BLOCKED)
         snprintf(shape, sizeof shape, "blocked: %ux%u a work-item, %ux%u work-items (n x m)%s%s%s%s", v->blocked.tm,
                  v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->aligned4 ? ", vector loads" : "",
-                 v->x_bytes      ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products "
-                                   "of bytes (AVX2's vpmaddubsw where the kernel compiler targets it)"
+                 v->x_bytes_plain ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products "
+                                    "of bytes in plain vectors (FFNRT_LIMITS byte_dot=0)"
+                 : v->x_bytes     ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products "
+                                    "of bytes (AVX2's vpmaddubsw where the kernel compiler targets it)"
                  : v->x_q8       ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products"
                  : v->wide_codes ? ", 16 weights a step (16-wide vectors)"
                  : v->sum_x      ? ", each group's codes dotted before scaling"

@@ -41,6 +41,7 @@ static const limit_key limit_keys[] = {
     {"storage_16bit", offsetof(ffnrt_limit_request, no_16bit_storage), 1},
     {"max_memory", offsetof(ffnrt_limit_request, max_memory), 0},
     {"half_conversion", offsetof(ffnrt_limit_request, no_half_conversion), 1},
+    {"byte_dot", offsetof(ffnrt_limit_request, no_byte_dot), 1},
 };
 
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err)

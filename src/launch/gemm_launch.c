@@ -100,6 +100,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, "#define X_Q8 1");
     if (v->x_bytes)
         ffnrt_defines_add(d, "#define XQ_BYTES 1");
+    if (v->x_bytes_plain)
+        ffnrt_defines_add(d, "#define XQ_BYTE_DOT_PLAIN 1");
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);
