@@ -936,6 +936,20 @@ static int quant_runs(const bench_config *cfg, const ffn_workload *w)
     return cfg->nshapes ? w->kind == FFNRT_FFN_GATED : w->quant == 1 || (w->quant == 2 && !cfg->quick);
 }
 
+/* Whether format f's blocks divide both of the workload's widths (the
+ * K-quants' 256 do not divide 1376): rows it cannot hold are not run. */
+static uint32_t block_elements(ffnrt_weight_format f)
+{
+    uint32_t elements = 0, bytes = 0;
+    return ffnrt_weight_format_block(f, &elements, &bytes) == FFNRT_OK ? elements : 0;
+}
+
+static int format_fits(const ffn_workload *w, ffnrt_weight_format f)
+{
+    uint32_t elements = block_elements(f);
+    return elements && w->d_model % elements == 0 && w->hidden % elements == 0;
+}
+
 /* The kernels the part builds on a device, estimated: the GEMM-rate probe's
  * two, then about 3 a workload, storage type (or block format) and token
  * count: the fused path's two products, and what the unfused path and the
@@ -959,6 +973,8 @@ double bench_part_ffn_kernels(const bench_device *dev, const bench_config *cfg)
                 steps += token_runs(cfg, w, FFNRT_WEIGHT_F32, tokens[i]);
         }
         for (int fi = 0; quant_runs(cfg, w) && fi < cfg->nformats; fi++) {
+            if (!format_fits(w, cfg->formats[fi]))
+                continue;
             size_t n = token_list(cfg, cfg->formats[fi], &tokens);
             for (size_t i = 0; i < n; i++)
                 steps += token_runs(cfg, w, cfg->formats[fi], tokens[i]);
@@ -991,9 +1007,16 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
             if (dtype_runs(cfg, ffn_dtypes[di]) &&
                 bench_workload(dev, cfg, w, ffn_dtypes[di], FFNRT_WEIGHT_F32, gemm, rows) != 0)
                 rc = -1;
-        for (int fi = 0; quant_runs(cfg, w) && fi < cfg->nformats; fi++)
+        for (int fi = 0; quant_runs(cfg, w) && fi < cfg->nformats; fi++) {
+            if (!format_fits(w, cfg->formats[fi])) {
+                fprintf(stderr, "ffnrt bench: %s %lldx%lld: no %s rows (its blocks of %u elements do not divide "
+                        "d_model and hidden)\n", w->name, (long long)w->d_model, (long long)w->hidden,
+                        ffnrt_weight_format_name(cfg->formats[fi]), block_elements(cfg->formats[fi]));
+                continue;
+            }
             if (bench_workload(dev, cfg, w, FFNRT_DTYPE_F32, cfg->formats[fi], gemm, rows) != 0)
                 rc = -1;
+        }
     }
     if (dev->info.backend == FFNRT_BACKEND_OPENCL)
         clblast_rows(dev, cfg, first, rows, gemm);

@@ -43,4 +43,12 @@ done
 "$ffnrt" bench --only elementwise --op relu --size 64K --precision f32 --dir fwd --no-progress --no-plots \
     --out "$dir/quiet" >"$dir/out" 2>"$dir/err"
 [ -s "$dir/err" ] && { echo "FAIL: --no-progress wrote on stderr:"; cat "$dir/err"; fail=1; }
+# A block format whose blocks do not divide a shape (the K-quants' 256
+# elements and 1376) has no rows there, says so, and is no failure.
+"$ffnrt" bench --only ffn --op swiglu --shape 512x1376 --tokens 1 --path fused --precision f32 --weights q4_k \
+    --device pocl --repeats 1 --no-progress --no-plots --out "$dir/kquant" >"$dir/out" 2>"$dir/err"
+rc=$?
+[ $rc = 0 ] || { echo "FAIL: bench with q4_k at 512x1376 exited $rc"; cat "$dir/out" "$dir/err"; fail=1; }
+says "$dir/err" "swiglu 512x1376: no q4_k rows (its blocks of 256 elements do not divide" "K-quant rows skipped"
+grep -q "ffnrt_weight_bytes" "$dir/err" && { echo "FAIL: the skipped format reached the library:"; cat "$dir/err"; fail=1; }
 exit $fail
