@@ -566,6 +566,12 @@ ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
     cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 2, &plan), FFNRT_OK);
     cr_expect(strstr(ffnrt_plan_text(plan), "tuned for this device") != NULL, "%s", ffnrt_plan_text(plan));
     cr_expect_str_neq(ffnrt_plan_choice(plan, "calibration"), "not measured");
+    /* With the figures the choices read: the decode path's, and the
+     * integer path's per format measured (Q4_1 follows Q4_0's). */
+    const char *figures = ffnrt_plan_choice(plan, "calibration");
+    cr_expect(strstr(figures, "fused ") && strstr(figures, "integer path q8_0 ") && strstr(figures, " q4_0 ") &&
+                  strstr(figures, " q4_k ") && strstr(figures, " q6_k ") && !strstr(figures, "q4_1"),
+              "%s", figures);
     ffnrt_plan_destroy(plan);
     test_context_done(ctx);
     free(w);

@@ -43,12 +43,20 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, ffnrt_context *ctx)
             size_t len = strlen(vetoes);
             snprintf(vetoes + len, sizeof vetoes - len, "%s%s", len ? ", " : "veto ", veto_names[i].name);
         }
-    if (ctx->calibration.valid)
-        snprintf(choice, sizeof choice, "copy %.2f GB/s, GEMM %.2f GFLOP/s, dispatch %.1f us",
-                 ctx->calibration.copy_gbps, ctx->calibration.gemm_gflops, ctx->calibration.dispatch_us);
+    if (ctx->calibration.valid) {
+        const ffnrt_calibration *k = &ctx->calibration;
+        int len = snprintf(choice, sizeof choice, "copy %.2f GB/s, GEMM %.2f GFLOP/s, dispatch %.1f us; at decode "
+                           "fused %.2fx unfused, integer path", k->copy_gbps, k->gemm_gflops, k->dispatch_us,
+                           k->fused_speedup);
+        for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT && len > 0 && (size_t)len < sizeof choice; f++)
+            if (k->int_dot_speedup[f] > 0)
+                len += snprintf(choice + len, sizeof choice - (size_t)len, " %s %.2fx",
+                                ffnrt_weight_format_name((ffnrt_weight_format)f), k->int_dot_speedup[f]);
+    }
     ffnrt_plan_add(plan, "calibration", ctx->calibration.valid ? choice : "not measured", "%s",
-                   ctx->calibration.valid ? "measured once on this device with ffnrt's copy and GEMM kernels (kept in "
-                                            "the disk cache for the device and driver)"
+                   ctx->calibration.valid ? "measured once on this device with ffnrt's copy and GEMM kernels, and a "
+                                            "gated layer at decode each way (kept in the disk cache for the device "
+                                            "and driver)"
                                           : "ffnrt_context_calibrate (ffnrt plan --calibrate) measures it; until "
                                             "then the kernel choice uses the token threshold");
     /* The first call's cost in a new process: kernels are built then. */
