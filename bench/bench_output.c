@@ -1,5 +1,6 @@
 /* The outputs of `ffnrt bench`: the table, CSV, JSON and gnuplot plots,
  * all from the same rows (bench_row.h). */
+#include "bench_parts.h"
 #include "bench_report.h"
 #include "ffnrt_lab.h"
 
@@ -278,17 +279,15 @@ static void device_tag(const bench_meta *m, int d, char *out, size_t len)
  * and ending well. */
 static int gnuplot_present(void)
 {
-    char *argv[] = {"gnuplot", "--version", NULL};
+    char *argv[] = {"gnuplot", "--version", NULL}, line[256], how[64];
     ffnrt_lab_child child;
-    FILE *out = NULL;
-    if (ffnrt_lab_child_start(argv, NULL, &child, &out) != 0)
+    FILE *out = bench_spawn_reading(argv, NULL, &child);
+    if (!out)
         return 0;
-    char line[256];
     while (fgets(line, sizeof line, out))
         ;
     fclose(out);
-    int code = 0, sig = 0;
-    return ffnrt_lab_child_wait(child, &code, &sig) == 0 && code == 0;
+    return bench_wait_helper(child, how, sizeof how) == 0;
 }
 
 /* The largest element-wise size present. */
@@ -659,21 +658,18 @@ int bench_draw_plots(const char *dir, const bench_plot *plots, size_t nplots, co
     }
     /* gnuplot in a process of its own: its messages on this stderr, what
      * it prints on stdout passed on there too. */
-    char *argv[] = {"gnuplot", script, NULL};
+    char *argv[] = {"gnuplot", script, NULL}, line[512], how[96];
     ffnrt_lab_child child;
-    FILE *out = NULL;
-    if (ffnrt_lab_child_start(argv, NULL, &child, &out) != 0) {
+    FILE *out = bench_spawn_reading(argv, NULL, &child);
+    if (!out) {
         snprintf(why, why_len, "cannot start gnuplot (%s)", strerror(errno));
         return -1;
     }
-    char line[512];
     while (fgets(line, sizeof line, out))
         fputs(line, stderr);
     fclose(out);
-    int code = 0, sig = 0;
-    if (ffnrt_lab_child_wait(child, &code, &sig) != 0 || code != 0) {
-        snprintf(why, why_len, "gnuplot failed on %s (%s %d; its messages are above)", script,
-                 sig ? "signal" : "status", sig ? sig : code);
+    if (bench_wait_helper(child, how, sizeof how) != 0) {
+        snprintf(why, why_len, "gnuplot failed on %s (%s; its messages are above)", script, how);
         return -1;
     }
     /* gnuplot leaves an empty file behind for an output it never drew. */
