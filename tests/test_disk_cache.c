@@ -1075,7 +1075,7 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, calibration_figures_checked)
     char figures[128] = "";
     int measured = 0;
     for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT; f++)
-        if (f != FFNRT_WEIGHT_F32 && ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)f) {
+        if (ffnrt_ffn_int_dot_measured((ffnrt_weight_format)f)) {
             size_t len = strlen(figures);
             snprintf(figures + len, sizeof figures - len, " %d.25", 1 + measured++);
         }

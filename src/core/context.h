@@ -18,7 +18,7 @@ typedef struct ffnrt_kernel_entry {
 typedef struct ffnrt_calibration {
     double copy_gbps, gemm_gflops, dispatch_us;
     /* A decode layer's time on the float path over the integer path's, per
-     * weight format measured (ffnrt_int_dot_figure_of: each integer format's
+     * weight format measured (ffnrt_ffn_int_dot_figure: each integer format's
      * own layer but Q4_1's, which follows Q4_0's); 0 where not measured. */
     double int_dot_speedup[FFNRT_WEIGHT_FORMAT_COUNT];
     double fused_speedup;   /* an f32 SwiGLU decode layer's time unfused over fused */

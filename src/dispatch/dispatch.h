@@ -100,6 +100,8 @@ int ffnrt_ffn_int_dot_format(ffnrt_weight_format f);
  * without the integer path. Calibration measures the formats that are
  * their own. */
 ffnrt_weight_format ffnrt_ffn_int_dot_figure(ffnrt_weight_format f);
+/* Whether calibration measures a layer in f (f's figure is its own). */
+int ffnrt_ffn_int_dot_measured(ffnrt_weight_format f);
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
                               const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
                               ffnrt_error *err);

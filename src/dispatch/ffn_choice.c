@@ -750,6 +750,11 @@ ffnrt_weight_format ffnrt_ffn_int_dot_figure(ffnrt_weight_format f)
     return (unsigned)f < FFNRT_WEIGHT_FORMAT_COUNT ? figure_of[f] : FFNRT_WEIGHT_F32;
 }
 
+int ffnrt_ffn_int_dot_measured(ffnrt_weight_format f)
+{
+    return f != FFNRT_WEIGHT_F32 && ffnrt_ffn_int_dot_figure(f) == f;
+}
+
 int ffnrt_ffn_int_dot_format(ffnrt_weight_format f)
 {
     return ffnrt_ffn_int_dot_figure(f) != FFNRT_WEIGHT_F32;

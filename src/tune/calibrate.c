@@ -38,7 +38,7 @@ static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
     double *fields[4 + FFNRT_WEIGHT_FORMAT_COUNT] = {&c.copy_gbps, &c.gemm_gflops, &c.dispatch_us, &c.fused_speedup};
     int n = 4;
     for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT; f++)
-        if (ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)f && f != FFNRT_WEIGHT_F32)
+        if (ffnrt_ffn_int_dot_measured((ffnrt_weight_format)f))
             fields[n++] = &c.int_dot_speedup[f];
     const char *p = text;
     for (int i = 0; i < n; i++) {
@@ -59,7 +59,7 @@ static int parse_figures(const char *blob, size_t len, ffnrt_calibration *out)
 }
 
 static int figures_load(ffnrt_disk_cache *disk, const ffnrt_device_info *info, const char *variant,
-                       ffnrt_calibration *out)
+                        ffnrt_calibration *out)
 {
     if (ffnrt_registry_figures_get(info, variant, out))
         return 1;
@@ -79,7 +79,7 @@ static void figures_store(ffnrt_disk_cache *disk, const ffnrt_device_info *info,
     int len = snprintf(text, sizeof text, "%.6g %.6g %.6g %.6g", c->copy_gbps, c->gemm_gflops, c->dispatch_us,
                        c->fused_speedup);
     for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT && len > 0 && len < (int)sizeof text; f++)
-        if (ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)f && f != FFNRT_WEIGHT_F32)
+        if (ffnrt_ffn_int_dot_measured((ffnrt_weight_format)f))
             len += snprintf(text + len, sizeof text - (size_t)len, " %.6g", c->int_dot_speedup[f]);
     if (len <= 0 || len + 1 >= (int)sizeof text)
         return;
@@ -139,8 +139,9 @@ static ffnrt_status run_ffn(void *p)
  * share of one core), in `format`: the knob forced to values[0], then
  * values[1], and put back as it was; *speedup is the first's time over the
  * second's. The integer path against the float one (in each format with a
- * figure of its own; the choice takes it from 1.05), and the fused path against the unfused one at decode
- * (f32; the choice runs unfused below 0.95). */
+ * figure of its own; the choice takes it from 1.05), and the fused path
+ * against the unfused one at decode (f32; the choice runs unfused below
+ * 0.95). */
 static ffnrt_status time_knob(ffnrt_context *ctx, ffnrt_knob knob, const uint64_t values[2],
                               ffnrt_weight_format format, double *speedup)
 {
@@ -253,7 +254,7 @@ ffnrt_status ffnrt_calibrate(ffnrt_context *ctx, ffnrt_calibration *out)
      * codes at unlike costs (ffnrt_ffn_int_dot_figure). */
     static const uint64_t int_dot[2] = {0, 1}, paths[2] = {FFNRT_FFN_PATH_UNFUSED, FFNRT_FFN_PATH_FUSED};
     for (int f = 0; f < FFNRT_WEIGHT_FORMAT_COUNT && st == FFNRT_OK; f++)
-        if (ffnrt_ffn_int_dot_figure((ffnrt_weight_format)f) == (ffnrt_weight_format)f && f != FFNRT_WEIGHT_F32)
+        if (ffnrt_ffn_int_dot_measured((ffnrt_weight_format)f))
             st = time_knob(ctx, FFNRT_KNOB_FFN_INT_DOT, int_dot, (ffnrt_weight_format)f, &cal.int_dot_speedup[f]);
     if (st == FFNRT_OK)
         st = time_knob(ctx, FFNRT_KNOB_FFN_PATH, paths, FFNRT_WEIGHT_F32, &cal.fused_speedup);
