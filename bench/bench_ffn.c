@@ -936,14 +936,15 @@ static int quant_runs(const bench_config *cfg, const ffn_workload *w)
     return cfg->nshapes ? w->kind == FFNRT_FFN_GATED : w->quant == 1 || (w->quant == 2 && !cfg->quick);
 }
 
-/* Whether format f's blocks divide both of the workload's widths (the
- * K-quants' 256 do not divide 1376): rows it cannot hold are not run. */
+/* Elements a block of format f holds along k (0: not a format). */
 static uint32_t block_elements(ffnrt_weight_format f)
 {
     uint32_t elements = 0, bytes = 0;
     return ffnrt_weight_format_block(f, &elements, &bytes) == FFNRT_OK ? elements : 0;
 }
 
+/* Whether format f's blocks divide both of the workload's widths (the
+ * K-quants' 256 do not divide 1376): rows it cannot hold are not run. */
 static int format_fits(const ffn_workload *w, ffnrt_weight_format f)
 {
     uint32_t elements = block_elements(f);
