@@ -138,7 +138,7 @@ static ffnrt_status check_transfer(ffnrt_weight_format format, int64_t rows, int
                                    const void *blocks, size_t given, const ffnrt_format_traits **t, const char *fn,
                                    ffnrt_error *err)
 {
-    size_t need;
+    size_t need = 0; /* set by matrix_bytes on success (GCC -O3 cannot tell) */
     ffnrt_status st = check_format(format, t, fn, err);
     if (st == FFNRT_OK)
         st = matrix_bytes(*t, rows, k, &need, fn, err);
