@@ -1129,7 +1129,7 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
             rc = 1;
         } else {
             snprintf(path, sizeof path, "%s/table.txt", out_dir);
-            FILE *f = fopen(path, "w");
+            FILE *f = ffnrt_lab_fopen(path, "w");
             if (f) {
                 bench_print_table(f, &rows, &meta);
                 fclose(f);

@@ -5,6 +5,7 @@
  * every read are bounded. Unknown fields are ignored, missing ones keep
  * their zero, so files of later versions with more fields still read. */
 #include "bench_report.h"
+#include "ffnrt_lab.h" /* ffnrt_lab_fopen: UTF-8 paths on every OS */
 
 #include <errno.h>
 #include <stdio.h>
@@ -284,7 +285,7 @@ int bench_read_json(const char *path, bench_rows *rs, bench_meta *m, char *err, 
 {
     err[0] = 0;
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "rb");
+    FILE *f = ffnrt_lab_fopen(path, "rb");
     if (!f) {
         snprintf(err, err_len, "%s: cannot open (%s)", path, strerror(errno));
         return -1;

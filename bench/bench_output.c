@@ -121,7 +121,7 @@ static int metric_names(const bench_rows *rs, const char **names, int max)
 
 int bench_write_csv(const char *path, const bench_rows *rs, const bench_meta *m)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = ffnrt_lab_fopen(path, "w");
     if (!f)
         return -1;
     const char *metrics[64];
@@ -186,7 +186,7 @@ static void json_field_n(FILE *f, const char *name, double v, int comma)
 
 int bench_write_json(const char *path, const bench_rows *rs, const bench_meta *m)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = ffnrt_lab_fopen(path, "w");
     if (!f)
         return -1;
     fputs("{\n  ", f);
@@ -336,7 +336,7 @@ static int plot_throughput(FILE *gp, const char *dir, const bench_rows *rs, cons
     if (nops == 0 || !any_op)
         return 0;
     snprintf(path, sizeof path, "%s/throughput_%s.dat", dir, tag);
-    FILE *f = fopen(path, "w");
+    FILE *f = ffnrt_lab_fopen(path, "w");
     if (!f)
         return 0;
     double (*pts)[2] = malloc(rs->n * sizeof *pts);
@@ -403,7 +403,7 @@ static int plot_ffn(FILE *gp, const char *dir, const bench_rows *rs, const bench
     if (ns == 0)
         return 0;
     snprintf(path, sizeof path, "%s/ffn_%s.dat", dir, tag);
-    FILE *f = fopen(path, "w");
+    FILE *f = ffnrt_lab_fopen(path, "w");
     if (!f)
         return 0;
     for (int k = 0; k < ns; k++) {
@@ -469,7 +469,7 @@ static int plot_roofline(FILE *gp, const char *dir, const bench_rows *rs, const 
         return 0;
     char path[1024];
     snprintf(path, sizeof path, "%s/roofline_%s.dat", dir, ffn ? "ffn" : "elementwise");
-    FILE *f = fopen(path, "w");
+    FILE *f = ffnrt_lab_fopen(path, "w");
     if (!f)
         return 0;
     fprintf(f, "# label");
@@ -560,7 +560,7 @@ int bench_plot_scatter(FILE *gp, const char *dir, const char *file, const bench_
         if (lo[a] < 0 && hi[a] - 0.08 * span >= 0 && lo[a] + 0.08 * span >= 0)
             lo[a] = 0; /* no negative axis for figures that cannot be negative */
     }
-    FILE *f = fopen(path, "w");
+    FILE *f = ffnrt_lab_fopen(path, "w");
     if (!f)
         return 0;
     fprintf(gp, "set title \"%s (%s): %s\" noenhanced\n", m->devices[d].name, m->devices[d].backend, sc->title);
@@ -633,7 +633,7 @@ int bench_draw_plots(const char *dir, const bench_plot *plots, size_t nplots, co
     }
     char script[1024];
     snprintf(script, sizeof script, "%s/plots.gp", dir);
-    FILE *gp = fopen(script, "w");
+    FILE *gp = ffnrt_lab_fopen(script, "w");
     if (!gp) {
         snprintf(why, why_len, "cannot write %s", script);
         return -1;
@@ -679,7 +679,7 @@ int bench_draw_plots(const char *dir, const bench_plot *plots, size_t nplots, co
                 char file[200], path[1400];
                 plot_file(&plots[p], m, d, file, sizeof file);
                 snprintf(path, sizeof path, "%s/%s.%s", dir, file, plot_terms[t][1]);
-                FILE *f = fopen(path, "rb");
+                FILE *f = ffnrt_lab_fopen(path, "rb");
                 int empty = f && fgetc(f) == EOF;
                 if (f)
                     fclose(f);

@@ -5,6 +5,7 @@
  * bench_start opencl|vulkan CACHE_DIR|off [runs [device index [layer]]]
  * prints one line per run with the time and the cache's hits. */
 #include "bench_start.h"
+#include "ffnrt_lab.h"
 #include "lab.h"
 #ifndef BENCH_START_MAIN
 #include "bench_parts.h"
@@ -293,6 +294,7 @@ int bench_part_start(const bench_device *dev, const bench_config *cfg, bench_row
 #ifdef BENCH_START_MAIN
 int main(int argc, char **argv)
 {
+    ffnrt_lab_arguments_utf8(&argc, &argv); /* the scratch folder's path as UTF-8 on Windows */
     if (argc < 3) {
         fprintf(stderr, "usage: %s opencl|vulkan CACHE_DIR|off [runs [device index [layer]]]\n", argv[0]);
         return 2;

@@ -2,6 +2,7 @@
  * reading back and comparing two reports, all through the bench's row
  * model and outputs. */
 #include "compare_report.h"
+#include "ffnrt_lab.h" /* ffnrt_lab_fopen: UTF-8 paths on every OS */
 
 #include <math.h>
 #include <stdio.h>
@@ -433,7 +434,7 @@ static int plot_curves(FILE *gp, const char *dir, const char *file, const bench_
     if (!ns)
         return 0;
     snprintf(path, sizeof path, "%s/%s.dat", dir, file);
-    FILE *f = fopen(path, "w");
+    FILE *f = ffnrt_lab_fopen(path, "w");
     if (!f)
         return 0;
     fprintf(gp, "set title \"%s (%s): validation MSE over the teacher's mean square while training (mean over the "
@@ -502,7 +503,7 @@ int compare_write_all(const char *dir, const bench_rows *rs, const bench_meta *m
     char path[1200];
     int rc = 0;
     snprintf(path, sizeof path, "%s/table.txt", dir);
-    FILE *f = fopen(path, "w");
+    FILE *f = ffnrt_lab_fopen(path, "w");
     if (f) {
         compare_print_table(f, rs, m);
         fclose(f);

@@ -191,7 +191,9 @@ typedef struct ffnrt_context_options {
     /* The disk cache of compiled kernels (OpenCL program binaries, SPIR-V,
      * the Vulkan pipeline cache) and measured results. Its directory is
      * cache_dir if set, else $FFNRT_CACHE_DIR, else $XDG_CACHE_HOME/ffnrt,
-     * else $HOME/.cache/ffnrt, created if missing. disable_disk_cache = 1
+     * else $HOME/.cache/ffnrt (%LOCALAPPDATA%\ffnrt on Windows,
+     * ~/Library/Caches/ffnrt on macOS), created if missing; a UTF-8 path
+     * on every OS (ffnrt reads Windows' variables as UTF-16). disable_disk_cache = 1
      * (unset: FFNRT_CACHE=0|off|1|on) turns it off. Entries are keyed by source,
      * build options, device, driver and ffnrt version; a stale, foreign or
      * corrupt file is ignored and rebuilt, and a directory that cannot be

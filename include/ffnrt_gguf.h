@@ -46,10 +46,12 @@ typedef enum ffnrt_gguf_type {
     FFNRT_GGUF_FLOAT64 = 12
 } ffnrt_gguf_type;
 
-/* Maps the file read-only and checks it whole. A path that is not a
- * regular file (a FIFO, a directory, a device) is refused at once, never
- * waited on, with FFNRT_ERROR_INVALID_ARGUMENT and a message naming the
- * path and what it is. */
+/* Maps the file read-only and checks it whole. path is UTF-8 on every OS
+ * (on Windows, not the ANSI code page of a char argv: take it from
+ * GetCommandLineW or wmain and convert). A path that is not a regular
+ * file (a FIFO, a directory, a device) is refused at once, never waited
+ * on, with FFNRT_ERROR_INVALID_ARGUMENT and a message naming the path and
+ * what it is. */
 FFNRT_API ffnrt_status ffnrt_gguf_open(const char *path, ffnrt_gguf **out);
 /* The same over bytes in memory, which stay the caller's and must outlive
  * the handle. */

@@ -83,6 +83,13 @@ FFNRT_API int ffnrt_lab_strcasecmp(const char *a, const char *b);
 FFNRT_API int ffnrt_lab_isatty(int fd);
 FFNRT_API int ffnrt_lab_terminal_columns(int fd);
 
+/* Paths as UTF-8 on every OS: main's arguments replaced by the command
+ * line's in UTF-8 (Windows gives a char argv in the ANSI code page, where
+ * "José" or "日本" does not survive; elsewhere nothing changes; 0, or -1
+ * with errno set and the arguments left), and fopen of a UTF-8 path. */
+FFNRT_API int ffnrt_lab_arguments_utf8(int *argc, char ***argv);
+FFNRT_API FILE *ffnrt_lab_fopen(const char *path, const char *mode);
+
 /* The bench's helpers in processes of their own, and their scratch
  * folders (platform.h says each one's rules): a child started with
  * variables added to this process's environment, its stdout read through

@@ -1,5 +1,6 @@
 /* See gguf_writer.h. */
 #include "gguf_writer.h"
+#include "ffnrt_lab.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -97,7 +98,7 @@ void gw_free(gw_buf *b)
 
 int gw_save(const gw_buf *b, const char *path)
 {
-    FILE *f = fopen(path, "wb");
+    FILE *f = ffnrt_lab_fopen(path, "wb"); /* a UTF-8 path on every OS */
     if (!f)
         return -1;
     int ok = fwrite(b->p, 1, b->n, f) == b->n;

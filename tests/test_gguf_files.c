@@ -4,7 +4,7 @@
  * ctest runs it here, and under the sanitizers).
  *
  *   test_gguf_files SCRATCH_DIR     (created; its "gguf-files" folder is
- *                                    replaced)
+ *                                    replaced; UTF-8 on every OS)
  *
  * A valid model (GGUF v3, Q4_1, biases) and a v2 one aligned to 64 bytes are
  * written, opened and their layer read back: sizes, formats and the first
@@ -247,6 +247,9 @@ static void corruptions(const gw_buf *v3)
 
 int main(int argc, char **argv)
 {
+    /* SCRATCH_DIR as UTF-8 (scripts/windows-check gives one named beyond
+     * ASCII: Windows' char argv is in the ANSI code page). */
+    CHECK(ffnrt_arguments_utf8(&argc, &argv) == 0, "the arguments as UTF-8: %s", strerror(errno));
     if (argc != 2) {
         fprintf(stderr, "usage: test_gguf_files SCRATCH_DIR\n");
         return 2;

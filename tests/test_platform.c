@@ -19,15 +19,22 @@
  * second replacing the first), its stdout read and its exit status
  * waited for, a program that does not exist, this program's path and the
  * machine's name, a temporary folder filled and removed as a tree; the
- * disk cache written, reloaded, and refused once corrupted. Prints each
- * failure and ends with "N passed, N failed".
+ * disk cache written, reloaded, and refused once corrupted; text beyond
+ * ASCII (Windows' char argv and getenv are in the ANSI code page): the
+ * child's arguments and variable, a folder and a file named in UTF-8 made,
+ * listed, mapped, replaced in and written through ffnrt_fopen, and the
+ * disk cache in such a folder named by a child's FFNRT_CACHE_DIR. Prints
+ * each failure and ends with "N passed, N failed".
  *
  * The child modes (run by the test itself):
+ *   test_platform --cache-env       opens the disk cache where
+ *                                   FFNRT_CACHE_DIR says, prints its folder
+ *                                   and state, stores an entry
  *   test_platform --print ARGS...   each argument in brackets on a line,
  *                                   then FFNRT_PLATFORM_TEST_VAR's value;
  *                                   exits 7
  *   test_platform --relay ARGS...   starts itself --print ARGS with the
- *                                   variable set to "second", passes its
+ *                                   variable set to SECOND_VALUE, passes its
  *                                   lines on, exits with its status */
 #include "core/disk_cache.h"
 #include "plain_check.h"
@@ -74,25 +81,42 @@ static void remove_entry(const char *dir, const char *name, void *arg)
     ffnrt_path_remove(path);
 }
 
+/* Whether the listing returned the name arg, byte for byte. */
+static int found_entry;
+static void find_entry(const char *dir, const char *name, void *arg)
+{
+    (void)dir;
+    if (strcmp(name, (const char *)arg) == 0)
+        found_entry = 1;
+}
+
 static int once_runs;
 static void once_fn(void) { once_runs++; }
 
 #define TEST_VAR "FFNRT_PLATFORM_TEST_VAR"
+/* Its two values, beyond ASCII as the arguments are: "first-ü",
+ * "second-日" (read as UTF-8 through ffnrt_env_get). */
+#define FIRST_VALUE "first-\xc3\xbc"
+#define SECOND_VALUE "second-\xe6\x97\xa5"
 
 /* The arguments a child gets, as a program's command line would mangle
  * them if quoted wrongly: spaces, an empty one, quotes and backslashes
- * (before a quote, at the end), a tab. ASCII only: a Windows program's
- * char argv is in the ANSI code page, not UTF-8. */
-static char *const awkward[] = {"plain", "two words", "", "quote\"inside", "back\\slash", "trailing\\",
-                                "\\\"mixed", "tab\there", "--print"};
+ * (before a quote, at the end), a tab; and UTF-8 beyond ASCII, which
+ * Windows' char argv (the ANSI code page) would turn to "?" or to other
+ * bytes: the child reads them through ffnrt_arguments_utf8. */
+static char *const awkward[] = {"plain",     "two words", "",           "quote\"inside",        "back\\slash",
+                                "trailing\\", "\\\"mixed", "tab\there", "na\xc3\xafve caf\xc3\xa9", /* naïve café */
+                                "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e \"\xe2\x82\xac\"",   /* 日本語 "€" */
+                                "--print"};
 #define AWKWARD (sizeof awkward / sizeof awkward[0])
 
 static int child_print(int argc, char **argv)
 {
     for (int i = 2; i < argc; i++)
         printf("[%s]\n", argv[i]);
-    const char *v = getenv(TEST_VAR);
-    printf("var=%s\n", v ? v : "(unset)");
+    char v[256];
+    int n = ffnrt_env_get(TEST_VAR, v, sizeof v);
+    printf("var=%s\n", n < 0 ? "(unset)" : n >= (int)sizeof v ? "(too long)" : v);
     return 7;
 }
 
@@ -130,7 +154,7 @@ static int child_relay(void)
 {
     char lines[16][256];
     int n = 0, code = -1, sig = 0;
-    if (run_self("--print", "second", lines, &n, &code, &sig) != 0)
+    if (run_self("--print", SECOND_VALUE, lines, &n, &code, &sig) != 0)
         return 1;
     for (int i = 0; i < n; i++)
         printf("%s\n", lines[i]);
@@ -143,7 +167,7 @@ static void check_processes(void)
 {
     char lines[16][256];
     int n = 0, code = -1, sig = -1;
-    CHECK(run_self("--print", "first", lines, &n, &code, &sig) == 0, "starting this program: %s", strerror(errno));
+    CHECK(run_self("--print", FIRST_VALUE, lines, &n, &code, &sig) == 0, "starting this program: %s", strerror(errno));
     CHECK(code == 7 && sig == 0, "the child's exit: status %d signal %d", code, sig);
     CHECK(n == (int)AWKWARD + 1, "%d lines from the child, expected %d", n, (int)AWKWARD + 1);
     for (int i = 0; i < n && i < (int)AWKWARD; i++) {
@@ -151,11 +175,11 @@ static void check_processes(void)
         snprintf(want, sizeof want, "[%s]", awkward[i]);
         CHECK(strcmp(lines[i], want) == 0, "argument %d arrived as %s, not %s", i, lines[i], want);
     }
-    CHECK(n > 0 && strcmp(lines[n - 1], "var=first") == 0, "the variable added: %s", n > 0 ? lines[n - 1] : "-");
-    /* The relay's child inherits "first" and has it replaced. */
-    CHECK(run_self("--relay", "first", lines, &n, &code, &sig) == 0 && code == 7,
+    CHECK(n > 0 && strcmp(lines[n - 1], "var=" FIRST_VALUE) == 0, "the variable added: %s", n > 0 ? lines[n - 1] : "-");
+    /* The relay's child inherits the first value and has it replaced. */
+    CHECK(run_self("--relay", FIRST_VALUE, lines, &n, &code, &sig) == 0 && code == 7,
           "relaying: %s, status %d", strerror(errno), code);
-    CHECK(n > 0 && strcmp(lines[n - 1], "var=second") == 0, "the variable replaced: %s", n > 0 ? lines[n - 1] : "-");
+    CHECK(n > 0 && strcmp(lines[n - 1], "var=" SECOND_VALUE) == 0, "the variable replaced: %s", n > 0 ? lines[n - 1] : "-");
 
     char *missing[] = {"ffnrt-no-such-program", NULL};
     ffnrt_child child;
@@ -196,8 +220,102 @@ static void check_processes(void)
     CHECK(ffnrt_remove_tree(tmp) == 0, "removing it again: %s", strerror(errno));
 }
 
+/* The child that opens the disk cache where FFNRT_CACHE_DIR says, as a
+ * context does: prints the folder it took and whether it is on, and
+ * stores an entry there. */
+static int child_cache_env(void)
+{
+    ffnrt_disk_cache c;
+    ffnrt_disk_cache_open(&c, NULL, 0);
+    static const char payload[] = "an entry";
+    int put = c.enabled && ffnrt_disk_cache_put(&c, "utf-8 key", FFNRT_CACHE_SPIRV, payload, sizeof payload) == 1;
+    printf("dir=%s\n", c.dir);
+    printf("status=%s put=%d\n", c.status, put);
+    return 0;
+}
+
+/* Paths beyond ASCII (UTF-8 here, UTF-16 to Windows' W calls): a folder
+ * named in Latin, CJK and an emoji, made, trusted, filled, listed,
+ * mapped, replaced in, written through ffnrt_fopen, and the disk cache
+ * in one named by FFNRT_CACHE_DIR in a child's environment (Windows'
+ * getenv would give its name in the ANSI code page). */
+static void check_utf8_paths(const char *base)
+{
+    /* "ünï 日本 🙂" */
+    static const char folder_name[] = "\xc3\xbcn\xc3\xaf \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x99\x82";
+    static const char file_name[] = "file-caf\xc3\xa9"; /* file-café */
+    char dir[700], path[800], other[800], buf[64];
+    snprintf(dir, sizeof dir, "%s/%s", base, folder_name);
+    CHECK(ffnrt_make_dirs(dir) == 0, "make_dirs %s: %s", dir, strerror(errno));
+    char why[256] = "";
+    CHECK(ffnrt_trusted_directory(dir, why, sizeof why), "the UTF-8 folder not trusted: %s", why);
+    snprintf(path, sizeof path, "%s/%s", dir, file_name);
+    ffnrt_path_remove(path); /* a previous run's */
+    CHECK(write_file(path, "caf\xc3\xa9") == 0, "create %s: %s", path, strerror(errno));
+    ffnrt_file f;
+    ffnrt_file_info info;
+    CHECK(ffnrt_file_open_read(path, 0, &f) == 0, "open %s: %s", path, strerror(errno));
+    ffnrt_mapping m = {0};
+    CHECK(ffnrt_file_stat(f, &info) == 0 && info.size == 5 && ffnrt_map_file(f, 5, &m) == 0 && m.data &&
+              memcmp(m.data, "caf\xc3\xa9", 5) == 0,
+          "the UTF-8 file's size %llu or mapping", (unsigned long long)info.size);
+    ffnrt_file_close(f);
+    ffnrt_unmap(&m);
+    /* Listed under the same UTF-8 name. */
+    int n = 0;
+    CHECK(ffnrt_dir_each(dir, count_entry, &n) == 0 && n == 1, "%d file- entries in the UTF-8 folder", n);
+    CHECK(ffnrt_dir_each(base, find_entry, (void *)folder_name) == 0 && found_entry,
+          "the UTF-8 folder's name did not come back from the listing");
+    /* Replaced in one step, then through stdio. */
+    snprintf(other, sizeof other, "%s/%s.tmp", dir, file_name);
+    CHECK(write_file(other, "new") == 0 && ffnrt_path_replace(other, path) == 0, "replace: %s", strerror(errno));
+    CHECK(read_file(path, buf, sizeof buf) == 3 && strcmp(buf, "new") == 0, "after replace '%s'", buf);
+    FILE *out = ffnrt_fopen(path, "w");
+    CHECK(out && fputs("stdio", out) >= 0 && fclose(out) == 0, "ffnrt_fopen %s: %s", path, strerror(errno));
+    CHECK(read_file(path, buf, sizeof buf) == 5 && strcmp(buf, "stdio") == 0, "after ffnrt_fopen '%s'", buf);
+    CHECK(ffnrt_path_remove(path) == 0, "remove %s: %s", path, strerror(errno));
+
+    /* The disk cache where a child's FFNRT_CACHE_DIR says. */
+    char cache[760], env[800], self[1024], lines[4][1024];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    snprintf(env, sizeof env, "FFNRT_CACHE_DIR=%s", cache);
+    const char *const env_set[] = {env, "FFNRT_CACHE=", NULL};
+    n = 0;
+    int code = -1, sig = 0;
+    ffnrt_child child;
+    FILE *from = NULL;
+    char *argv[] = {self, "--cache-env", NULL};
+    CHECK(ffnrt_executable_path(self, sizeof self) == 0 && ffnrt_child_start(argv, env_set, &child, &from) == 0,
+          "starting the cache child: %s", strerror(errno));
+    if (from) {
+        char line[1024];
+        while (fgets(line, sizeof line, from) && n < 4) {
+            line[strcspn(line, "\n")] = '\0';
+            snprintf(lines[n++], sizeof lines[0], "%s", line);
+        }
+        fclose(from);
+        CHECK(ffnrt_child_wait(child, &code, &sig) == 0 && code == 0, "the cache child: status %d", code);
+    }
+    char want[800];
+    snprintf(want, sizeof want, "dir=%s", cache);
+    CHECK(n == 2 && strcmp(lines[0], want) == 0, "the cache child took %s, not %s", n > 0 ? lines[0] : "-", cache);
+    CHECK(n == 2 && strcmp(lines[1], "status=on put=1") == 0, "the cache child: %s", n > 1 ? lines[1] : "-");
+    ffnrt_disk_cache c;
+    ffnrt_disk_cache_open(&c, cache, 0);
+    size_t got = 0;
+    void *back = ffnrt_disk_cache_get(&c, "utf-8 key", FFNRT_CACHE_SPIRV, &got);
+    CHECK(back && got == 9 && memcmp(back, "an entry", 9) == 0, "the child's entry under %s: %s", cache,
+          c.last_note);
+    free(back);
+    CHECK(ffnrt_remove_tree(dir) == 0, "removing %s: %s", dir, strerror(errno));
+}
+
 int main(int argc, char **argv)
 {
+    /* The arguments as UTF-8 (Windows' char argv is in the ANSI code page). */
+    CHECK(ffnrt_arguments_utf8(&argc, &argv) == 0, "the arguments as UTF-8: %s", strerror(errno));
+    if (argc >= 2 && strcmp(argv[1], "--cache-env") == 0)
+        return child_cache_env();
     if (argc >= 2 && strcmp(argv[1], "--print") == 0)
         return child_print(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "--relay") == 0)
@@ -310,6 +428,7 @@ int main(int argc, char **argv)
           tm.tm_year, ms);
 
     check_processes();
+    check_utf8_paths(base);
 
     /* The disk cache over the layer: written, reloaded, refused once
      * corrupted (and the corrupt entry replaced by the next write). */

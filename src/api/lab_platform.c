@@ -13,6 +13,8 @@ int ffnrt_lab_utc_now(struct tm *out, int *milliseconds) { return ffnrt_utc_now(
 int ffnrt_lab_strcasecmp(const char *a, const char *b) { return ffnrt_strcasecmp(a, b); }
 int ffnrt_lab_isatty(int fd) { return ffnrt_isatty(fd); }
 int ffnrt_lab_terminal_columns(int fd) { return ffnrt_terminal_columns(fd); }
+int ffnrt_lab_arguments_utf8(int *argc, char ***argv) { return ffnrt_arguments_utf8(argc, argv); }
+FILE *ffnrt_lab_fopen(const char *path, const char *mode) { return ffnrt_fopen(path, mode); }
 
 int ffnrt_lab_child_start(char *const argv[], const char *const env_set[], ffnrt_lab_child *child, FILE **out)
 {

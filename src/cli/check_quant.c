@@ -20,6 +20,7 @@
 
 #include "ffnrt.h"
 #include "ffnrt_gguf.h"
+#include "ffnrt_lab.h" /* ffnrt_lab_fopen: UTF-8 paths on every OS */
 #include "reference_ffn.h"
 
 #include <math.h>
@@ -157,7 +158,7 @@ static float *read_f32(const char *path, int64_t n)
     float *v = alloc_n(n, sizeof *v, path);
     if (!v)
         return NULL;
-    FILE *f = fopen(path, "rb");
+    FILE *f = ffnrt_lab_fopen(path, "rb");
     size_t got = f ? fread(v, sizeof *v, (size_t)n, f) : 0;
     int extra = f ? fgetc(f) != EOF : 1;
     if (f)

@@ -100,7 +100,7 @@ static int criteria_flag(const char *a)
 /* A small text file, whole (criteria files are a few lines). */
 static char *read_small_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
+    FILE *f = ffnrt_lab_fopen(path, "rb");
     if (!f)
         return NULL;
     char *buf = malloc(65537);

@@ -9,6 +9,7 @@
 #include "plan_cli.h"
 #include "run.h"
 #include "ffnrt.h"
+#include "ffnrt_lab.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -127,6 +128,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* Paths in the arguments as UTF-8 (Windows' char argv is in the ANSI
+     * code page); on failure the arguments stay, ASCII ones unharmed. */
+    ffnrt_lab_arguments_utf8(&argc, &argv);
     if (argc < 2) {
         usage(stderr);
         return 2;

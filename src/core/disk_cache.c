@@ -227,17 +227,17 @@ void ffnrt_disk_cache_open(ffnrt_disk_cache *c, const char *option_dir, int disa
         note(c->status, "off (%s%s)", "disable_disk_cache is set", "");
         return;
     }
-    if (env_off(getenv("FFNRT_CACHE"))) {
-        note(c->status, "off (%s%s)", "FFNRT_CACHE=", getenv("FFNRT_CACHE"));
+    char off[16];
+    int n = ffnrt_env_get("FFNRT_CACHE", off, sizeof off);
+    if (n >= 0 && n < (int)sizeof off && env_off(off)) {
+        note(c->status, "off (%s%s)", "FFNRT_CACHE=", off);
         return;
     }
-    const char *env_dir = getenv("FFNRT_CACHE_DIR");
-    int n;
+    /* The environment as UTF-8 on every OS (Windows' getenv gives the ANSI
+     * code page); a value too long for c->dir is refused below. */
     if (option_dir && *option_dir)
         n = snprintf(c->dir, sizeof c->dir, "%s", option_dir);
-    else if (env_dir && *env_dir)
-        n = snprintf(c->dir, sizeof c->dir, "%s", env_dir);
-    else {
+    else if ((n = ffnrt_env_get("FFNRT_CACHE_DIR", c->dir, sizeof c->dir)) <= 0) {
         /* The user's cache folder: XDG_CACHE_HOME or ~/.cache on Linux,
          * ~/Library/Caches on macOS, %LOCALAPPDATA% on Windows. */
         const char *why = "";

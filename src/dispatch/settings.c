@@ -316,10 +316,15 @@ ffnrt_settings *ffnrt_settings_new(const ffnrt_context_options *o, const char *f
 ffnrt_status ffnrt_settings_init(ffnrt_settings *s, const ffnrt_context_options *o, ffnrt_error *err)
 {
     memset(s, 0, sizeof *s);
-    /* The environment, read once. */
+    /* The environment, read once, as UTF-8 (a cache folder's name on
+     * Windows). */
     for (int k = 0; k < FFNRT_KNOB_COUNT; k++) {
-        const char *v = getenv(knobs[k].env);
-        if (v && *v && set_from(&s->env[k], (ffnrt_knob)k, v, FFNRT_FROM_ENV, knobs[k].env, err) != FFNRT_OK)
+        char v[sizeof s->env[k].text];
+        int n = ffnrt_env_get(knobs[k].env, v, sizeof v);
+        if (n >= (int)sizeof v)
+            return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%s: a value of %d bytes is too long", knobs[k].env,
+                              n);
+        if (n > 0 && set_from(&s->env[k], (ffnrt_knob)k, v, FFNRT_FROM_ENV, knobs[k].env, err) != FFNRT_OK)
             return err->status;
     }
     /* The options: a field at its FFNRT_CONTEXT_OPTIONS_INIT value is not set. */

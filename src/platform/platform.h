@@ -250,6 +250,29 @@ int ffnrt_dir_remove(const char *path);
  * is still tried). In portable.c, over the calls above. */
 int ffnrt_remove_tree(const char *path);
 
+/* ------------------------------------------------------- text in and out
+ *
+ * Windows hands a program its char argv and getenv's values in the ANSI
+ * code page (1252 and the like), so a folder named "José" or "日本" does
+ * not arrive as UTF-8 (measured under Wine: "ï" as one byte 0xef, "日本語"
+ * as "???"); and fopen reads its path in the same code page. These take
+ * the UTF-16 side there and hand over UTF-8, as every other call here
+ * does; on POSIX they pass the bytes through. */
+
+/* The value of the environment variable name as UTF-8 into out
+ * (NUL-terminated when it fits): its length, which may exceed cap - 1 as
+ * snprintf's does (out then holds nothing usable), or -1 when it is
+ * unset. Windows: _wgetenv. */
+int ffnrt_env_get(const char *name, char *out, size_t cap);
+/* Replaces main's argc and argv by the command line's arguments in UTF-8
+ * (Windows: CommandLineToArgvW on GetCommandLineW; the strings are kept
+ * for the life of the process, and a second call returns the first's);
+ * elsewhere it changes nothing. 0, or -1 with errno set, the arguments
+ * then left as they were. */
+int ffnrt_arguments_utf8(int *argc, char ***argv);
+/* fopen with a UTF-8 path (Windows: _wfopen). */
+FILE *ffnrt_fopen(const char *path, const char *mode);
+
 /* ------------------------------------------------------- text */
 
 /* ASCII case-insensitive compares (strcasecmp and strncasecmp are POSIX's

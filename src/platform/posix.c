@@ -446,6 +446,22 @@ int ffnrt_make_temp_dir(const char *prefix, char *out, size_t cap)
 
 int ffnrt_dir_remove(const char *path) { return rmdir(path); }
 
+/* ------------------------------------------------------- text in and out */
+
+int ffnrt_env_get(const char *name, char *out, size_t cap)
+{
+    const char *v = getenv(name);
+    return v ? snprintf(out, cap, "%s", v) : -1;
+}
+
+int ffnrt_arguments_utf8(int *argc, char ***argv) /* POSIX's argv is the bytes as given */
+{
+    (void)argc, (void)argv;
+    return 0;
+}
+
+FILE *ffnrt_fopen(const char *path, const char *mode) { return fopen(path, mode); }
+
 /* ------------------------------------------------------- terminals */
 
 int ffnrt_isatty(int fd) { return isatty(fd); }

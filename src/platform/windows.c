@@ -9,6 +9,7 @@
 #include <windows.h>
 
 #include <aclapi.h>
+#include <shellapi.h> /* CommandLineToArgvW */
 #include <sddl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -857,6 +858,86 @@ int ffnrt_dir_remove(const char *path)
     DWORD e = GetLastError();
     free(w);
     return ok ? 0 : set_errno_from(e);
+}
+
+/* ------------------------------------------------------- text in and out */
+
+int ffnrt_env_get(const char *name, char *out, size_t cap)
+{
+    wchar_t *w = wide(name);
+    const wchar_t *v = w ? _wgetenv(w) : NULL;
+    free(w);
+    if (!v)
+        return -1;
+    int n = WideCharToMultiByte(CP_UTF8, 0, v, -1, NULL, 0, NULL, NULL); /* with its NUL */
+    if (n <= 0)
+        return -1;
+    if ((size_t)n <= cap)
+        WideCharToMultiByte(CP_UTF8, 0, v, -1, out, n, NULL, NULL);
+    else if (cap > 0)
+        out[0] = '\0';
+    return n - 1;
+}
+
+/* The arguments as UTF-8: one block, the pointers then the strings, kept
+ * for the life of the process (main's argv lives as long). */
+static char **utf8_arguments;
+static int utf8_count;
+static ffnrt_mutex arguments_lock = FFNRT_MUTEX_INIT;
+
+static char **arguments_from(wchar_t **w, int n)
+{
+    size_t bytes = (size_t)(n + 1) * sizeof(char *);
+    for (int i = 0; i < n; i++) {
+        int len = WideCharToMultiByte(CP_UTF8, 0, w[i], -1, NULL, 0, NULL, NULL);
+        if (len <= 0)
+            return NULL;
+        bytes += (size_t)len;
+    }
+    char **a = malloc(bytes);
+    if (!a)
+        return NULL;
+    char *s = (char *)(a + n + 1), *end = (char *)a + bytes;
+    for (int i = 0; i < n; i++) {
+        a[i] = s;
+        s += WideCharToMultiByte(CP_UTF8, 0, w[i], -1, s, (int)(end - s), NULL, NULL);
+    }
+    a[n] = NULL;
+    return a;
+}
+
+int ffnrt_arguments_utf8(int *argc, char ***argv)
+{
+    ffnrt_mutex_lock(&arguments_lock);
+    if (!utf8_arguments) {
+        int n = 0;
+        wchar_t **w = CommandLineToArgvW(GetCommandLineW(), &n);
+        utf8_arguments = w ? arguments_from(w, n) : NULL;
+        utf8_count = n;
+        if (w)
+            LocalFree(w);
+    }
+    char **a = utf8_arguments;
+    int n = utf8_count;
+    ffnrt_mutex_unlock(&arguments_lock);
+    if (!a) {
+        errno = ENOMEM;
+        return -1;
+    }
+    *argc = n;
+    *argv = a;
+    return 0;
+}
+
+FILE *ffnrt_fopen(const char *path, const char *mode)
+{
+    wchar_t *wp = wide(path), *wm = wp ? wide(mode) : NULL;
+    FILE *f = wm ? _wfopen(wp, wm) : NULL;
+    int e = errno;
+    free(wp);
+    free(wm);
+    errno = e;
+    return f;
 }
 
 /* ------------------------------------------------------- terminals */
