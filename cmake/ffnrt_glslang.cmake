@@ -25,18 +25,21 @@ find_path(FFNRT_SPIRV_TOOLS_INCLUDE_DIR spirv-tools/libspirv.h REQUIRED)
 set(_ffnrt_glslang_order glslang-default-resource-limits SPIRV SPIRV-Tools-opt SPIRV-Tools glslang
     MachineIndependent OSDependent OGLCompiler GenericCodeGen)
 set(FFNRT_GLSLANG_LIBRARIES "")
+set(FFNRT_GLSLANG_LINK_NAMES "") # the same as -l names, for pkg-config's Libs.private
 foreach(name ${_ffnrt_glslang_order})
   string(MAKE_C_IDENTIFIER "FFNRT_GLSLANG_LIB_${name}" var)
   # Static archives first: the library must not need glslang at run time.
   find_library(${var} NAMES lib${name}.a ${name})
   if(${var})
     list(APPEND FFNRT_GLSLANG_LIBRARIES ${${var}})
+    list(APPEND FFNRT_GLSLANG_LINK_NAMES -l${name})
   elseif(name IN_LIST _ffnrt_glslang_required)
     message(FATAL_ERROR "glslang: lib${name} not found (Debian: apt-get install glslang-dev)")
   endif()
 endforeach()
 # MachineIndependent and GenericCodeGen refer to each other in some releases.
 list(APPEND FFNRT_GLSLANG_LIBRARIES ${FFNRT_GLSLANG_LIB_MachineIndependent} ${FFNRT_GLSLANG_LIB_GenericCodeGen})
+list(APPEND FFNRT_GLSLANG_LINK_NAMES -lMachineIndependent -lGenericCodeGen)
 
 if(NOT TARGET ffnrt::glslang)
   add_library(ffnrt::glslang INTERFACE IMPORTED)
