@@ -112,6 +112,12 @@ typedef struct ffnrt_device_info {
     int has_uuid;
     uint32_t pci_domain, pci_bus, pci_device, pci_function;
     int has_pci_address;
+    /* Packed 4 x 8-bit integer dot products (Vulkan's shaderIntegerDotProduct,
+     * VK_KHR_shader_integer_dot_product, core in 1.3): 0 none, 1 supported
+     * (the driver may lower them to plain arithmetic), 2 accelerated (its
+     * integerDotProduct4x8BitPackedSignedAccelerated). The integer path's
+     * matrix-vector kernel takes them where present. */
+    int int_dot_packed;
 } ffnrt_device_info;
 
 /* Number of devices found over every available backend. A backend whose

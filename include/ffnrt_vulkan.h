@@ -43,9 +43,15 @@ typedef struct ffnrt_vulkan_device {
     VkQueue queue;
     PFN_vkGetInstanceProcAddr get_instance_proc_addr;
     VkBool32 shader_float16;
+    /* Likewise VkPhysicalDeviceShaderIntegerDotProductFeatures::
+     * shaderIntegerDotProduct (or VkPhysicalDeviceVulkan13Features'):
+     * where said, the integer path's matrix-vector kernel takes the packed
+     * 4 x 8-bit dot products; else it multiplies in plain integers. */
+    VkBool32 shader_integer_dot_product;
 } ffnrt_vulkan_device;
 
-#define FFNRT_VULKAN_DEVICE_INIT { VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE, 0, VK_NULL_HANDLE, NULL, VK_FALSE }
+#define FFNRT_VULKAN_DEVICE_INIT                                                                            \
+    { VK_NULL_HANDLE, VK_NULL_HANDLE, VK_NULL_HANDLE, 0, VK_NULL_HANDLE, NULL, VK_FALSE, VK_FALSE }
 
 /* A context on the app's device. options may be NULL; only the limit
  * fields are used (the device is given; validation is the app's instance's

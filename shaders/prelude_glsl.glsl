@@ -7,6 +7,21 @@
 #define AFP_FROM_BITS(b) unpackFloat2x16(b).x /* exact: the rounding is storage.inc's */
 #endif
 
+#ifdef XQ_PACKED_DOT
+/* The integer path's packed 4 x 8-bit dot product: a word of four signed
+ * bytes by another, summed into an int (SPIR-V's OpSDot with the packed
+ * vector format, VK_KHR_shader_integer_dot_product; the device enables
+ * shaderIntegerDotProduct). Debian's glslang 12 has no
+ * GL_EXT_integer_dot_product, so the instruction is declared through
+ * GL_EXT_spirv_intrinsics: opcode 4450 (OpSDot), capabilities 6019
+ * (DotProduct) and 6018 (DotProductInput4x8BitPacked), and the literal 0
+ * (PackedVectorFormat4x8Bit). */
+#extension GL_EXT_spirv_intrinsics : require
+spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4450)
+int ffn_sdot_4x8_packed(uint a, uint b, spirv_literal int packed_vector_format);
+#define SDOT_4X8(a, b) ffn_sdot_4x8_packed((a), (b), 0)
+#endif
+
 #define FN
 #define FN_ALWAYS_INLINE /* after FN; GLSL compilers inline anyway */
 #define PRECISE precise

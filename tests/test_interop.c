@@ -340,6 +340,9 @@ Test(vulkan, context_from_app_handles)
     cr_assert_eq(info.backend, FFNRT_BACKEND_VULKAN);
     cr_assert_str_eq(info.name, app.props.deviceName);
     cr_assert_eq(info.fp16_arithmetic, 0, "the app did not say it enabled shaderFloat16");
+    /* Nor packed dot products, which lavapipe has but the app did not
+     * enable: the integer path must not emit OpSDot on this device. */
+    cr_assert_eq(info.int_dot_packed, 0, "the app did not say it enabled shaderIntegerDotProduct");
 
     /* ffnrt's own tensors on the app's device, with ffnrt submitting. */
     float x[1000], y[1000];

@@ -27,9 +27,10 @@ static void print_device(const ffnrt_device_info *d)
     printf("    buffer range %" PRIu64 " B, allocation <= %" PRIu64 " B, memory %" PRIu64 " MiB, subgroup %s%u\n",
            d->max_buffer_range, d->max_allocation, d->memory_size >> 20, d->subgroup_size ? "" : "unknown ",
            d->subgroup_size);
-    printf("    fp16 arithmetic %s, 16-bit storage %s, fp32 subnormals %s\n", d->fp16_arithmetic ? "yes" : "no",
-           d->storage_16bit ? "yes" : "no",
-           d->denormals_preserved > 0 ? "kept" : d->denormals_preserved == 0 ? "flushed" : "not guaranteed");
+    printf("    fp16 arithmetic %s, 16-bit storage %s, fp32 subnormals %s, packed int8 dot products %s\n",
+           d->fp16_arithmetic ? "yes" : "no", d->storage_16bit ? "yes" : "no",
+           d->denormals_preserved > 0 ? "kept" : d->denormals_preserved == 0 ? "flushed" : "not guaranteed",
+           d->int_dot_packed == 2 ? "yes (accelerated)" : d->int_dot_packed ? "yes (not accelerated)" : "no");
 }
 
 static int cmd_profiles(void)

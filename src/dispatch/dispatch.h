@@ -151,6 +151,8 @@ typedef struct ffnrt_gemm_variant {
     int x_q8;          /* the integer path: x quantized to 8 bits a block, integer dot products */
     int x_bytes;       /* blocked, integer path: x's codes as bytes, byte dot products (XQ_BYTES) */
     int x_bytes_plain; /* ... in plain vectors (XQ_BYTE_DOT_PLAIN: FFNRT_LIMITS byte_dot=0) */
+    int x_packed;      /* matvec, integer path: x's codes as bytes, packed 4 x 8-bit dot products (XQ_PACKED_DOT):
+                        * the device info's int_dot_packed, 1 supported or 2 accelerated */
     int large_block;   /* blocked: outputs staged in shared memory, their loops rolled (LARGE_BLOCK) */
     int k_tail;        /* blocked, dense weights: K is not a multiple of 4 (K_TAIL) */
     ffnrt_blocked_shape blocked;
@@ -278,7 +280,8 @@ typedef struct ffnrt_limit_request {
     int no_fp16_arithmetic, no_16bit_storage;
     uint64_t max_memory; /* a device-memory budget over the context's tensors (tests running out) */
     int no_half_conversion; /* 16-bit values converted by storage.inc's bit arithmetic, never by hardware */
-    int no_byte_dot;        /* the integer path's byte products in plain vectors, never the CPU's own instructions */
+    int no_byte_dot;        /* the integer path's byte products in plain vectors, never the CPU's own instructions,
+                             * nor a GPU's packed dot products (int_dot_packed) */
 } ffnrt_limit_request;
 
 /* FFNRT_LIMITS="max_buffer_range=65536,max_shared_memory=16384,

@@ -72,6 +72,13 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     }
     case FFNRT_KERNEL_MATVEC: {
         v.tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
+        /* The integer path by packed 4 x 8-bit dot products where the
+         * device has them (Vulkan's shaderIntegerDotProduct: the GLSL
+         * prelude's SDOT_4X8), on x's codes as bytes. Taken wherever
+         * supported: calibration then times the integer path as it runs,
+         * and decides it against the float path per format. */
+        v.x_packed = v.x_q8 && ctx->info.backend == FFNRT_BACKEND_VULKAN ? ctx->info.int_dot_packed : 0;
+        v.x_bytes = v.x_packed != 0;
         ffnrt_status st = ffnrt_choose_matvec(ctx, &c->stats, v.tokens, &v.matvec, err);
         if (st != FFNRT_OK)
             return st;
@@ -116,7 +123,11 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
     else if (v->level == FFNRT_KERNEL_MATVEC)
         snprintf(shape, sizeof shape, "matvec: %u rows x %u lanes a group, %u tokens a dispatch%s", v->matvec.rows,
                  v->matvec.lanes, v->tokens,
-                 v->x_q8      ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products"
+                 v->x_packed == 2 ? ", x quantized to 8 bits a block of 32 (quantize.kernel), packed 4 x 8-bit integer "
+                                    "dot products (OpSDot, accelerated by the device)"
+                 : v->x_packed  ? ", x quantized to 8 bits a block of 32 (quantize.kernel), packed 4 x 8-bit integer "
+                                  "dot products (OpSDot; the device does not accelerate them: its driver lowers them)"
+                 : v->x_q8      ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products"
                  : v->aligned4 ? ", vector loads"
                                : "");
     else

@@ -135,6 +135,10 @@ ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, cons
         info->storage_16bit = 0;
         strncat(notes, "16-bit storage off (asked); ", cap - strlen(notes) - 1);
     }
+    if (req->no_byte_dot && info->int_dot_packed) {
+        info->int_dot_packed = 0;
+        strncat(notes, "packed integer dot products off (asked: byte_dot=0); ", cap - strlen(notes) - 1);
+    }
     if (profile) {
         lower_by_profile(&range, profile->max_buffer_range, "max_buffer_range", notes, cap, profile->name);
         lower_by_profile(&smem, profile->max_shared_memory, "max_shared_memory", notes, cap, profile->name);
@@ -153,6 +157,12 @@ ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, cons
         if (!profile->storage_16bit && info->storage_16bit) {
             info->storage_16bit = 0;
             strncat(notes, "16-bit storage off (profile); ", cap - strlen(notes) - 1);
+        }
+        /* Not modelled: which of these GPUs' drivers expose packed dot
+         * products varies by driver release, so a profile plans without. */
+        if (info->int_dot_packed) {
+            info->int_dot_packed = 0;
+            strncat(notes, "packed integer dot products off (profile); ", cap - strlen(notes) - 1);
         }
         /* Planned as the GPU modelled: its kernels (shared-memory tiles,
          * lane-reduced matrix-vector) and its subgroup width. */

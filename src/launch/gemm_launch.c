@@ -102,6 +102,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, "#define XQ_BYTES 1");
     if (v->x_bytes_plain)
         ffnrt_defines_add(d, "#define XQ_BYTE_DOT_PLAIN 1");
+    if (v->x_packed)
+        ffnrt_defines_add(d, "#define XQ_PACKED_DOT 1");
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);

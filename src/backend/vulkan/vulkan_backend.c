@@ -238,7 +238,10 @@ typedef struct vk_device_props {
     VkPhysicalDeviceFeatures2 features;
     VkPhysicalDevice16BitStorageFeatures storage16;
     VkPhysicalDeviceShaderFloat16Int8Features float16;
-    int has_12; /* the 1.2 structures were filled */
+    VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot;
+    VkPhysicalDeviceShaderIntegerDotProductProperties int_dot_props;
+    int has_12;      /* the 1.2 structures were filled */
+    int has_int_dot; /* the integer dot product structures were filled (1.3, or the KHR extension) */
 } vk_device_props;
 
 static void vk_query(vk_instance *vi, VkPhysicalDevice pd, vk_device_props *p)
@@ -257,9 +260,10 @@ static void vk_query(vk_instance *vi, VkPhysicalDevice pd, vk_device_props *p)
     if (vi->api.vkEnumerateDeviceExtensionProperties(pd, NULL, &n_ext, NULL) == VK_SUCCESS && n_ext) {
         VkExtensionProperties *ext = calloc(n_ext, sizeof *ext);
         if (ext && vi->api.vkEnumerateDeviceExtensionProperties(pd, NULL, &n_ext, ext) == VK_SUCCESS)
-            for (uint32_t i = 0; i < n_ext; i++)
-                if (strcmp(ext[i].extensionName, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME) == 0)
-                    p->has_pci = 1;
+            for (uint32_t i = 0; i < n_ext; i++) {
+                p->has_pci |= strcmp(ext[i].extensionName, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME) == 0;
+                p->has_int_dot |= strcmp(ext[i].extensionName, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME) == 0;
+            }
         free(ext);
     }
     if (p->has_pci)
@@ -267,12 +271,20 @@ static void vk_query(vk_instance *vi, VkPhysicalDevice pd, vk_device_props *p)
     p->driver.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
     p->float_controls.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES;
     p->props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    /* Core in 1.3, where the instance asked for 1.3 too. */
+    p->has_int_dot = p->has_int_dot || (base.apiVersion >= VK_API_VERSION_1_3 &&
+                                         volkGetInstanceVersion() >= VK_API_VERSION_1_3);
+    p->int_dot_props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES;
     if (p->has_12) {
         p->float_controls.pNext = &p->maint3;
         p->driver.pNext = &p->float_controls;
         p->props.pNext = &p->driver;
     } else {
         p->props.pNext = &p->maint3;
+    }
+    if (p->has_int_dot) {
+        p->int_dot_props.pNext = p->props.pNext;
+        p->props.pNext = &p->int_dot_props;
     }
     vi->api.vkGetPhysicalDeviceProperties2(pd, &p->props);
     p->storage16.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
@@ -281,6 +293,11 @@ static void vk_query(vk_instance *vi, VkPhysicalDevice pd, vk_device_props *p)
     p->features.pNext = &p->storage16;
     if (p->has_12)
         p->storage16.pNext = &p->float16;
+    p->int_dot.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES;
+    if (p->has_int_dot) {
+        p->int_dot.pNext = p->features.pNext;
+        p->features.pNext = &p->int_dot;
+    }
     vi->api.vkGetPhysicalDeviceFeatures2(pd, &p->features);
 }
 
@@ -331,6 +348,9 @@ static void vk_fill_info(vk_instance *vi, VkPhysicalDevice pd, uint32_t index, f
     info->subgroup_size = q.subgroup.subgroupSize;
     info->fp16_arithmetic = q.has_12 && q.float16.shaderFloat16;
     info->storage_16bit = q.storage16.storageBuffer16BitAccess != 0;
+    info->int_dot_packed = !q.has_int_dot || !q.int_dot.shaderIntegerDotProduct         ? 0
+                           : q.int_dot_props.integerDotProduct4x8BitPackedSignedAccelerated ? 2
+                                                                                           : 1;
     info->denormals_preserved = q.has_12 && q.float_controls.shaderDenormPreserveFloat32 ? 1 : -1;
     memcpy(info->uuid, q.id.deviceUUID, sizeof info->uuid);
     info->has_uuid = 1; /* core since Vulkan 1.1, which ffnrt requires */
@@ -674,13 +694,29 @@ static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnr
      * spelled out: its macro is in vulkan_beta.h. */
     static const char *const portability[] = {"VK_KHR_portability_subset"};
     int needs_portability = vk_device_extension_present(ia, dev->physical, portability[0]);
+    /* Packed integer dot products (the integer path's matrix-vector
+     * kernel) where the device has them: the feature, and the extension
+     * where the device lists it (a 1.2 device needs it; enabling a
+     * promoted one on 1.3 is allowed). */
+    VkPhysicalDeviceShaderIntegerDotProductFeatures int_dot = {
+        .sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_FEATURES,
+        .pNext = info->fp16_arithmetic ? &float16 : NULL,
+        .shaderIntegerDotProduct = VK_TRUE,
+    };
+    const char *extensions[2];
+    uint32_t n_extensions = 0;
+    if (needs_portability)
+        extensions[n_extensions++] = portability[0];
+    if (info->int_dot_packed &&
+        vk_device_extension_present(ia, dev->physical, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME))
+        extensions[n_extensions++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
-        .pNext = info->fp16_arithmetic ? &float16 : NULL,
+        .pNext = info->int_dot_packed ? (void *)&int_dot : info->fp16_arithmetic ? (void *)&float16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
-        .enabledExtensionCount = needs_portability ? 1u : 0u,
-        .ppEnabledExtensionNames = needs_portability ? portability : NULL,
+        .enabledExtensionCount = n_extensions,
+        .ppEnabledExtensionNames = n_extensions ? extensions : NULL,
     };
     VkResult rc = ia->vkCreateDevice(dev->physical, &dci, NULL, &dev->device);
     if (rc != VK_SUCCESS) {
@@ -1690,6 +1726,7 @@ ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, const ffnrt_
         dev->physical = app->physical_device;
         vk_fill_info(&dev->vi, dev->physical, index, info, limits);
         info->fp16_arithmetic = info->fp16_arithmetic && app->shader_float16;
+        info->int_dot_packed = app->shader_integer_dot_product ? info->int_dot_packed : 0;
         dev->max_workgroup_size = info->max_workgroup_size;
         uint32_t nq = 0;
         ia->vkGetPhysicalDeviceQueueFamilyProperties(dev->physical, &nq, NULL);
