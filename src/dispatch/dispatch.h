@@ -149,7 +149,8 @@ typedef struct ffnrt_gemm_variant {
     int wide_codes;    /* blocked, block formats: 16 weights a step in 16-wide vectors */
     int sum_x;         /* blocked, block formats: each group's codes dotted with x before scaling */
     int x_q8;          /* the integer path: x quantized to 8 bits a block, integer dot products */
-    int x_bytes;       /* blocked, integer path: x's codes as bytes, byte dot products (XQ_BYTES) */
+    int x_bytes;       /* integer path: x's codes as bytes (XQ_BYTES): the blocked kernel's byte dot products,
+                        * the matvec kernel's packed ones */
     int x_bytes_plain; /* ... in plain vectors (XQ_BYTE_DOT_PLAIN: FFNRT_LIMITS byte_dot=0) */
     int x_packed;      /* matvec, integer path: x's codes as bytes, packed 4 x 8-bit dot products (XQ_PACKED_DOT):
                         * the device info's int_dot_packed, 1 supported or 2 accelerated */

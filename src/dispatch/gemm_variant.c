@@ -103,18 +103,30 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     return FFNRT_OK;
 }
 
+/* How the integer path multiplies, after "x quantized to 8 bits a block
+ * of 32 (quantize.kernel), ": one phrase a form, blocked and matvec alike. */
+static const char *integer_products_text(const ffnrt_gemm_variant *v)
+{
+    return v->x_bytes_plain ? "integer dot products of bytes in plain vectors (FFNRT_LIMITS byte_dot=0)"
+           : v->x_packed == 2 ? "packed 4 x 8-bit integer dot products (OpSDot, accelerated by the device)"
+           : v->x_packed      ? "packed 4 x 8-bit integer dot products (OpSDot; the device does not accelerate "
+                                "them: its driver lowers them)"
+           : v->x_bytes       ? "integer dot products of bytes (AVX2's vpmaddubsw where the kernel compiler "
+                                "targets it)"
+                              : "integer dot products";
+}
+
 void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
 {
-    char shape[320];
+    char shape[320], int_path[200] = "";
+    if (v->x_q8)
+        snprintf(int_path, sizeof int_path, ", x quantized to 8 bits a block of 32 (quantize.kernel), %s",
+                 integer_products_text(v));
     const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(v->weights);
     if (v->level == FFNRT_KERNEL_BLOCKED)
         snprintf(shape, sizeof shape, "blocked: %ux%u a work-item, %ux%u work-items (n x m)%s%s%s%s", v->blocked.tm,
                  v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->aligned4 ? ", vector loads" : "",
-                 v->x_bytes_plain ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products "
-                                    "of bytes in plain vectors (FFNRT_LIMITS byte_dot=0)"
-                 : v->x_bytes     ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products "
-                                    "of bytes (AVX2's vpmaddubsw where the kernel compiler targets it)"
-                 : v->x_q8       ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products"
+                 v->x_q8         ? int_path
                  : v->wide_codes ? ", 16 weights a step (16-wide vectors)"
                  : v->sum_x      ? ", each group's codes dotted before scaling"
                                  : "",
@@ -123,11 +135,7 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
     else if (v->level == FFNRT_KERNEL_MATVEC)
         snprintf(shape, sizeof shape, "matvec: %u rows x %u lanes a group, %u tokens a dispatch%s", v->matvec.rows,
                  v->matvec.lanes, v->tokens,
-                 v->x_packed == 2 ? ", x quantized to 8 bits a block of 32 (quantize.kernel), packed 4 x 8-bit integer "
-                                    "dot products (OpSDot, accelerated by the device)"
-                 : v->x_packed  ? ", x quantized to 8 bits a block of 32 (quantize.kernel), packed 4 x 8-bit integer "
-                                  "dot products (OpSDot; the device does not accelerate them: its driver lowers them)"
-                 : v->x_q8      ? ", x quantized to 8 bits a block of 32 (quantize.kernel), integer dot products"
+                 v->x_q8       ? int_path
                  : v->aligned4 ? ", vector loads"
                                : "");
     else
