@@ -1,8 +1,30 @@
 #include "device_fixture.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#ifdef _WIN32
+int setenv(const char *name, const char *value, int overwrite)
+{
+    if (!overwrite && getenv(name))
+        return 0;
+    size_t n = strlen(name) + strlen(value) + 2;
+    char *assignment = malloc(n);
+    if (!assignment)
+        return -1;
+    snprintf(assignment, n, "%s=%s", name, value);
+    int rc = _putenv(assignment); /* copies it */
+    free(assignment);
+    return rc;
+}
+
+int unsetenv(const char *name)
+{
+    return setenv(name, "", 1); /* "NAME=" removes it */
+}
+#endif
 
 /* Every backend of the public enum, in order (filled before the tests
  * are listed, so a new backend needs no change here). */
@@ -21,7 +43,7 @@ ffnrt_context *test_context(ffnrt_backend backend, const ffnrt_context_options *
         o = *extra;
     o.backend = backend;
     o.device_index = 0;
-    o.validation = 1; /* the Khronos layer where the API has one (Vulkan) */
+    o.validation = test_validation_wanted(); /* the Khronos layer where the API has one (Vulkan) */
     ffnrt_context *ctx = NULL;
     ffnrt_status st = ffnrt_context_create(&o, &ctx);
     if (st == FFNRT_ERROR_BACKEND_UNAVAILABLE || st == FFNRT_ERROR_DEVICE_NOT_FOUND) {

@@ -7,7 +7,16 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+
+#ifdef _WIN32
+/* The C library of mingw-w64 has no setenv: these set the variable
+ * through the CRT's _putenv, which getenv and _wgetenv (ffnrt's
+ * ffnrt_env_get) both read. */
+int setenv(const char *name, const char *value, int overwrite);
+int unsetenv(const char *name);
+#endif
 
 /* Every test runs on the first device of each backend. A backend with no
  * device fails the suite unless FFNRT_TEST_ALLOW_MISSING=1 (for machines
@@ -25,7 +34,18 @@ extern ffnrt_backend test_backends[TEST_BACKENDS];
         return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);         \
     }
 
-/* A context on the backend's first device, Vulkan with validation on;
+/* Whether the suites ask for the Khronos validation layer (Vulkan): yes,
+ * unless FFNRT_TEST_VALIDATION=0 says it cannot load there: Wine's
+ * vulkan-1.dll offers no layers (scripts/windows-check). Every Linux run
+ * keeps it, over the same kernels. */
+static inline int test_validation_wanted(void)
+{
+    const char *v = getenv("FFNRT_TEST_VALIDATION");
+    return !(v && strcmp(v, "0") == 0);
+}
+
+/* A context on the backend's first device, Vulkan with validation on
+ * (test_validation_wanted);
  * NULL (with the test skipped) only where a missing backend is allowed.
  * extra may be NULL; it sets limits and other options. */
 ffnrt_context *test_context(ffnrt_backend backend, const ffnrt_context_options *extra);

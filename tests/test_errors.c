@@ -192,6 +192,15 @@ Test(errors, status_strings)
  * library still loads and serves the other one. */
 Test(errors, backend_without_driver)
 {
+#ifdef _WIN32
+    /* Here the loaders find drivers in the registry, and under Wine the
+     * host's loaders read the variables this process started with, which
+     * setenv cannot change: scripts/windows-check starts this test with
+     * them set and FFNRT_TEST_DRIVERS_HIDDEN=1; the suite's run says so. */
+    const char *hidden = getenv("FFNRT_TEST_DRIVERS_HIDDEN");
+    if (!hidden || strcmp(hidden, "1") != 0)
+        cr_skip_test("the drivers are hidden at the process's start on Windows (FFNRT_TEST_DRIVERS_HIDDEN=1)");
+#endif
     setenv("OCL_ICD_VENDORS", "/nonexistent-ffnrt-test", 1);
     setenv("OPENCL_VENDOR_PATH", "/nonexistent-ffnrt-test", 1);
     setenv("VK_ICD_FILENAMES", "/nonexistent-ffnrt-test.json", 1);

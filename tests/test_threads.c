@@ -164,7 +164,7 @@ static void *worker_main(void *arg)
             ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
             o.backend = w->backend;
             o.device_index = 0;
-            o.validation = w->backend == FFNRT_BACKEND_VULKAN;
+            o.validation = w->backend == FFNRT_BACKEND_VULKAN && test_validation_wanted();
             if (ffnrt_context_create(&o, &ctx) != FFNRT_OK) {
                 fail(w, "ffnrt_context_create", NULL);
                 break;
@@ -345,7 +345,7 @@ int main(void)
         ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
         o.backend = test_backends[b];
         o.device_index = 0;
-        o.validation = test_backends[b] == FFNRT_BACKEND_VULKAN;
+        o.validation = test_backends[b] == FFNRT_BACKEND_VULKAN && test_validation_wanted();
         ffnrt_context *ctx = NULL;
         pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
         if (ffnrt_context_create(&o, &ctx) != FFNRT_OK) {

@@ -1,0 +1,47 @@
+# The suites on the plain harness (FFNRT_TEST_HARNESS=plain, the default
+# with mingw-w64): Criterion's API from tests/plain_criterion, each test in
+# a process of its own as under Criterion. Only the suites that call
+# nothing but C and ffnrt build here; those that make folders, FIFOs or
+# child processes with POSIX calls (test_disk_cache, test_dispatch,
+# test_gguf, test_resources, test_variants), link the drivers' loaders
+# (test_interop) or replace malloc (test_host_alloc) stay with Criterion,
+# and the platform layer's own checks run as the plain test_platform.
+# scripts/windows-check runs these under Wine; on Linux the same
+# configuration checks the harness against Criterion's counts.
+set(FFNRT_TEST_CACHE_DIR "${CMAKE_BINARY_DIR}/test-cache" CACHE PATH "the disk cache the test suites share")
+set(FFNRT_TEST_ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}" PARENT_SCOPE)
+add_library(plain_criterion STATIC plain_criterion/runner.c)
+target_include_directories(plain_criterion PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/plain_criterion)
+# A check without a message passes "" as its format (criterion.h).
+target_compile_options(plain_criterion INTERFACE -Wno-format-zero-length)
+
+# test_stats presets the statistics buffer through internal calls: the
+# static library.
+set(FFNRT_PLAIN_SUITES test_devices test_activations test_precisions test_gradients test_errors test_limits
+    test_ffn test_ffn_quant test_threads test_train test_compare test_stats)
+foreach(suite ${FFNRT_PLAIN_SUITES})
+  add_executable(${suite} ${suite}.c device_fixture.c)
+  target_include_directories(${suite} PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  if(suite STREQUAL "test_stats")
+    target_link_libraries(${suite} PRIVATE ffnrt_static)
+  else()
+    target_link_libraries(${suite} PRIVATE ffnrt)
+  endif()
+  target_link_libraries(${suite} PRIVATE ffnrt_reference plain_criterion Threads::Threads m)
+  add_test(NAME ${suite} COMMAND ${suite} --jobs 2)
+  set_tests_properties(${suite} PROPERTIES ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}")
+endforeach()
+target_link_libraries(test_compare PRIVATE ffnrt_compare)
+foreach(host test_quant test_math_host)
+  add_executable(${host} ${host}.c)
+  target_link_libraries(${host} PRIVATE ffnrt ffnrt_reference plain_criterion m)
+  add_test(NAME ${host} COMMAND ${host} --jobs 2)
+endforeach()
+target_compile_options(test_math_host PRIVATE -ffp-contract=off)
+
+if(WIN32) # beside ffnrt.dll and libffnrt_compare.dll, where Windows looks first
+  set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+endif()
+if(WIN32) # the dense sweeps sampled, as in the sanitizer build: under Wine they take a minute
+  target_compile_definitions(test_math_host PRIVATE FFNRT_TEST_SAMPLED)
+endif()
