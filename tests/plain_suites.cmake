@@ -10,10 +10,6 @@
 # configuration checks the harness against Criterion's counts.
 set(FFNRT_TEST_CACHE_DIR "${CMAKE_BINARY_DIR}/test-cache" CACHE PATH "the disk cache the test suites share")
 set(FFNRT_TEST_ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}" PARENT_SCOPE)
-add_library(plain_criterion STATIC plain_criterion/runner.c)
-target_include_directories(plain_criterion PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/plain_criterion)
-# A check without a message passes "" as its format (criterion.h).
-target_compile_options(plain_criterion INTERFACE -Wno-format-zero-length)
 
 # test_stats presets the statistics buffer through internal calls: the
 # static library.
@@ -40,7 +36,7 @@ endforeach()
 target_compile_options(test_math_host PRIVATE -ffp-contract=off)
 
 if(WIN32) # beside ffnrt.dll and libffnrt_compare.dll, where Windows looks first
-  set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+  set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host plain_criterion_self_test PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 endif()
 if(WIN32) # the dense sweeps sampled, as in the sanitizer build: under Wine they take a minute
   target_compile_definitions(test_math_host PRIVATE FFNRT_TEST_SAMPLED)
