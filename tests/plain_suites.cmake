@@ -2,8 +2,8 @@
 # with mingw-w64): Criterion's API from tests/plain_criterion, each test in
 # a process of its own as under Criterion. Only the suites that call
 # nothing but C and ffnrt build here; those that make folders, FIFOs or
-# child processes with POSIX calls (test_disk_cache, test_dispatch,
-# test_gguf, test_resources, test_variants), link the drivers' loaders
+# child processes with POSIX calls (test_disk_cache, test_gguf,
+# test_variants), link the drivers' loaders
 # (test_interop) or replace malloc (test_host_alloc) stay with Criterion,
 # and the platform layer's own checks run as the plain test_platform.
 # scripts/windows-check runs these under Wine; on Linux the same
@@ -11,14 +11,13 @@
 set(FFNRT_TEST_CACHE_DIR "${CMAKE_BINARY_DIR}/test-cache" CACHE PATH "the disk cache the test suites share")
 set(FFNRT_TEST_ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}" PARENT_SCOPE)
 
-# test_stats presets the statistics buffer through internal calls: the
-# static library.
+# test_stats and test_dispatch reach internal calls: the static library.
 set(FFNRT_PLAIN_SUITES test_devices test_activations test_precisions test_gradients test_errors test_limits
-    test_ffn test_ffn_quant test_threads test_train test_compare test_stats)
+    test_ffn test_ffn_quant test_threads test_train test_compare test_stats test_dispatch test_resources)
 foreach(suite ${FFNRT_PLAIN_SUITES})
   add_executable(${suite} ${suite}.c device_fixture.c)
   target_include_directories(${suite} PRIVATE ${CMAKE_SOURCE_DIR}/src)
-  if(suite STREQUAL "test_stats")
+  if(suite STREQUAL "test_stats" OR suite STREQUAL "test_dispatch")
     target_link_libraries(${suite} PRIVATE ffnrt_static)
   else()
     target_link_libraries(${suite} PRIVATE ffnrt)
@@ -28,6 +27,7 @@ foreach(suite ${FFNRT_PLAIN_SUITES})
   set_tests_properties(${suite} PROPERTIES ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}")
 endforeach()
 target_link_libraries(test_compare PRIVATE ffnrt_compare)
+target_compile_definitions(test_dispatch PRIVATE VK_NO_PROTOTYPES)
 foreach(host test_quant test_math_host)
   add_executable(${host} ${host}.c)
   target_link_libraries(${host} PRIVATE ffnrt ffnrt_reference plain_criterion m)

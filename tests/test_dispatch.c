@@ -3,6 +3,7 @@
  * profiles lower the limits, tuning results steer the path, and the device
  * ranking keeps one physical device once. */
 #include "device_fixture.h"
+#include "ffnrt_lab.h"
 #include "dispatch/dispatch.h"
 #include "launch/launch.h"
 
@@ -10,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Every item has a choice and a reason; the named ones are present. */
 static void expect_plan(const ffnrt_plan *plan, const char *const *names, size_t n)
@@ -501,8 +501,8 @@ BACKEND_PARAMETERS(dispatch, autotune_steers_the_path)
 ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
 {
     /* A cache of its own: tuning and calibration results persist there. */
-    char dir[] = "/tmp/ffnrt-dispatch-XXXXXX";
-    cr_assert(mkdtemp(dir));
+    char dir[1024];
+    cr_assert_eq(ffnrt_lab_make_temp_dir("ffnrt-dispatch-", dir, sizeof dir), 0);
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     o.cache_dir = dir;
     ffnrt_context *ctx = test_context(*b, &o);
@@ -575,9 +575,7 @@ ParameterizedTest(ffnrt_backend *b, dispatch, autotune_steers_the_path)
     ffnrt_plan_destroy(plan);
     test_context_done(ctx);
     free(w);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
+    cr_expect_eq(ffnrt_lab_remove_tree(dir), 0);
 }
 
 /* ------------------------------------------------------ ranking (pure) */
@@ -604,8 +602,8 @@ static ffnrt_device_info made_up(ffnrt_backend backend, ffnrt_device_type type, 
 BACKEND_PARAMETERS(dispatch, autotune_times_the_integer_path)
 ParameterizedTest(ffnrt_backend *b, dispatch, autotune_times_the_integer_path)
 {
-    char dir[] = "/tmp/ffnrt-dispatch-XXXXXX";
-    cr_assert(mkdtemp(dir));
+    char dir[1024];
+    cr_assert_eq(ffnrt_lab_make_temp_dir("ffnrt-dispatch-", dir, sizeof dir), 0);
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     o.cache_dir = dir;
     o.precision = FFNRT_PRECISION_BALANCED;
@@ -685,9 +683,7 @@ ParameterizedTest(ffnrt_backend *b, dispatch, autotune_times_the_integer_path)
     free(w);
     free(up);
     free(down);
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_expect_eq(system(cmd), 0);
+    cr_expect_eq(ffnrt_lab_remove_tree(dir), 0);
 }
 
 Test(dispatch, ranking_keeps_one_physical_device_once)
