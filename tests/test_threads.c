@@ -13,6 +13,7 @@
 #include "ffnrt.h"
 #define TEST_BACKENDS 2
 static const ffnrt_backend test_backends[TEST_BACKENDS] = {FFNRT_BACKEND_OPENCL, FFNRT_BACKEND_VULKAN};
+static int test_validation_wanted(void) { return 1; } /* the TSan pass runs on Linux, where the layer loads */
 #else
 #include "device_fixture.h"
 #endif
@@ -30,11 +31,42 @@ static const ffnrt_backend test_backends[TEST_BACKENDS] = {FFNRT_BACKEND_OPENCL,
 #define HIDDEN 24
 #define TOKENS 3
 
+/* All threads leave together (macOS has no pthread_barrier_t). Used once. */
+typedef struct start_line {
+    pthread_mutex_t lock;
+    pthread_cond_t open;
+    int waiting, count;
+} start_line;
+
+static void start_line_init(start_line *s, int count)
+{
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->open, NULL);
+    s->waiting = 0;
+    s->count = count;
+}
+
+static void start_line_wait(start_line *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (++s->waiting == s->count)
+        pthread_cond_broadcast(&s->open);
+    while (s->waiting < s->count)
+        pthread_cond_wait(&s->open, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void start_line_destroy(start_line *s)
+{
+    pthread_cond_destroy(&s->open);
+    pthread_mutex_destroy(&s->lock);
+}
+
 typedef struct worker {
     ffnrt_backend backend;
     ffnrt_context *shared;    /* NULL: the worker creates its own context */
     pthread_mutex_t *lock;    /* the user's lock around a shared context */
-    pthread_barrier_t *start; /* all workers start together */
+    start_line *start;        /* all workers start together */
     int id;
     char failure[512];        /* "" when everything matched */
 } worker;
@@ -157,7 +189,7 @@ static void run_ops(worker *w, ffnrt_context *ctx, unsigned seed)
 static void *worker_main(void *arg)
 {
     worker *w = arg;
-    pthread_barrier_wait(w->start);
+    start_line_wait(w->start);
     for (int round = 0; round < ROUNDS && !w->failure[0]; round++) {
         ffnrt_context *ctx = w->shared;
         if (!ctx) {
@@ -187,17 +219,17 @@ static const char *run_workers(ffnrt_backend backend, ffnrt_context *shared, pth
 {
     pthread_t threads[THREADS];
     worker workers[THREADS];
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, THREADS);
+    start_line start;
+    start_line_init(&start, THREADS);
     msg[0] = '\0';
     for (int i = 0; i < THREADS; i++) {
         workers[i] = (worker){backend, shared, lock, &start, i, ""};
         if (pthread_create(&threads[i], NULL, worker_main, &workers[i]) != 0)
-            abort(); /* the barrier would never open */
+            abort(); /* the start line would never open */
     }
     for (int i = 0; i < THREADS; i++)
         pthread_join(threads[i], NULL);
-    pthread_barrier_destroy(&start);
+    start_line_destroy(&start);
     for (int i = 0; i < THREADS && !msg[0]; i++)
         if (workers[i].failure[0])
             snprintf(msg, cap, "%s on %s", workers[i].failure, ffnrt_backend_name(backend));
@@ -231,7 +263,7 @@ ParameterizedTest(ffnrt_backend *b, threads, shared_context)
 #endif
 
 typedef struct first_use {
-    pthread_barrier_t *start;
+    start_line *start;
     size_t count;
     ffnrt_status available[TEST_BACKENDS];
 } first_use;
@@ -239,7 +271,7 @@ typedef struct first_use {
 static void *first_use_main(void *arg)
 {
     first_use *f = arg;
-    pthread_barrier_wait(f->start);
+    start_line_wait(f->start);
     if (ffnrt_device_count(&f->count) != FFNRT_OK)
         f->count = (size_t)-1;
     for (int b = 0; b < TEST_BACKENDS; b++)
@@ -255,8 +287,8 @@ static const char *first_use_check(char *msg, size_t cap)
     enum { CALLERS = 8 };
     pthread_t threads[CALLERS];
     first_use f[CALLERS];
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, CALLERS);
+    start_line start;
+    start_line_init(&start, CALLERS);
     msg[0] = '\0';
     for (int i = 0; i < CALLERS; i++) {
         f[i] = (first_use){&start, 0, {0}};
@@ -265,7 +297,7 @@ static const char *first_use_check(char *msg, size_t cap)
     }
     for (int i = 0; i < CALLERS; i++)
         pthread_join(threads[i], NULL);
-    pthread_barrier_destroy(&start);
+    start_line_destroy(&start);
     size_t count = 0;
     if (ffnrt_device_count(&count) != FFNRT_OK || count == 0)
         snprintf(msg, cap, "no device found");
