@@ -1,13 +1,14 @@
 # The suites on the plain harness (FFNRT_TEST_HARNESS=plain, the default
 # with mingw-w64): Criterion's API from tests/plain_criterion, each test in
 # a process of its own as under Criterion. Only the suites that call
-# nothing but C and ffnrt build here; those that make folders, FIFOs or
-# child processes with POSIX calls (test_disk_cache, test_gguf,
-# test_variants), link the drivers' loaders
+# nothing but C and ffnrt (and the lab's platform doors) build here; those
+# that change file modes, fork or run the compilers with POSIX calls
+# (test_disk_cache, test_variants), link the drivers' loaders
 # (test_interop) or replace malloc (test_host_alloc) stay with Criterion,
 # and the platform layer's own checks run as the plain test_platform.
-# scripts/windows-check runs these under Wine; on Linux the same
-# configuration checks the harness against Criterion's counts.
+# scripts/windows-check runs these under Wine and scripts/macos-check
+# links them for macOS; on Linux the same configuration checks the harness
+# against Criterion's lists.
 set(FFNRT_TEST_CACHE_DIR "${CMAKE_BINARY_DIR}/test-cache" CACHE PATH "the disk cache the test suites share")
 set(FFNRT_TEST_ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}" PARENT_SCOPE)
 
@@ -28,15 +29,16 @@ foreach(suite ${FFNRT_PLAIN_SUITES})
 endforeach()
 target_link_libraries(test_compare PRIVATE ffnrt_compare)
 target_compile_definitions(test_dispatch PRIVATE VK_NO_PROTOTYPES)
-foreach(host test_quant test_math_host)
+foreach(host test_quant test_math_host test_gguf)
   add_executable(${host} ${host}.c)
   target_link_libraries(${host} PRIVATE ffnrt ffnrt_reference plain_criterion m)
   add_test(NAME ${host} COMMAND ${host} --jobs 2)
 endforeach()
 target_compile_options(test_math_host PRIVATE -ffp-contract=off)
+target_sources(test_gguf PRIVATE gguf_writer.c) # the files it reads, written by the test itself
 
 if(WIN32) # beside ffnrt.dll and libffnrt_compare.dll, where Windows looks first
-  set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host plain_criterion_self_test PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+  set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host test_gguf plain_criterion_self_test PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
 endif()
 if(WIN32) # the dense sweeps sampled, as in the sanitizer build: under Wine they take a minute
   target_compile_definitions(test_math_host PRIVATE FFNRT_TEST_SAMPLED)

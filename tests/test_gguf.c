@@ -10,12 +10,14 @@
 
 #include <criterion/criterion.h>
 #include <ffnrt_gguf.h>
+#include <ffnrt_lab.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#ifndef _WIN32
+#include <sys/stat.h> /* mkfifo */
+#endif
 
 static const gw_model small = {3, 0, 2, 64, 96, FFNRT_WEIGHT_Q4_1, 0};
 
@@ -150,24 +152,24 @@ Test(gguf, a_file_is_mapped_and_read)
 {
     gw_buf b = {0};
     gw_build_model(&b, &small);
-    const char *tmp = getenv("TMPDIR");
-    char path[512];
-    snprintf(path, sizeof path, "%s/ffnrt_gguf_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
+    char dir[1024], path[1100];
+    cr_assert_eq(ffnrt_lab_make_temp_dir("ffnrt-gguf-", dir, sizeof dir), 0);
+    snprintf(path, sizeof path, "%s/model.gguf", dir);
     cr_assert_eq(gw_save(&b, path), 0);
     ffnrt_gguf *g = NULL;
     cr_assert_eq(ffnrt_gguf_open(path, &g), FFNRT_OK, "%s", ffnrt_last_error_message());
     check_model(g, &small);
     ffnrt_gguf_close(g);
-    /* truncated on disk: refused, and the message names the file */
-    cr_assert_eq(truncate(path, (off_t)(b.n - 40)), 0);
+    /* cut short on disk, then empty: refused, and the message names the file */
+    gw_buf cut = b;
+    cut.n = b.n - 40;
+    cr_assert_eq(gw_save(&cut, path), 0);
     cr_assert_eq(ffnrt_gguf_open(path, &g), FFNRT_ERROR_INVALID_FILE);
     cr_assert(strstr(ffnrt_last_error_message(), path), "%s", ffnrt_last_error_message());
-    cr_assert_eq(truncate(path, 0), 0);
+    cut.n = 0;
+    cr_assert_eq(gw_save(&cut, path), 0);
     cr_assert_eq(ffnrt_gguf_open(path, &g), FFNRT_ERROR_INVALID_FILE);
-    unlink(path);
+    cr_assert_eq(ffnrt_lab_remove_tree(dir), 0);
     cr_assert_eq(ffnrt_gguf_open(path, &g), FFNRT_ERROR_INVALID_ARGUMENT, "a missing file");
     cr_assert(strstr(ffnrt_last_error_message(), "No such file"), "%s", ffnrt_last_error_message());
     cr_assert_eq(ffnrt_gguf_open(NULL, &g), FFNRT_ERROR_INVALID_ARGUMENT);
@@ -175,22 +177,26 @@ Test(gguf, a_file_is_mapped_and_read)
 }
 
 /* What is not a regular file is refused at once, the message naming the
- * path and what it is: a FIFO with no writer (an open without O_NONBLOCK
- * waits for one for ever: the timeout fails the test then), a directory,
- * a character device. */
+ * path and what it is: a directory; on POSIX a FIFO with no writer (an
+ * open without O_NONBLOCK waits for one for ever: the timeout fails the
+ * test then) and a character device. */
 Test(gguf, not_a_regular_file_is_refused_without_blocking, .timeout = 20)
 {
-    const char *tmp = getenv("TMPDIR");
-    char dir[512], fifo[600];
-    snprintf(dir, sizeof dir, "%s/ffnrt_gguf_XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    cr_assert_not_null(mkdtemp(dir));
+    char dir[1024];
+    cr_assert_eq(ffnrt_lab_make_temp_dir("ffnrt-gguf-", dir, sizeof dir), 0);
+#ifndef _WIN32
+    char fifo[1100];
     snprintf(fifo, sizeof fifo, "%s/f.gguf", dir);
     cr_assert_eq(mkfifo(fifo, 0600), 0);
+#endif
     const struct {
         const char *path, *kind;
-    } cases[] = {{fifo, "is a FIFO (named pipe), not a regular file"},
-                 {dir, "is a directory, not a regular file"},
-                 {"/dev/null", "is a character device, not a regular file"}};
+    } cases[] = {{dir, "is a directory, not a regular file"},
+#ifndef _WIN32
+                 {fifo, "is a FIFO (named pipe), not a regular file"},
+                 {"/dev/null", "is a character device, not a regular file"}
+#endif
+    };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ffnrt_gguf *g = (ffnrt_gguf *)(uintptr_t)1;
         cr_assert_eq(ffnrt_gguf_open(cases[i].path, &g), FFNRT_ERROR_INVALID_ARGUMENT, "%s: %s", cases[i].path,
@@ -200,8 +206,7 @@ Test(gguf, not_a_regular_file_is_refused_without_blocking, .timeout = 20)
         cr_assert(strstr(m, cases[i].path) && strstr(m, cases[i].kind), "\"%s\" lacks %s and \"%s\"", m,
                   cases[i].path, cases[i].kind);
     }
-    unlink(fifo);
-    rmdir(dir);
+    cr_assert_eq(ffnrt_lab_remove_tree(dir), 0);
 }
 
 Test(gguf, biases_and_layer_errors)
