@@ -223,17 +223,23 @@ static int start_case(running_case *r, const test_case *c)
 static int case_ended(running_case *r, long *how)
 {
 #ifdef _WIN32
-    if (WaitForSingleObject(r->process, 0) != WAIT_OBJECT_0)
+    DWORD waited = WaitForSingleObject(r->process, 0), code = 0;
+    if (waited == WAIT_TIMEOUT)
         return 0;
-    DWORD code = 0;
-    GetExitCodeProcess(r->process, &code);
+    if (waited != WAIT_OBJECT_0 || !GetExitCodeProcess(r->process, &code))
+        code = 0xFFFFFFFFu; /* lost track of it: a crash, not a pass */
     CloseHandle(r->process);
     *how = (long)code;
     return 1;
 #else
     int status = 0;
-    if (waitpid(r->pid, &status, WNOHANG) != r->pid)
+    pid_t waited = waitpid(r->pid, &status, WNOHANG);
+    if (waited == 0)
         return 0;
+    if (waited != r->pid) { /* lost track of it: a crash, not a pass */
+        *how = -1;
+        return 1;
+    }
     *how = WIFEXITED(status) ? WEXITSTATUS(status) : -1 - (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
     return 1;
 #endif
