@@ -310,7 +310,8 @@ int main(int argc, char **argv)
             const struct cr_plain_test *t = find_test(argv[i + 1]);
             char *end;
             unsigned long long index = strtoull(argv[i + 2], &end, 10);
-            if (!t || *end) {
+            size_t cases = t && t->run_param ? t->params().length : 1;
+            if (!t || *end || index >= cases) {
                 fprintf(stderr, "plain_criterion: no test %s [%s]\n", argv[i + 1], argv[i + 2]);
                 return 3;
             }
