@@ -7,11 +7,8 @@
 # (test_interop) or replace malloc (test_host_alloc) stay with Criterion,
 # and the platform layer's own checks run as the plain test_platform.
 # scripts/windows-check runs these under Wine and scripts/macos-check
-# links them for macOS; on Linux the same configuration checks the harness
+# links them for macOS (both read the two lists below); on Linux the same configuration checks the harness
 # against Criterion's lists.
-set(FFNRT_TEST_CACHE_DIR "${CMAKE_BINARY_DIR}/test-cache" CACHE PATH "the disk cache the test suites share")
-set(FFNRT_TEST_ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}" PARENT_SCOPE)
-
 # test_stats and test_dispatch reach internal calls: the static library.
 set(FFNRT_PLAIN_SUITES test_devices test_activations test_precisions test_gradients test_errors test_limits
     test_ffn test_ffn_quant test_threads test_train test_compare test_stats test_dispatch test_resources)
@@ -37,9 +34,10 @@ endforeach()
 target_compile_options(test_math_host PRIVATE -ffp-contract=off)
 target_sources(test_gguf PRIVATE gguf_writer.c) # the files it reads, written by the test itself
 
-if(WIN32) # beside ffnrt.dll and libffnrt_compare.dll, where Windows looks first
-  set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host test_gguf plain_criterion_self_test PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
-endif()
-if(WIN32) # the dense sweeps sampled, as in the sanitizer build: under Wine they take a minute
+if(WIN32)
+  # Beside ffnrt.dll and libffnrt_compare.dll, where Windows looks first.
+  set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host test_gguf plain_criterion_self_test
+                        PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+  # The dense sweeps sampled, as in the sanitizer build: under Wine they take a minute.
   target_compile_definitions(test_math_host PRIVATE FFNRT_TEST_SAMPLED)
 endif()
