@@ -9,13 +9,20 @@
  * A test's process is this program again on Windows (CreateProcessW with
  * "--run-one suite/name INDEX"), a fork on POSIX; its exit code says how
  * it ended: 0 passed, 1 failed, 2 skipped, anything else a crash. The
- * runner ends a test's process past its .timeout. */
+ * runner ends a test's process past its .timeout. A process that will
+ * not start (Wine's CreateProcessW has failed once on a loaded machine)
+ * is tried again after a pause, four times; a case that never starts is
+ * a crash, and the others still run.
+ * PLAIN_CRITERION_REFUSE_STARTS=N makes the first N starts fail, so that
+ * the harness's own test reaches that path. */
 #include <criterion/criterion.h>
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #ifdef _WIN32
@@ -133,12 +140,12 @@ static double now_seconds(void)
 #endif
 }
 
-static void pause_briefly(void)
+static void pause_ms(unsigned ms)
 {
 #ifdef _WIN32
-    Sleep(20);
+    Sleep(ms);
 #else
-    nanosleep(&(struct timespec){0, 20000000}, NULL);
+    nanosleep(&(struct timespec){ms / 1000, (long)(ms % 1000) * 1000000L}, NULL);
 #endif
 }
 
@@ -178,16 +185,29 @@ static const struct cr_plain_test *find_test(const char *id)
     return NULL;
 }
 
-/* Starts the case's process; 0 where it could not. */
-static int start_case(running_case *r, const test_case *c)
+/* Starts the case's process; 0 where it could not, with why in
+ * why[why_size]. */
+static int start_case(running_case *r, const test_case *c, char *why, size_t why_size)
 {
+    static long refused = -1;
+    if (refused < 0) {
+        const char *n = getenv("PLAIN_CRITERION_REFUSE_STARTS");
+        refused = n ? strtol(n, NULL, 10) : 0;
+    }
     r->c = c;
     r->started = now_seconds();
+    if (refused > 0) {
+        refused--;
+        snprintf(why, why_size, "refused (PLAIN_CRITERION_REFUSE_STARTS)");
+        return 0;
+    }
 #ifdef _WIN32
     wchar_t self[32768];
     DWORD len = GetModuleFileNameW(NULL, self, 32768);
-    if (len == 0 || len >= 32768)
+    if (len == 0 || len >= 32768) {
+        snprintf(why, why_size, "GetModuleFileNameW failed (error %lu)", (unsigned long)GetLastError());
         return 0;
+    }
     /* "self" --run-one suite/name INDEX: the names are C identifiers. */
     char tail[600];
     snprintf(tail, sizeof tail, " --run-one %s/%s %zu", c->test->suite, c->test->name, c->index);
@@ -202,16 +222,20 @@ static int start_case(running_case *r, const test_case *c)
     line[n] = 0;
     STARTUPINFOW si = {.cb = sizeof si};
     PROCESS_INFORMATION pi;
-    if (!CreateProcessW(self, line, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi))
+    if (!CreateProcessW(self, line, NULL, NULL, TRUE, 0, NULL, NULL, &si, &pi)) {
+        snprintf(why, why_size, "CreateProcessW failed (error %lu)", (unsigned long)GetLastError());
         return 0;
+    }
     CloseHandle(pi.hThread);
     r->process = pi.hProcess;
     return 1;
 #else
     fflush(NULL);
     r->pid = fork();
-    if (r->pid < 0)
+    if (r->pid < 0) {
+        snprintf(why, why_size, "fork failed (%s)", strerror(errno));
         return 0;
+    }
     if (r->pid == 0)
         _exit(run_test(c->test, c->index));
     return 1;
@@ -261,33 +285,40 @@ typedef struct {
     size_t tested, passed, failed, crashed, skipped;
 } synthesis;
 
+enum { START_ATTEMPTS = 5 }; /* pauses of 0.5, 1, 2 and 4 s between them */
+
+/* "suite::name", with " [i of n]" for a parameter. */
+static void case_label(const test_case *c, char *out, size_t size)
+{
+    int n = snprintf(out, size, "%s::%s", c->test->suite, c->test->name);
+    if (c->of && n > 0 && (size_t)n < size)
+        snprintf(out + n, size - (size_t)n, " [%zu of %zu]", c->index + 1, c->of);
+}
+
 static void report(const running_case *r, long how, int timed_out, synthesis *s)
 {
-    const test_case *c = r->c;
-    char which[32] = "";
-    if (c->of)
-        snprintf(which, sizeof which, " [%zu of %zu]", c->index + 1, c->of);
+    char label[600];
+    case_label(r->c, label, sizeof label);
     double seconds = now_seconds() - r->started;
     s->tested++;
     if (timed_out) {
         s->crashed++;
-        printf("[TIMEOUT] %s::%s%s: past its %.0f s\n", c->test->suite, c->test->name, which, c->test->extra.timeout);
+        printf("[TIMEOUT] %s: past its %.0f s\n", label, r->c->test->extra.timeout);
     } else if (how == EXIT_PASSED) {
         s->passed++;
-        printf("[PASS] %s::%s%s (%.1f s)\n", c->test->suite, c->test->name, which, seconds);
+        printf("[PASS] %s (%.1f s)\n", label, seconds);
     } else if (how == EXIT_SKIPPED) {
         s->skipped++;
-        printf("[SKIP] %s::%s%s\n", c->test->suite, c->test->name, which);
+        printf("[SKIP] %s\n", label);
     } else if (how == EXIT_FAILED) {
         s->failed++;
-        printf("[FAIL] %s::%s%s (%.1f s)\n", c->test->suite, c->test->name, which, seconds);
+        printf("[FAIL] %s (%.1f s)\n", label, seconds);
     } else {
         s->crashed++;
         if (how < 0)
-            printf("[CRASH] %s::%s%s: signal %ld\n", c->test->suite, c->test->name, which, -1 - how);
+            printf("[CRASH] %s: signal %ld\n", label, -1 - how);
         else
-            printf("[CRASH] %s::%s%s: exit code %ld (0x%lx)\n", c->test->suite, c->test->name, which, how,
-                   (unsigned long)how);
+            printf("[CRASH] %s: exit code %ld (0x%lx)\n", label, how, (unsigned long)how);
     }
     fflush(stdout);
 }
@@ -365,16 +396,28 @@ int main(int argc, char **argv)
     size_t next = 0;
     while (next < count || active > 0) {
         while (active < jobs && next < count) {
-            if (!start_case(&running[active], &cases[next])) {
-                fprintf(stderr, "plain_criterion: could not start %s::%s\n", cases[next].test->suite,
-                        cases[next].test->name);
-                free(cases);
-                return 3;
+            const test_case *c = &cases[next++];
+            char why[160], label[600];
+            case_label(c, label, sizeof label);
+            int started = 0;
+            for (unsigned attempt = 1; attempt <= START_ATTEMPTS && !started; attempt++) {
+                started = start_case(&running[active], c, why, sizeof why);
+                if (!started && attempt < START_ATTEMPTS) {
+                    fprintf(stderr, "plain_criterion: could not start %s: %s; again in %u ms\n", label, why,
+                            500u << (attempt - 1));
+                    pause_ms(500u << (attempt - 1));
+                }
             }
-            active++;
-            next++;
+            if (started) {
+                active++;
+            } else {
+                s.tested++;
+                s.crashed++;
+                printf("[CRASH] %s: never started, %u tries: %s\n", label, START_ATTEMPTS, why);
+                fflush(stdout);
+            }
         }
-        pause_briefly();
+        pause_ms(20);
         for (int k = 0; k < active;) {
             long how = 0;
             double timeout = running[k].c->test->extra.timeout;
