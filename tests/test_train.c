@@ -497,9 +497,9 @@ static void check_cross_entropy(ffnrt_context *ctx, ffnrt_dtype dt, const ffnrt_
  * bounds; an optimizer step with clipping sums its squares in chunks and
  * reports the host's norm; cross-entropy takes its logits in blocks of
  * rows. An odd token count in 16-bit storage pads the transposes' rows to
- * whole words (a zero in both operands of the weight gradients). A weight
- * of an odd count of rows in 16-bit storage, or a row of logits past the
- * range, cannot split: a clear error. */
+ * whole words (a zero in both operands of the weight gradients), and so
+ * does an odd d_model or hidden (of the input gradients). A row of logits
+ * past the range cannot split: a clear error. */
 BACKEND_PARAMETERS(train, past_the_buffer_range)
 ParameterizedTest(ffnrt_backend *backend, train, past_the_buffer_range, .timeout = 900)
 {
@@ -526,15 +526,16 @@ ParameterizedTest(ffnrt_backend *backend, train, past_the_buffer_range, .timeout
     for (size_t i = 0; i < sizeof odd_tokens / sizeof odd_tokens[0]; i++)
         run_case(ctx, *backend, &odd_tokens[i]);
 
-    /* W_in of 41 rows in fp16 (3280 bytes): no block of it splits. */
-    train_case odd = {FFNRT_FFN_DENSE, FFNRT_ACT_RELU, FFNRT_DTYPE_F16, 40, 41, 34, 0, 0};
-    train_data f = make_data(&odd);
-    train_run r = make_run(ctx, &odd, &f);
-    cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
-    cr_expect_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_ERROR_LIMIT_EXCEEDED);
-    cr_expect(strstr(ffnrt_last_error_message(), "buffer range") != NULL, "%s", ffnrt_last_error_message());
-    free_run(&r);
-    free_data(&f);
+    /* An odd hidden or d_model in 16-bit storage, its weights past the
+     * range (W_in of 41 rows in fp16: 3280 bytes; the stacked [80, 33]
+     * bf16 weight: 5280): the input gradients' K padded to whole words, Wᵀ
+     * and dz transposed by blocks with the pad. */
+    static const train_case odd_features[] = {
+        {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F16, 40, 41, 34, 1, 0},
+        {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_BF16, 33, 40, 33, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof odd_features / sizeof odd_features[0]; i++)
+        run_case(ctx, *backend, &odd_features[i]);
 
     /* Cross-entropy over logits past the range: blocks of rows, a 16-bit
      * block's last word shared with the next block's first row (37
@@ -1282,6 +1283,14 @@ Test(train_reference, cost)
     cr_expect_eq(c.train_peak_bytes, 2 * c.weight_bytes + 4 * t * 24 * 4 + c.saved_bytes + backward);
     /* Recompute: gate and value products, their biases, phi and the product. */
     cr_expect_eq(c.recompute_flops, 2 * t * 2 * 40 * 24 + t * 2 * 40 + 2 * th);
+    /* fp16 with hidden odd: kt = 34, Wᵀ [42, 25], the output gradients
+     * padded [34, 42]. */
+    d.dtype = FFNRT_DTYPE_F16, d.hidden = 41;
+    cr_assert_eq(ffnrt_ffn_cost_of(&d, 33, FFNRT_FFN_PATH_AUTO, &c), FFNRT_OK);
+    uint64_t kt = 34;
+    backward = 2 * (24 * kt + 41 * kt + 42 * 25 + 2 * t * 41 + kt + kt * 42);
+    cr_expect_eq(c.train_peak_bytes, 2 * c.weight_bytes + 4 * t * 24 * 2 + c.saved_bytes + backward);
+    d.dtype = FFNRT_DTYPE_F32;
     d.format_in = d.format_value = d.format_out = FFNRT_WEIGHT_Q8_0;
     d.d_model = 32, d.hidden = 64;
     cr_assert_eq(ffnrt_ffn_cost_of(&d, 33, FFNRT_FFN_PATH_AUTO, &c), FFNRT_OK);

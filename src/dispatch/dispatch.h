@@ -187,10 +187,11 @@ int ffnrt_ffn_fusable(const ffnrt_ffn_desc *d);
  * F32 or the dtype's own, a block one with its k (d_model, or hidden for
  * W_out) a multiple of its block. */
 ffnrt_status ffnrt_ffn_check_formats(ffnrt_error *err, const ffnrt_ffn_desc *d, const char *fn);
-/* The backward's K for the weight gradients (their transposed operands'
- * row length): tokens, made even in 16-bit storage, whose rows must be
- * whole 32-bit words; the pad is a zero in both operands. */
-uint64_t ffnrt_ffn_gradient_k(const ffnrt_ffn_desc *d, uint64_t tokens);
+/* The backward's K over n, a product's transposed operands' row length:
+ * n, made even in 16-bit storage, whose rows must be whole 32-bit words;
+ * the pad is a zero in both operands. n is the tokens for the weight
+ * gradients, d_model or hidden for the input gradients. */
+uint64_t ffnrt_ffn_gradient_k(const ffnrt_ffn_desc *d, uint64_t n);
 /* The cost model of ffnrt_ffn_cost_of, for a checked desc; 0 when a
  * figure would pass 64 bits. */
 int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *d, uint64_t tokens, int unfused, ffnrt_ffn_cost *out);

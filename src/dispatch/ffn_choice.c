@@ -335,9 +335,9 @@ static uint64_t add(uint64_t a, uint64_t b, int *ok)
     return r;
 }
 
-uint64_t ffnrt_ffn_gradient_k(const ffnrt_ffn_desc *d, uint64_t tokens)
+uint64_t ffnrt_ffn_gradient_k(const ffnrt_ffn_desc *d, uint64_t n)
 {
-    return ffnrt_dtype_size(d->dtype) == 2 ? tokens + (tokens & 1u) : tokens;
+    return ffnrt_dtype_size(d->dtype) == 2 ? n + (n & 1u) : n;
 }
 
 int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ffnrt_ffn_cost *out)
@@ -392,11 +392,18 @@ int ffnrt_ffn_cost_model(const ffnrt_ffn_desc *desc, uint64_t t, int unfused, ff
     out->saved_bytes = mul(gated ? 3 : 2, act, &tok);
     /* ffn_train.c's buffers: x or dy transposed [d, kt], a hidden gradient
      * transposed [h, kt], a weight transposed [h, d], the hidden gradients
-     * (2 gated), a row of ones [kt] (kt: t, made even in 16-bit storage). */
+     * (2 gated), a row of ones [kt] (kt: t, made even in 16-bit storage).
+     * In 16-bit storage with d or h odd, the input gradients' K is padded
+     * too: the weight transposed is [h + 1, d + 1] and an output gradient
+     * padded [kt, max(d, h) + 1] joins them. */
     uint64_t kt = ffnrt_ffn_gradient_k(desc, t);
-    uint64_t backward = mul(es, add(add(add(mul(kt, d, &tok), mul(kt, h, &tok), &tok), mul(h, d, &tok), &tok),
-                                    add(mul(th, gated ? 2 : 1, &tok), kt, &tok), &tok),
-                            &tok);
+    uint64_t pad = ffnrt_ffn_gradient_k(desc, d) != d || ffnrt_ffn_gradient_k(desc, h) != h;
+    uint64_t wide = (d > h ? d : h) + 1;
+    uint64_t backward =
+        mul(es,
+            add(add(add(mul(kt, d, &tok), mul(kt, h, &tok), &tok), mul(h + pad, d + pad, &tok), &tok),
+                add(add(mul(th, gated ? 2 : 1, &tok), kt, &tok), mul(pad, mul(kt, wide, &tok), &tok), &tok), &tok),
+            &tok);
     out->train_peak_bytes = add(add(mul(2, out->weight_bytes, &tok), mul(2, io, &tok), &tok),
                                 add(out->saved_bytes, backward, &tok), &tok);
     /* FFNRT_GRADIENTS_RECOMPUTE: the first products, biases and the

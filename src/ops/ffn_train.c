@@ -5,7 +5,9 @@
  * y = x·Wᵀ on K-contiguous operands, at the level and tiles the dispatcher
  * chooses for its rows), so the backward's products take their operands
  * transposed by shaders/transpose.kernel:
- *   dx = dz·W      as dz · (Wᵀ)ᵀ        (Wᵀ: the weight, transposed)
+ *   dx = dz·W      as dz · (Wᵀ)ᵀ        (Wᵀ: the weight, transposed; K =
+ *                                        d_model or hidden, an odd one in
+ *                                        16-bit storage padded, dz too)
  *   dW = dzᵀ·in    as dzᵀ · (inᵀ)ᵀ      (K = tokens, made even in 16-bit
  *                                        storage: a zero pads both rows)
  *   db = dzᵀ·1     as dzᵀ · (1ᵀ)ᵀ       (one output column)
@@ -28,6 +30,7 @@ static const char *const bw_names[FFN_BW_COUNT] = {
     [FFN_BW_DH] = "FFN backward, hidden gradients",
     [FFN_BW_DV] = "FFN backward, value gradients",
     [FFN_BW_ONES] = "FFN backward, ones",
+    [FFN_BW_DZ_PAD] = "FFN backward, output gradients padded",
 };
 
 void ffnrt_ffn_drop_backward(ffnrt_ffn *l)
@@ -46,10 +49,15 @@ static ffnrt_status backward_buffers(ffnrt_ffn *l, uint64_t tokens)
         ffnrt_ffn_drop_backward(l);
     int64_t t = (int64_t)tokens, dm = l->desc.d_model, h = l->desc.hidden;
     int64_t kt = (int64_t)ffnrt_ffn_gradient_k(&l->desc, tokens); /* the transposes' rows */
-    int64_t shapes[FFN_BW_COUNT][2] = {{dm, kt}, {h, kt}, {h, dm}, {t, h}, {t, h}, {1, kt}};
+    /* 16-bit storage with d_model or hidden odd: the input gradients' K is
+     * padded (input_gradient), Wᵀ's rows and dz's with it. */
+    int64_t pad = (int64_t)ffnrt_ffn_gradient_k(&l->desc, (uint64_t)dm) != dm ||
+                  (int64_t)ffnrt_ffn_gradient_k(&l->desc, (uint64_t)h) != h;
+    int64_t shapes[FFN_BW_COUNT][2] = {{dm, kt}, {h, kt}, {h + pad, dm + pad}, {t, h}, {t, h}, {1, kt},
+                                       {kt, (dm > h ? dm : h) + 1}};
     ffnrt_status st = FFNRT_OK;
     for (int i = 0; i < FFN_BW_COUNT && st == FFNRT_OK; i++) {
-        if (l->bw[i] || (i == FFN_BW_DV && !ffnrt_ffn_gated(&l->desc)))
+        if (l->bw[i] || (i == FFN_BW_DV && !ffnrt_ffn_gated(&l->desc)) || (i == FFN_BW_DZ_PAD && !pad))
             continue;
         st = ffnrt_tensor_alloc(l->ctx, l->desc.dtype, 2, shapes[i], bw_names[i], &l->bw[i]);
         if (st == FFNRT_OK && i == FFN_BW_ONES) {
@@ -145,10 +153,10 @@ static ffnrt_status transpose(bw_run *r, const ffnrt_tensor *x, uint64_t x_first
     uint32_t base;
     if (y_stride != rows || ffnrt_bind_elements(ctx, x, 0, x->numel, &base).size > ctx->limits.max_buffer_range)
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
-                          "%s: a %llu x %llu %s transpose passes the device's buffer range of %llu bytes and cannot be "
-                          "split (in 16-bit storage only an even count of a weight's rows splits: d_model and hidden)",
+                          "%s: a %llu x %llu %s transpose (rows of %llu) passes the device's buffer range of %llu "
+                          "bytes, and no block of it fits one",
                           r->fn, (unsigned long long)rows, (unsigned long long)cols, ffnrt_dtype_name(y->dtype),
-                          (unsigned long long)ctx->limits.max_buffer_range);
+                          (unsigned long long)y_stride, (unsigned long long)ctx->limits.max_buffer_range);
     ffnrt_ew_op op = {.family = FFNRT_EW_TRANSPOSE, .act = FFNRT_ACT_COUNT, .dtype = y->dtype,
                       .compute = FFNRT_COMPUTE_AUTO, .fn = r->fn};
     ffnrt_ew_variant v;
@@ -215,13 +223,27 @@ static ffnrt_status weight_gradients(bw_run *r, const ffnrt_tensor *dz, uint64_t
 }
 
 /* dx [t, k_in] (+= when accumulate) = dz [t, n_out] · W [n_out, k_in], W
- * being operand o's rows. */
-static ffnrt_status input_gradient(bw_run *r, const ffnrt_tensor *dz, const ffnrt_gemm_operand *o, uint64_t n_out,
-                                   uint64_t k_in, ffnrt_tensor *dx, int accumulate, const char *name)
+ * being operand o's rows. In 16-bit storage an odd n_out is padded to
+ * whole words, K = n_out + 1 with a zero in both operands: Wᵀ takes the
+ * pad as it is transposed, dz by two transposes through dzT (its [n_out,
+ * kt] scratch, free here), as the transposes by tiles split at the buffer
+ * range where the element-wise one, unpadded, binds W whole. */
+static ffnrt_status input_gradient(bw_run *r, const ffnrt_tensor *dz, ffnrt_tensor *dzT, const ffnrt_gemm_operand *o,
+                                   uint64_t n_out, uint64_t k_in, ffnrt_tensor *dx, int accumulate, const char *name)
 {
     ffnrt_tensor *wt = r->l->bw[FFN_BW_WT];
-    ffnrt_status st = transpose(r, o->w, o->w_row0 * k_in, n_out, k_in, wt, n_out);
-    return st == FFNRT_OK ? product(r, &r->by_tokens, dz, r->t, n_out, wt, k_in, dx, 0, accumulate, name) : st;
+    uint64_t k = ffnrt_ffn_gradient_k(&r->l->desc, n_out);
+    ffnrt_status st = FFNRT_OK;
+    if (k != n_out) {
+        ffnrt_tensor *padded = r->l->bw[FFN_BW_DZ_PAD];
+        st = transpose(r, dz, 0, r->t, n_out, dzT, r->kt);
+        if (st == FFNRT_OK)
+            st = transpose(r, dzT, 0, n_out, r->kt, padded, k);
+        dz = padded;
+    }
+    if (st == FFNRT_OK)
+        st = transpose(r, o->w, o->w_row0 * k_in, n_out, k_in, wt, k);
+    return st == FFNRT_OK ? product(r, &r->by_tokens, dz, r->t, k, wt, k_in, dx, 0, accumulate, name) : st;
 }
 
 static ffnrt_status backward_dense(bw_run *r, const ffnrt_tensor *x, const ffnrt_tensor *dy, ffnrt_tensor *dx,
@@ -235,7 +257,7 @@ static ffnrt_status backward_dense(bw_run *r, const ffnrt_tensor *x, const ffnrt
     if (st != FFNRT_OK || (!g_in->w && !g_in->b && !dx))
         return st;
     /* dh = (dy·W_out) * phi'(pre), in place. */
-    st = input_gradient(r, dy, &l->out, r->dm, r->h, dh, 0, "down.input_gradient");
+    st = input_gradient(r, dy, td, &l->out, r->dm, r->h, dh, 0, "down.input_gradient");
     if (st == FFNRT_OK) {
         st = ffnrt_op_activation(r->ctx, &l->desc.activation, l->pre, dh, dh, r->fn, NULL);
         r->ns += r->ctx->last_op_ns;
@@ -243,7 +265,7 @@ static ffnrt_status backward_dense(bw_run *r, const ffnrt_tensor *x, const ffnrt
     if (st == FFNRT_OK)
         st = weight_gradients(r, dh, r->h, x, r->dm, th, td, &x_ready, g_in, "up");
     if (st == FFNRT_OK && dx)
-        st = input_gradient(r, dh, &l->in, r->h, r->dm, dx, 0, "up.input_gradient");
+        st = input_gradient(r, dh, th, &l->in, r->h, r->dm, dx, 0, "up.input_gradient");
     return st;
 }
 
@@ -258,7 +280,7 @@ static ffnrt_status backward_gated(bw_run *r, const ffnrt_tensor *x, const ffnrt
     if (st != FFNRT_OK || (!g_gate->w && !g_gate->b && !g_value->w && !g_value->b && !dx))
         return st;
     /* du = dy·W_out into dg, then dg, dv = the gating's gradients. */
-    st = input_gradient(r, dy, &l->out, r->dm, r->h, dg, 0, "down.input_gradient");
+    st = input_gradient(r, dy, td, &l->out, r->dm, r->h, dg, 0, "down.input_gradient");
     if (st == FFNRT_OK) {
         st = ffnrt_op_glu_backward_split(r->ctx, &l->desc.glu, l->g, l->v, dg, dg, dv, r->fn, NULL);
         r->ns += r->ctx->last_op_ns;
@@ -268,9 +290,9 @@ static ffnrt_status backward_gated(bw_run *r, const ffnrt_tensor *x, const ffnrt
     if (st == FFNRT_OK)
         st = weight_gradients(r, dv, r->h, x, r->dm, th, td, &x_ready, g_value, "value");
     if (st == FFNRT_OK && dx)
-        st = input_gradient(r, dg, &l->gate, r->h, r->dm, dx, 0, "gate.input_gradient");
+        st = input_gradient(r, dg, th, &l->gate, r->h, r->dm, dx, 0, "gate.input_gradient");
     if (st == FFNRT_OK && dx)
-        st = input_gradient(r, dv, &l->value, r->h, r->dm, dx, 1, "value.input_gradient");
+        st = input_gradient(r, dv, th, &l->value, r->h, r->dm, dx, 1, "value.input_gradient");
     return st;
 }
 
