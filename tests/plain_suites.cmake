@@ -3,12 +3,13 @@
 # a process of its own as under Criterion. Only the suites that call
 # nothing but C and ffnrt (and the lab's platform doors) build here; those
 # that change file modes, fork or run the compilers with POSIX calls
-# (test_disk_cache, test_variants), link the drivers' loaders
-# (test_interop) or replace malloc (test_host_alloc) stay with Criterion,
-# and the platform layer's own checks run as the plain test_platform.
-# scripts/windows-check runs these under Wine and scripts/macos-check
-# links them for macOS (both read the two lists below); on Linux the same configuration checks the harness
-# against Criterion's lists.
+# (test_disk_cache, test_variants) or replace malloc (test_host_alloc)
+# stay with Criterion, and the platform layer's own checks run as the
+# plain test_platform. test_interop, which links the drivers' loaders as an
+# app does, comes after the two lists, where the loaders are.
+# scripts/windows-check runs all of these under Wine; scripts/macos-check
+# links the two lists for macOS (both read them from here); on Linux the
+# same configuration checks the harness against Criterion's lists.
 # test_stats and test_dispatch reach internal calls: the static library.
 set(FFNRT_PLAIN_SUITES test_devices test_activations test_precisions test_gradients test_errors test_limits
     test_ffn test_ffn_quant test_threads test_train test_compare test_stats test_dispatch test_resources)
@@ -32,12 +33,25 @@ foreach(host test_quant test_math_host test_gguf)
   add_test(NAME ${host} COMMAND ${host} --jobs 2)
 endforeach()
 target_compile_options(test_math_host PRIVATE -ffp-contract=off)
+# test_interop plays an app that links the loaders: built where they are
+# (on Windows, the import libraries of cmake/windows/app_loaders.cmake).
+# Apart from the lists above: macos-check links without the loaders.
+if(FFNRT_APP_VULKAN_LIBRARY AND OPENCL_LIBRARY)
+  add_executable(test_interop test_interop.c device_fixture.c)
+  target_include_directories(test_interop PRIVATE ${OPENCL_INCLUDE_DIR} ${VULKAN_INCLUDE_DIR})
+  target_link_libraries(test_interop PRIVATE ffnrt plain_criterion ${FFNRT_APP_VULKAN_LIBRARY} ${OPENCL_LIBRARY} m)
+  add_test(NAME test_interop COMMAND test_interop --jobs 2)
+  set_tests_properties(test_interop PROPERTIES ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}")
+endif()
 target_sources(test_gguf PRIVATE gguf_writer.c) # the files it reads, written by the test itself
 
 if(WIN32)
   # Beside ffnrt.dll and libffnrt_compare.dll, where Windows looks first.
   set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host test_gguf plain_criterion_self_test
                         PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+  if(TARGET test_interop)
+    set_target_properties(test_interop PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+  endif()
   # The dense sweeps sampled, as in the sanitizer build: under Wine they take a minute.
   target_compile_definitions(test_math_host PRIVATE FFNRT_TEST_SAMPLED)
 endif()
