@@ -35,9 +35,10 @@ extern ffnrt_backend test_backends[TEST_BACKENDS];
     }
 
 /* Whether the suites ask for the Khronos validation layer (Vulkan): yes,
- * unless FFNRT_TEST_VALIDATION=0 says it cannot load there: Wine's
- * vulkan-1.dll offers no layers (scripts/windows-check). Every Linux run
- * keeps it, over the same kernels. */
+ * unless FFNRT_TEST_VALIDATION=0 says it cannot be asked for there: Wine's
+ * vulkan-1.dll offers no layers (scripts/windows-check enables the host's
+ * from outside instead, and reads its messages in the logs). Every Linux
+ * run asks for it, over the same kernels. */
 static inline int test_validation_wanted(void)
 {
     const char *v = getenv("FFNRT_TEST_VALIDATION");
