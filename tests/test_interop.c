@@ -157,8 +157,8 @@ static void app_vk_destroy(app_vk *app)
     vkDestroyCommandPool(app->device, app->pool, NULL);
     vkDestroyDevice(app->device, NULL);
     if (app->messenger) {
-        PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger = (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(
-            app->instance, "vkDestroyDebugUtilsMessengerEXT");
+        PFN_vkDestroyDebugUtilsMessengerEXT destroy_messenger =
+            (PFN_vkDestroyDebugUtilsMessengerEXT)vkGetInstanceProcAddr(app->instance, "vkDestroyDebugUtilsMessengerEXT");
         destroy_messenger(app->instance, app->messenger, NULL);
     }
     vkDestroyInstance(app->instance, NULL);

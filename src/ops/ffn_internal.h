@@ -16,8 +16,11 @@ enum ffnrt_ffn_slot {
 
 /* The backward's buffers: the transposed operands (d_model x tokens,
  * hidden x tokens, a weight matrix), the hidden gradients (dh, and dv for
- * the value), and a row of ones (the bias gradients' sums). */
-enum ffnrt_ffn_bw_slot { FFN_BW_TD, FFN_BW_TH, FFN_BW_WT, FFN_BW_DH, FFN_BW_DV, FFN_BW_ONES, FFN_BW_DZ_PAD, FFN_BW_COUNT };
+ * the value), a row of ones (the bias gradients' sums) and, in 16-bit
+ * storage with an odd d_model or hidden, an output gradient padded. */
+enum ffnrt_ffn_bw_slot {
+    FFN_BW_TD, FFN_BW_TH, FFN_BW_WT, FFN_BW_DH, FFN_BW_DV, FFN_BW_ONES, FFN_BW_DZ_PAD, FFN_BW_COUNT
+};
 
 struct ffnrt_ffn {
     ffnrt_context *ctx;
