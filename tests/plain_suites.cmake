@@ -1,22 +1,24 @@
 # The suites on the plain harness (FFNRT_TEST_HARNESS=plain, the default
 # with mingw-w64): Criterion's API from tests/plain_criterion, each test in
 # a process of its own as under Criterion. Only the suites that call
-# nothing but C and ffnrt (and the lab's platform doors) build here; those
-# that change file modes, fork or run the compilers with POSIX calls
-# (test_disk_cache, test_variants) or replace malloc (test_host_alloc)
-# stay with Criterion, and the platform layer's own checks run as the
-# plain test_platform. test_interop, which links the drivers' loaders as an
+# nothing but C and ffnrt (and the lab's platform doors) build here
+# (test_disk_cache's POSIX trust rules, FIFOs, links and forks are
+# POSIX-only within it); test_variants, which runs the compilers, and
+# test_host_alloc, which replaces malloc, stay with Criterion, and the
+# platform layer's own checks run as the plain test_platform. test_interop, which links the drivers' loaders as an
 # app does, comes after the two lists, where the loaders are.
 # scripts/windows-check runs all of these under Wine; scripts/macos-check
 # links the two lists for macOS (both read them from here); on Linux the
 # same configuration checks the harness against Criterion's lists.
-# test_stats and test_dispatch reach internal calls: the static library.
+# test_stats, test_dispatch and test_disk_cache reach internal calls: the
+# static library.
 set(FFNRT_PLAIN_SUITES test_devices test_activations test_precisions test_gradients test_errors test_limits
-    test_ffn test_ffn_quant test_threads test_train test_compare test_stats test_dispatch test_resources)
+    test_ffn test_ffn_quant test_threads test_train test_compare test_stats test_dispatch test_resources
+    test_disk_cache)
 foreach(suite ${FFNRT_PLAIN_SUITES})
   add_executable(${suite} ${suite}.c device_fixture.c)
   target_include_directories(${suite} PRIVATE ${CMAKE_SOURCE_DIR}/src)
-  if(suite STREQUAL "test_stats" OR suite STREQUAL "test_dispatch")
+  if(suite MATCHES "^test_(stats|dispatch|disk_cache)$")
     target_link_libraries(${suite} PRIVATE ffnrt_static)
   else()
     target_link_libraries(${suite} PRIVATE ffnrt)
