@@ -34,15 +34,26 @@ extern ffnrt_backend test_backends[TEST_BACKENDS];
         return cr_make_param_array(ffnrt_backend, cases, TEST_BACKENDS);         \
     }
 
+/* Whether the layer is enabled from outside the process, where no test
+ * can turn it off (FFNRT_TEST_VALIDATION=outside: scripts/windows-check
+ * enables the host's for everything under Wine and reads its messages in
+ * the logs). A test that feeds the driver what the layer must report (a
+ * cache entry of valid SPIR-V the driver refuses) skips there; the script
+ * runs it again without the layer. */
+static inline int test_validation_from_outside(void)
+{
+    const char *v = getenv("FFNRT_TEST_VALIDATION");
+    return v && strcmp(v, "outside") == 0;
+}
+
 /* Whether the suites ask for the Khronos validation layer (Vulkan): yes,
- * unless FFNRT_TEST_VALIDATION=0 says it cannot be asked for there: Wine's
- * vulkan-1.dll offers no layers (scripts/windows-check enables the host's
- * from outside instead, and reads its messages in the logs). Every Linux
- * run asks for it, over the same kernels. */
+ * unless FFNRT_TEST_VALIDATION=0 or =outside says it cannot be asked for
+ * there: Wine's vulkan-1.dll offers no layers. Every Linux run asks for
+ * it, over the same kernels. */
 static inline int test_validation_wanted(void)
 {
     const char *v = getenv("FFNRT_TEST_VALIDATION");
-    return !(v && strcmp(v, "0") == 0);
+    return !(v && strcmp(v, "0") == 0) && !test_validation_from_outside();
 }
 
 /* A context on the backend's first device, Vulkan with validation on

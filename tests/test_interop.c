@@ -4,10 +4,11 @@
  * and "ffnrt never destroys what it did not create".
  *
  * The tests play the app: they create their own VkInstance (with the
- * validation layer, counting its messages, unless FFNRT_TEST_VALIDATION=0:
- * Wine's vulkan-1.dll has none) and VkDevice, and their own cl_context and
- * queue, linking the loaders directly as an app would (on Windows through
- * import libraries for vulkan-1.dll and OpenCL.dll, cmake/windows). */
+ * validation layer, counting its messages, unless FFNRT_TEST_VALIDATION
+ * is 0 or outside: Wine's vulkan-1.dll has none) and VkDevice, and their
+ * own cl_context and queue, linking the loaders directly as an app would
+ * (on Windows through import libraries for vulkan-1.dll and OpenCL.dll,
+ * cmake/windows). */
 #define CL_TARGET_OPENCL_VERSION 120
 #include "ffnrt_opencl.h"
 #include "ffnrt_vulkan.h"
