@@ -5,8 +5,9 @@
 # (test_disk_cache's POSIX trust rules, FIFOs, links and forks are
 # POSIX-only within it); test_variants, which runs the compilers, and
 # test_host_alloc, which replaces malloc, stay with Criterion, and the
-# platform layer's own checks run as the plain test_platform. test_interop, which links the drivers' loaders as an
-# app does, comes after the two lists, where the loaders are.
+# platform layer's own checks run as the plain test_platform.
+# test_interop, which links the drivers' loaders as an app does, comes
+# after the two lists, where the loaders are.
 # scripts/windows-check runs all of these under Wine; scripts/macos-check
 # links the two lists for macOS (both read them from here); on Linux the
 # same configuration checks the harness against Criterion's lists.
@@ -35,6 +36,7 @@ foreach(host test_quant test_math_host test_gguf)
   add_test(NAME ${host} COMMAND ${host} --jobs 2)
 endforeach()
 target_compile_options(test_math_host PRIVATE -ffp-contract=off)
+target_sources(test_gguf PRIVATE gguf_writer.c) # the files it reads, written by the test itself
 # test_interop plays an app that links the loaders: built where they are
 # (on Windows, the import libraries of cmake/windows/app_loaders.cmake).
 # Apart from the lists above: macos-check links without the loaders.
@@ -45,15 +47,7 @@ if(FFNRT_APP_VULKAN_LIBRARY AND OPENCL_LIBRARY)
   add_test(NAME test_interop COMMAND test_interop --jobs 2)
   set_tests_properties(test_interop PROPERTIES ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}")
 endif()
-target_sources(test_gguf PRIVATE gguf_writer.c) # the files it reads, written by the test itself
 
-if(WIN32)
-  # Beside ffnrt.dll and libffnrt_compare.dll, where Windows looks first.
-  set_target_properties(${FFNRT_PLAIN_SUITES} test_quant test_math_host test_gguf plain_criterion_self_test
-                        PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
-  if(TARGET test_interop)
-    set_target_properties(test_interop PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
-  endif()
-  # The dense sweeps sampled, as in the sanitizer build: under Wine they take a minute.
+if(WIN32) # the dense sweeps sampled, as in the sanitizer build: under Wine they take a minute
   target_compile_definitions(test_math_host PRIVATE FFNRT_TEST_SAMPLED)
 endif()
