@@ -2,8 +2,8 @@
 # with mingw-w64): Criterion's API from tests/plain_criterion, each test in
 # a process of its own as under Criterion. Only the suites that call
 # nothing but C and ffnrt (and the lab's platform doors) build here
-# (test_disk_cache's POSIX trust rules, FIFOs, links and forks are
-# POSIX-only within it); test_variants, which runs the compilers, and
+# (test_disk_cache's POSIX trust rules, FIFOs and links are POSIX-only
+# within it); test_variants, which runs the compilers, and
 # test_host_alloc, which replaces malloc, stay with Criterion, and the
 # platform layer's own checks run as the plain test_platform.
 # test_interop, which links the drivers' loaders as an app does, comes
@@ -29,6 +29,7 @@ foreach(suite ${FFNRT_PLAIN_SUITES})
   set_tests_properties(${suite} PROPERTIES ENVIRONMENT "FFNRT_CACHE_DIR=${FFNRT_TEST_CACHE_DIR}")
 endforeach()
 target_link_libraries(test_compare PRIVATE ffnrt_compare)
+add_dependencies(test_disk_cache disk_cache_writer)
 target_compile_definitions(test_dispatch PRIVATE VK_NO_PROTOTYPES)
 foreach(host test_quant test_math_host test_gguf)
   add_executable(${host} ${host}.c)

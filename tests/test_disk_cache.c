@@ -6,12 +6,14 @@
  * Links the static library: the parser and the blob store are internal.
  * Runs on Windows too (the plain harness, under Wine): its scratch folders
  * through the lab's platform doors; the POSIX trust rules (modes, owners),
- * FIFOs, symbolic links, XDG's and HOME's folders and the forked writers
- * are POSIX-only (test_platform checks the Windows trust rules). */
+ * FIFOs, symbolic links and XDG's and HOME's folders are POSIX-only
+ * (test_platform checks the Windows trust rules). Two processes at once
+ * runs everywhere: its writers are tests/disk_cache_writer.c. */
 #include "core/context.h"
 #include "core/disk_cache.h"
 #include "core/sha256.h"
 #include "device_fixture.h"
+#include "disk_cache_silu.h"
 #include "reference.h"
 #include "tune/tune.h"
 #include "ffnrt_lab.h"
@@ -28,7 +30,6 @@
 #else
 #include <fcntl.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #endif
 
@@ -649,21 +650,13 @@ Test(disk_cache_files, stale_temporaries_are_removed)
 
 /* ------------------------------------------------------- on the devices */
 
-#define N 257
-
-static void inputs(float *x)
-{
-    for (int i = 0; i < N; i++)
-        x[i] = -8.0f + 16.0f * (float)i / (N - 1);
-}
-
 typedef struct run_result {
-    float y[N];
+    float y[SILU_N];
     ffnrt_cache_stats stats; /* the strings are not kept */
     char status[256], note[256];
 } run_result;
 
-/* SiLU on N values with the cache in dir (NULL: off), checked against the
+/* SiLU on SILU_N values with the cache in dir (NULL: off), checked against the
  * reference; the cache's counters after the op. */
 static int without_validation; /* run_op's context without the validation layer */
 /* The suite's contexts ignore the quirk table, so that on PoCL too the
@@ -686,13 +679,13 @@ static void run_op(ffnrt_backend backend, const char *dir, int disable, run_resu
     } else {
         ctx = test_context(backend, &o);
     }
-    float x[N];
+    float x[SILU_N];
     inputs(x);
-    ffnrt_tensor *t = test_tensor_1d(ctx, N, x);
+    ffnrt_tensor *t = test_tensor_1d(ctx, SILU_N, x);
     ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
     cr_assert_eq(ffnrt_activation_forward(ctx, &d, t, t), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
-    test_read(t, r->y, N);
-    for (int i = 0; i < N; i++)
+    test_read(t, r->y, SILU_N);
+    for (int i = 0; i < SILU_N; i++)
         cr_assert_leq(ulp_error_f32(r->y[i], ref_silu(x[i])), 4.0, "silu(%a) = %a", x[i], r->y[i]);
     ffnrt_tensor_destroy(t);
     cr_assert_eq(ffnrt_context_cache_stats(ctx, &r->stats), FFNRT_OK);
@@ -1028,12 +1021,12 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, unusable_directory_is_not_fatal)
     o.ignore_quirks = 1; /* a binary to write on PoCL too (run_op says why) */
     ffnrt_context *ctx = test_context(*b, &o);
     cr_assert_eq(ffnrt_lab_remove_tree(sub), 0, "%s", strerror(errno));
-    float x[N], y[N];
+    float x[SILU_N], y[SILU_N];
     inputs(x);
-    ffnrt_tensor *t = test_tensor_1d(ctx, N, x);
+    ffnrt_tensor *t = test_tensor_1d(ctx, SILU_N, x);
     ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
     cr_assert_eq(ffnrt_activation_forward(ctx, &d, t, t), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
-    test_read(t, y, N);
+    test_read(t, y, SILU_N);
     ffnrt_cache_stats s;
     cr_assert_eq(ffnrt_context_cache_stats(ctx, &s), FFNRT_OK);
     cr_assert_geq(s.write_failures, 1);
@@ -1157,9 +1150,9 @@ static const char *first_call(ffnrt_context *ctx, ffnrt_plan **plan)
 
 static void one_silu(ffnrt_context *ctx)
 {
-    float x[N];
+    float x[SILU_N];
     inputs(x);
-    ffnrt_tensor *t = test_tensor_1d(ctx, N, x);
+    ffnrt_tensor *t = test_tensor_1d(ctx, SILU_N, x);
     ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
     cr_assert_eq(ffnrt_activation_forward(ctx, &d, t, t), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
     ffnrt_tensor_destroy(t);
@@ -1200,95 +1193,70 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, first_call_cost)
     remove_dir(dir);
 }
 
-#ifndef _WIN32
-/* Two processes build into one empty directory at the same moment: both
- * succeed, and what is left is valid and used by a third (forked: POSIX
- * only). */
-static int child_run(ffnrt_backend backend, const char *dir, int go_fd, const float *expect, float *out)
+/* Two processes build into one empty folder at the same moment: both
+ * succeed with this process's results, bit for bit, and what is left is
+ * valid, without temporaries, and used by a third. The writers are
+ * processes of their own (tests/disk_cache_writer.c), as two apps sharing
+ * the user's cache folder are: under Windows too, where replacing a file
+ * another process holds open has rules of its own. */
+static void start_writer(ffnrt_backend b, const char *dir, const char *go, const char *out, ffnrt_lab_child *child,
+                         FILE **counters)
 {
-    char c;
-    if (go_fd >= 0 && read(go_fd, &c, 1) < 0)
-        return 10;
-    ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
-    o.backend = backend;
-    o.device_index = 0;
-    o.validation = backend == FFNRT_BACKEND_VULKAN;
-    o.cache_dir = dir;
-    o.disable_disk_cache = dir == NULL;
-    o.ignore_quirks = 1; /* binaries kept on PoCL too (run_op says why) */
-    ffnrt_context *ctx;
-    if (ffnrt_context_create(&o, &ctx) != FFNRT_OK)
-        return 11;
-    float x[N], y[N];
-    inputs(x);
-    int64_t shape = N;
-    ffnrt_tensor *t;
-    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
-    int rc = 0;
-    if (ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &shape, &t) != FFNRT_OK)
-        return 12;
-    if (ffnrt_tensor_write(t, x, sizeof x) != FFNRT_OK || ffnrt_activation_forward(ctx, &d, t, t) != FFNRT_OK ||
-        ffnrt_tensor_read(t, y, sizeof y) != FFNRT_OK)
-        rc = 13;
-    else if (expect && memcmp(y, expect, sizeof y) != 0)
-        rc = 14;
-    for (int i = 0; i < N && !rc; i++)
-        if (ulp_error_f32(y[i], ref_silu(x[i])) > 4.0)
-            rc = 16;
-    if (out)
-        memcpy(out, y, sizeof y);
-    ffnrt_tensor_destroy(t);
-    if (ffnrt_context_validation_messages(ctx))
-        rc = 15;
-    ffnrt_context_destroy(ctx);
-    return rc;
+    char self[1024], writer[1100], backend[8];
+    cr_assert_eq(ffnrt_lab_executable_path(self, sizeof self), 0, "%s", strerror(errno));
+    char *slash = strrchr(self, '/'), *back = strrchr(self, '\\');
+    if (back && (!slash || back > slash))
+        slash = back;
+    cr_assert_not_null(slash, "%s", self);
+    slash[1] = '\0';
+    snprintf(writer, sizeof writer, "%sdisk_cache_writer%s", self, ffnrt_lab_executable_suffix());
+    snprintf(backend, sizeof backend, "%d", (int)b);
+    char *argv[] = {writer, backend, (char *)dir, (char *)go, (char *)out,
+                    test_validation_wanted() ? "--validation" : NULL, NULL};
+    cr_assert_eq(ffnrt_lab_child_start(argv, NULL, child, counters), 0, "starting %s: %s", writer, strerror(errno));
 }
 
 BACKEND_PARAMETERS(disk_cache, two_processes_at_once)
 ParameterizedTest(ffnrt_backend *b, disk_cache, two_processes_at_once)
 {
-    /* The expected values come from a cache-less run in a child, so that
-     * this process starts no driver before forking. */
-    char *ref_dir = temp_dir();
-    char *dir = temp_dir();
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        float y[N];
-        int rc = child_run(*b, NULL, -1, NULL, y);
-        if (rc == 0) {
-            char path[1024];
-            snprintf(path, sizeof path, "%s/y", ref_dir);
-            FILE *f = fopen(path, "wb");
-            rc = !f || fwrite(y, sizeof y, 1, f) != 1;
-            if (f)
-                fclose(f);
-        }
-        _exit(rc);
-    }
-    int status;
-    waitpid(pid, &status, 0);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "reference run failed: %d", status);
-    size_t n;
-    float *expect = (float *)read_file(ref_dir, "y", &n);
-    cr_assert_eq(n, N * sizeof(float));
-
-    int go[2];
-    cr_assert_eq(pipe(go), 0);
-    pid_t kids[2];
+    run_result ref;
+    run_op(*b, NULL, 1, &ref);
+    char *dir = temp_dir(), *scratch = temp_dir();
+    char go[1100], out[2][1100];
+    snprintf(go, sizeof go, "%s/go", scratch);
+    ffnrt_lab_child kids[2];
+    FILE *counters[2];
     for (int i = 0; i < 2; i++) {
-        kids[i] = fork();
-        cr_assert_geq(kids[i], 0);
-        if (kids[i] == 0) {
-            close(go[1]);
-            _exit(child_run(*b, dir, go[0], expect, NULL));
-        }
+        snprintf(out[i], sizeof out[i], "%s/y%d", scratch, i);
+        start_writer(*b, dir, go, out[i], &kids[i], &counters[i]);
     }
-    close(go[0]);
-    close(go[1]); /* both start now */
+    FILE *f = fopen(go, "wb"); /* both build now */
+    cr_assert_not_null(f, "%s", go);
+    fclose(f);
     for (int i = 0; i < 2; i++) {
-        cr_assert_eq(waitpid(kids[i], &status, 0), kids[i]);
-        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "process %d failed: status %d", i, status);
+        unsigned long long hits = 0, misses = 0, rejected = 0, writes = 0, write_failures = 0;
+        int got = fscanf(counters[i], "%llu %llu %llu %llu %llu", &hits, &misses, &rejected, &writes, &write_failures);
+        fclose(counters[i]);
+        int code, signal_number;
+        cr_assert_eq(ffnrt_lab_child_wait(kids[i], &code, &signal_number), 0, "%s", strerror(errno));
+        cr_assert(code == 0, "writer %d failed: exit status %d, signal %d (its stderr above)", i, code, signal_number);
+        cr_assert_eq(got, 5, "writer %d printed no counters", i);
+        cr_assert(hits + misses >= 1, "writer %d looked nothing up", i);
+        cr_assert_eq(rejected, 0, "writer %d read an entry the other left half-written (its note above)", i);
+#ifdef _WIN32
+        /* Replacing an entry the other process holds open may be refused
+         * by Windows (the write is then lost, never the entry): said, not
+         * failed. */
+        if (write_failures)
+            cr_log_info("writer %d: %llu writes refused (its note above)", i, write_failures);
+#else
+        cr_assert_eq(write_failures, 0, "writer %d (its note above)", i);
+#endif
+        size_t n;
+        float *y = (float *)read_file(scratch, i ? "y1" : "y0", &n);
+        cr_assert_eq(n, sizeof ref.y);
+        cr_assert_eq(memcmp(y, ref.y, sizeof ref.y), 0, "writer %d's results differ from this process's", i);
+        free(y);
     }
     file_list entries, temps;
     list_files(dir, &entries, &temps);
@@ -1296,9 +1264,7 @@ ParameterizedTest(ffnrt_backend *b, disk_cache, two_processes_at_once)
     cr_assert_eq(temps.count, 0, "%s left behind", temps.names[0]);
     for (int i = 0; i < entries.count; i++)
         cr_assert(file_is_valid(dir, entries.names[i]), "%s", entries.names[i]);
-    expect_warm(*b, dir, expect);
-    free(expect);
+    expect_warm(*b, dir, ref.y);
     remove_dir(dir);
-    remove_dir(ref_dir);
+    remove_dir(scratch);
 }
-#endif
