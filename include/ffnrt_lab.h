@@ -82,6 +82,9 @@ FFNRT_API int ffnrt_lab_utc_now(struct tm *out, int *milliseconds);
 FFNRT_API int ffnrt_lab_strcasecmp(const char *a, const char *b);
 FFNRT_API int ffnrt_lab_isatty(int fd);
 FFNRT_API int ffnrt_lab_terminal_columns(int fd);
+/* A console shows this program's UTF-8 text as it is (Windows: the
+ * console's output code page is UTF-8 until exit; elsewhere nothing). */
+FFNRT_API void ffnrt_lab_console_utf8(void);
 
 /* Paths as UTF-8 on every OS: main's arguments replaced by the command
  * line's in UTF-8 (Windows gives a char argv in the ANSI code page, where

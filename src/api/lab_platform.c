@@ -13,6 +13,7 @@ int ffnrt_lab_utc_now(struct tm *out, int *milliseconds) { return ffnrt_utc_now(
 int ffnrt_lab_strcasecmp(const char *a, const char *b) { return ffnrt_strcasecmp(a, b); }
 int ffnrt_lab_isatty(int fd) { return ffnrt_isatty(fd); }
 int ffnrt_lab_terminal_columns(int fd) { return ffnrt_terminal_columns(fd); }
+void ffnrt_lab_console_utf8(void) { ffnrt_console_utf8(); }
 int ffnrt_lab_arguments_utf8(int *argc, char ***argv) { return ffnrt_arguments_utf8(argc, argv); }
 FILE *ffnrt_lab_fopen(const char *path, const char *mode) { return ffnrt_fopen(path, mode); }
 

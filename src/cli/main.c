@@ -132,6 +132,9 @@ int main(int argc, char **argv)
     /* Paths in the arguments as UTF-8 (Windows' char argv is in the ANSI
      * code page); on failure the arguments stay, ASCII ones unharmed. */
     ffnrt_lab_arguments_utf8(&argc, &argv);
+    /* And what it prints ("×", "±", "·", paths) shown as such in a
+     * Windows console. */
+    ffnrt_lab_console_utf8();
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -285,6 +285,15 @@ int ffnrt_strncasecmp(const char *a, const char *b, size_t n);
 /* Whether fd is a terminal, and its width in columns (0 when unknown). */
 int ffnrt_isatty(int fd);
 int ffnrt_terminal_columns(int fd);
+/* Lets a console show the program's UTF-8 text as it is. Windows' console
+ * decodes what a program writes in its output code page (437, 850 or
+ * 1252 by default: "2·d·m" arrives as "2┬╖d┬╖m"), so where stdout or
+ * stderr is a console this sets CP_UTF8 and puts the console's own code
+ * page back at exit (the console outlives the program: cmd.exe would keep
+ * it), and writes stdout in blocks (windows.c says why). Called before
+ * anything is printed. Nothing where neither is a console (a pipe, a
+ * file), nor on POSIX, whose terminals take the bytes as they come. */
+void ffnrt_console_utf8(void);
 
 /* ------------------------------------------------------- the CPU */
 

@@ -466,6 +466,8 @@ FILE *ffnrt_fopen(const char *path, const char *mode) { return fopen(path, mode)
 
 int ffnrt_isatty(int fd) { return isatty(fd); }
 
+void ffnrt_console_utf8(void) {}
+
 int ffnrt_terminal_columns(int fd)
 {
 #if defined(TIOCGWINSZ)

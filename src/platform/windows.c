@@ -944,6 +944,48 @@ FILE *ffnrt_fopen(const char *path, const char *mode)
 
 int ffnrt_isatty(int fd) { return _isatty(fd); }
 
+static UINT console_code_page; /* the console's own, put back at exit */
+
+static void console_code_page_back(void) { SetConsoleOutputCP(console_code_page); }
+
+static int is_console(int fd)
+{
+    DWORD mode;
+    return GetConsoleMode((HANDLE)_get_osfhandle(fd), &mode) != 0;
+}
+
+void ffnrt_console_utf8(void)
+{
+    int out = is_console(1), err = is_console(2);
+    if (console_code_page || (!out && !err))
+        return;
+    UINT own = GetConsoleOutputCP();
+    if (own != CP_UTF8) {
+        if (own == 0 || !SetConsoleOutputCP(CP_UTF8))
+            return;
+        console_code_page = own;
+        atexit(console_code_page_back);
+    }
+    /* In text mode the C runtime writes to a console through WriteConsoleW,
+     * decoding the bytes in its locale's code page first (measured under
+     * Wine: "·" as "Â·"); in binary mode the bytes reach the console as
+     * they are, which decodes them as UTF-8 now. The console ends a line
+     * at '\n' by itself. A console cannot join a character split between
+     * two writes (Wine's; older Windows consoles'), and Microsoft's C
+     * runtime writes each printf to an unbuffered console whole (a buffer
+     * for the call) but Wine's writes it a byte at a time ("·" as two
+     * U+FFFD): stdout is buffered (the lab flushes where it reports
+     * progress); stderr stays unbuffered, so that an error shows at once. */
+    fflush(stdout);
+    fflush(stderr);
+    if (out) {
+        _setmode(1, _O_BINARY);
+        setvbuf(stdout, NULL, _IOFBF, 1 << 14);
+    }
+    if (err)
+        _setmode(2, _O_BINARY);
+}
+
 int ffnrt_terminal_columns(int fd)
 {
     HANDLE h = GetStdHandle(fd == 1 ? STD_OUTPUT_HANDLE : fd == 2 ? STD_ERROR_HANDLE : STD_INPUT_HANDLE);
