@@ -3,11 +3,11 @@
 # a process of its own as under Criterion. Only the suites that call
 # nothing but C and ffnrt (and the lab's platform doors) build here
 # (test_disk_cache's POSIX trust rules, FIFOs and links are POSIX-only
-# within it); test_variants, which runs the compilers, and
-# test_host_alloc, which replaces malloc, stay with Criterion, and the
-# platform layer's own checks run as the plain test_platform.
-# test_interop, which links the drivers' loaders as an app does, comes
-# after the two lists, where the loaders are.
+# within it); test_variants, which runs the compilers, stays with
+# Criterion, and the platform layer's own checks run as the plain
+# test_platform. test_interop, which links the drivers' loaders as an app
+# does, comes after the two lists, where the loaders are, and
+# test_host_alloc after it (Linux and Windows only).
 # scripts/windows-check runs all of these under Wine; scripts/macos-check
 # links the two lists for macOS (both read them from here); on Linux the
 # same configuration checks the harness against Criterion's lists.
@@ -51,4 +51,18 @@ endif()
 
 if(WIN32) # the dense sweeps sampled, as in the sanitizer build: under Wine they take a minute
   target_compile_definitions(test_math_host PRIVATE FFNRT_TEST_SAMPLED)
+endif()
+
+# Host allocation failure (tests/test_host_alloc.c): libffnrt's own
+# allocations caught by the test's malloc on Linux (not under the
+# sanitizers, whose malloc it would replace) and through ffnrt.dll's
+# import table on Windows. Not on macOS, where the two-level namespace
+# binds libffnrt to libSystem's malloc whatever the program defines.
+if((WIN32 OR CMAKE_SYSTEM_NAME STREQUAL "Linux") AND NOT FFNRT_SANITIZE AND NOT FFNRT_SANITIZE_THREAD)
+  add_executable(test_host_alloc test_host_alloc.c device_fixture.c)
+  target_link_libraries(test_host_alloc PRIVATE ffnrt plain_criterion Threads::Threads m ${CMAKE_DL_LIBS})
+  if(NOT WIN32)
+    set_target_properties(test_host_alloc PROPERTIES ENABLE_EXPORTS ON) # its malloc serves libffnrt.so
+  endif()
+  add_test(NAME test_host_alloc COMMAND test_host_alloc --jobs 2)
 endif()
