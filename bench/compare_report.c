@@ -198,12 +198,15 @@ int compare_report_add(bench_rows *rows, bench_meta *meta, const ffnrt_compariso
                          res->verdict[k] == FFNRT_VERDICT_UNMEASURED ? "?" : "");
         }
         bench_row_metric(r, "pass", res->pass);
-        if (res->pass)
+        if (res->pass) {
             BENCH_SET(r->note, "pass");
-        else if (failing[0])
-            snprintf(r->note, sizeof r->note, "FAIL %s%s", failing, failed || res->status ? " +failed runs" : "");
-        else
+        } else if (!failing[0]) {
             BENCH_SET(r->note, "FAIL: failed runs");
+        } else {
+            int n = snprintf(r->note, sizeof r->note, "FAIL %s%s", failing, failed || res->status ? " +failed runs" : "");
+            if (n >= (int)sizeof r->note) /* a long list cut, and said to be */
+                memcpy(r->note + sizeof r->note - 4, "...", 4);
+        }
         if (res->status != FFNRT_OK || res->message[0])
             add_note(meta, info, res, res->message);
     }
