@@ -61,6 +61,7 @@ endif()
 if((WIN32 OR CMAKE_SYSTEM_NAME STREQUAL "Linux") AND NOT FFNRT_SANITIZE AND NOT FFNRT_SANITIZE_THREAD)
   add_executable(test_host_alloc test_host_alloc.c device_fixture.c)
   target_link_libraries(test_host_alloc PRIVATE ffnrt plain_criterion Threads::Threads m ${CMAKE_DL_LIBS})
+  target_compile_options(test_host_alloc PRIVATE -fexceptions) # its operator new throws through C frames
   if(NOT WIN32)
     set_target_properties(test_host_alloc PROPERTIES ENABLE_EXPORTS ON) # its malloc serves libffnrt.so
   endif()

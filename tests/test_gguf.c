@@ -111,7 +111,7 @@ static void check_model(ffnrt_gguf *g, const gw_model *m)
             cr_assert_eq(t[w]->offset % ffnrt_gguf_alignment(g), 0u);
             int64_t rows = t[w]->ne[1], cols = t[w]->ne[0];
             float *x = malloc((size_t)(rows * cols) * sizeof *x), *y = malloc((size_t)(rows * cols) * sizeof *y);
-            size_t need;
+            size_t need = 0;
             cr_assert(x && y && ffnrt_weight_bytes(m->format, rows, cols, &need) == FFNRT_OK);
             cr_assert_eq(t[w]->bytes, need);
             /* the data is the writer's quantization of the source weights */

@@ -10,16 +10,17 @@
  * - Linux: this test's own malloc, calloc and realloc, which libffnrt.so
  *   binds to, fail only calls whose caller lies in libffnrt.so. glslang
  *   and SPIRV-Tools (linked into it) allocate through operator new, whose
- *   caller is libstdc++, so their allocations are not failed: a C++
- *   bad_alloc cannot cross the C API. Not built in the sanitizer build:
- *   ASan owns malloc there.
+ *   caller of malloc is libstdc++: those are failed apart, by this test's
+ *   operator new throwing std::bad_alloc for a caller in libffnrt.so
+ *   (cxx_allocation_fails), which ffnrt must catch before it reaches its
+ *   C code (src/backend/vulkan/cxx_guard.h). Not built in the sanitizer
+ *   build: ASan owns malloc there.
  * - Windows: ffnrt.dll's own import table is rewritten, so every
- *   allocation ffnrt.dll's code makes comes here, and only those. The C++
- *   libraries are linked statically into the DLL and share that table, so
- *   their allocations cannot be told apart: the sequence runs on OpenCL
- *   (no C++ on its path); on Vulkan, whose every kernel load runs
- *   SPIRV-Tools' validator, the case skips and says so. The first device
- *   listing covers both backends. */
+ *   allocation ffnrt.dll's code makes comes here, and only those: the C++
+ *   libraries, linked into the DLL with the C++ runtime, share the table,
+ *   so their allocations fail too (operator new then throws). On Vulkan,
+ *   where those are thousands, the first 64 allocations fail one by one
+ *   and then one in every 1.25x. */
 #define _GNU_SOURCE
 #include "device_fixture.h"
 
@@ -34,18 +35,21 @@
 #endif
 
 static atomic_long countdown;       /* fail when it reaches 0; negative: off */
+static atomic_long cxx_countdown;   /* the same for operator new (Linux) */
 static atomic_long failures;        /* allocations failed so far */
 
-static int should_fail(int from_ffnrt)
+static int should_fail_on(atomic_long *c, int from_ffnrt)
 {
-    if (atomic_load(&countdown) < 0 || !from_ffnrt)
+    if (atomic_load(c) < 0 || !from_ffnrt)
         return 0;
-    if (atomic_fetch_sub(&countdown, 1) == 1) {
+    if (atomic_fetch_sub(c, 1) == 1) {
         atomic_fetch_add(&failures, 1);
         return 1;
     }
     return 0;
 }
+
+static int should_fail(int from_ffnrt) { return should_fail_on(&countdown, from_ffnrt); }
 
 #ifdef _WIN32
 static void *(*real_malloc)(size_t);
@@ -149,6 +153,26 @@ EXPORT void *realloc(void *p, size_t n)
     return should_fail(from_ffnrt(__builtin_return_address(0))) ? NULL : __libc_realloc(p, n);
 }
 
+/* operator new and new[] (libstdc++'s, which the C++ code in libffnrt.so
+ * calls): to fail one, the real one is asked for more than can exist and
+ * throws std::bad_alloc itself. This file is built with -fexceptions, so
+ * that the exception passes through these frames. */
+static void *(*real_new)(size_t), *(*real_new_array)(size_t);
+
+EXPORT void *_Znwm(size_t n)
+{
+    if (!real_new)
+        real_new = (void *(*)(size_t))dlsym(RTLD_NEXT, "_Znwm");
+    return real_new(should_fail_on(&cxx_countdown, from_ffnrt(__builtin_return_address(0))) ? SIZE_MAX : n);
+}
+
+EXPORT void *_Znam(size_t n)
+{
+    if (!real_new_array)
+        real_new_array = (void *(*)(size_t))dlsym(RTLD_NEXT, "_Znam");
+    return real_new_array(should_fail_on(&cxx_countdown, from_ffnrt(__builtin_return_address(0))) ? SIZE_MAX : n);
+}
+
 static void catch_ffnrt_allocations(void)
 {
     Dl_info info;
@@ -159,13 +183,15 @@ static void catch_ffnrt_allocations(void)
 #endif
 
 /* The sequence; returns 1 if every call succeeded. Failed calls must give
- * a status and message; the rest of the sequence is skipped. */
-static int run_sequence(ffnrt_backend backend)
+ * a status and message; the rest of the sequence is skipped. With the
+ * disk cache off, every kernel goes through glslang. */
+static int run_sequence(ffnrt_backend backend, int disk_cache_off)
 {
     ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
     o.backend = backend;
     o.device_index = 0;
     o.validation = test_validation_wanted();
+    o.disable_disk_cache = disk_cache_off;
     ffnrt_context *ctx = NULL;
     ffnrt_ffn *layer = NULL;
     ffnrt_tensor *x = NULL, *y = NULL;
@@ -204,6 +230,7 @@ done:
     /* Tear-down allocates nothing that may fail; check the context is
      * still sound after the failure: a copy still runs. */
     atomic_store(&countdown, -1);
+    atomic_store(&cxx_countdown, -1);
     if (ctx && x && y)
         cr_assert_eq(ffnrt_copy(ctx, x, y), FFNRT_OK, "after an allocation failure: %s",
                      ffnrt_context_last_error(ctx));
@@ -216,30 +243,60 @@ done:
 
 BACKEND_PARAMETERS(host_alloc, nth_allocation_fails)
 
-ParameterizedTest(ffnrt_backend *b, host_alloc, nth_allocation_fails)
+/* Fails the Nth allocation for N = 1, 2, ... (sampled: from 64 on, every
+ * 1.25x) until the sequence runs without reaching N; returns that N. */
+static long fail_each(ffnrt_backend b, atomic_long *c, int disk_cache_off, int sampled)
 {
-    atomic_store(&countdown, -1);
-#ifdef _WIN32
-    if (*b == FFNRT_BACKEND_VULKAN)
-        cr_skip_test("on Windows SPIRV-Tools and glslang, which every Vulkan kernel load runs, allocate through "
-                     "ffnrt.dll's own imports, where a C++ bad_alloc cannot be told apart and cannot cross the C API");
-#endif
-    catch_ffnrt_allocations();
-    test_context_done(test_context(*b, NULL)); /* devices listed, kernels in the drivers' caches */
     long n;
-    for (n = 1; n < 2000; n++) {
+    for (n = 1; n < 1000000; n = sampled && n >= 64 ? n + n / 4 : n + 1) {
         long before = atomic_load(&failures);
-        atomic_store(&countdown, n);
-        int ok = run_sequence(*b);
+        atomic_store(c, n);
+        int ok = run_sequence(b, disk_cache_off);
         if (atomic_load(&failures) == before) {
             cr_assert(ok, "the sequence failed at N = %ld without an injected failure: %s", n,
                       ffnrt_last_error_message());
-            break;
+            return n;
         }
+        cr_assert(sampled || n < 2000, "more than 2000 allocations");
     }
-    cr_assert_lt(n, 2000);
-    cr_log_info("%s: %ld allocations, each failed once", ffnrt_backend_name(*b), n - 1);
+    cr_assert_fail("no end to the allocations");
+    return n;
 }
+
+ParameterizedTest(ffnrt_backend *b, host_alloc, nth_allocation_fails)
+{
+    atomic_store(&countdown, -1);
+    atomic_store(&cxx_countdown, -1);
+    catch_ffnrt_allocations();
+    test_context_done(test_context(*b, NULL)); /* devices listed, kernels in the drivers' caches */
+#ifdef _WIN32
+    int sampled = *b == FFNRT_BACKEND_VULKAN; /* glslang's and SPIRV-Tools' allocations among them */
+#else
+    int sampled = 0;
+#endif
+    long n = fail_each(*b, &countdown, 0, sampled);
+    cr_log_info("%s: %ld allocations, %s", ffnrt_backend_name(*b), n - 1,
+                sampled ? "the first 64 failed one by one, then one in every 1.25x" : "each failed once");
+}
+
+#ifndef _WIN32
+/* glslang's and SPIRV-Tools' allocations (operator new, called from their
+ * code in libffnrt.so) failed: the std::bad_alloc they throw must come
+ * back as a status with a message (never end the process), and the next
+ * calls must work. Vulkan only (OpenCL's path has no C++); the disk cache
+ * off, so that every kernel goes through glslang as well as SPIRV-Tools;
+ * the first 64 failed one by one, then one in every 1.25x. */
+Test(host_alloc, cxx_allocation_fails)
+{
+    atomic_store(&countdown, -1);
+    atomic_store(&cxx_countdown, -1);
+    catch_ffnrt_allocations();
+    test_context_done(test_context(FFNRT_BACKEND_VULKAN, NULL));
+    long n = fail_each(FFNRT_BACKEND_VULKAN, &cxx_countdown, 1, 1);
+    cr_assert_gt(n, 1, "no C++ allocation was failed: glslang and SPIRV-Tools were not reached");
+    cr_log_info("vulkan: %ld C++ allocations, the first 64 failed one by one, then one in every 1.25x", n - 1);
+}
+#endif
 
 /* The first listing of the devices (once per process, cached) with each
  * of its allocations failed in turn: a failure is reported, not cached as

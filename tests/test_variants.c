@@ -185,7 +185,7 @@ static int compile_glsl(const variant_set *vs)
         ffnrt_error err = {0};
         ffnrt_status st = ffnrt_glsl_to_spirv(vs->sources[i], vs->max_workgroup[i], &words, &n, &log, &err);
         char why[512] = "";
-        if (st == FFNRT_OK && !ffnrt_spirv_valid(words, n, why, sizeof why))
+        if (st == FFNRT_OK && ffnrt_spirv_valid(words, n, why, sizeof why) != 1)
             st = FFNRT_ERROR_COMPILE_FAILED;
         if (st != FFNRT_OK && failed++ < 3)
             cr_log_error("GLSL variant %.600s\ndoes not compile: %.2000s%s", vs->keys[i], log ? log : "", why);

@@ -15,7 +15,8 @@ ffnrt_status ffnrt_glsl_to_spirv(const char *source, uint32_t max_workgroup_size
 /* Whether words are valid SPIR-V for the environment ffnrt compiles for
  * (SPIRV-Tools' validator, as the validation layer runs it): what came
  * from the disk cache is checked before a driver sees it, since a driver
- * given invalid SPIR-V may do anything. *why says what is wrong. */
+ * given invalid SPIR-V may do anything. 1 valid, 0 not (*why says what is
+ * wrong), -1 when it could not be checked (out of host memory: *why). */
 int ffnrt_spirv_valid(const uint32_t *words, size_t word_count, char *why, size_t cap);
 
 /* The compiler and its settings, for cache keys: "glslang 12.0.0 ...". */

@@ -1088,9 +1088,12 @@ static uint32_t *vk_cached_spirv(const ffnrt_kernel_cache *c, size_t *words)
     if (!code)
         return NULL;
     char why[256] = "not SPIR-V";
-    if (len < 20 || len % 4 != 0 || code[0] != 0x07230203u || !ffnrt_spirv_valid(code, len / 4, why, sizeof why)) {
+    int valid = len >= 20 && len % 4 == 0 && code[0] == 0x07230203u ? ffnrt_spirv_valid(code, len / 4, why, sizeof why)
+                                                                   : 0;
+    if (valid != 1) {
         free(code);
-        c->unusable(c->user, FFNRT_CACHE_SPIRV, why);
+        if (valid == 0) /* not when it could not be checked: the entry may be good */
+            c->unusable(c->user, FFNRT_CACHE_SPIRV, why);
         return NULL;
     }
     *words = len / 4;
