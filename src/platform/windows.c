@@ -117,12 +117,9 @@ void *ffnrt_library_open(const char *name, char *why, size_t cap)
      * loader once a process, so a failed allocation here would hide the
      * API until exit (test_host_alloc found it). */
     wchar_t w[MAX_PATH];
-    HMODULE lib = NULL;
-    DWORD e = ERROR_FILENAME_EXCED_RANGE;
-    if (MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, name, -1, w, MAX_PATH) > 0) {
-        lib = LoadLibraryExW(w, NULL, 0);
-        e = GetLastError();
-    }
+    int converted = MultiByteToWideChar(CP_UTF8, MB_ERR_INVALID_CHARS, name, -1, w, MAX_PATH) > 0;
+    HMODULE lib = converted ? LoadLibraryExW(w, NULL, 0) : NULL;
+    DWORD e = GetLastError(); /* a name too long or not UTF-8, or the loader's */
     if (!lib && why && cap)
         snprintf(why, cap, "%s: LoadLibrary error %lu", name, (unsigned long)e);
     return (void *)lib;
