@@ -101,6 +101,9 @@ check "run -- -2 1: after --, -2 is the OP" 2 "" '"-2" is not an activation' "$f
 check "run relu -2 -- -- 1: only the first -- is dropped" 2 "" '"--" is not a number' "$ffnrt" run relu -2 -- -- 1
 check "run --bins --: an option's value is taken whole" 2 "" "bad option --bins --" "$ffnrt" run --bins -- relu 1
 check "run -h" 0 "usage: ffnrt run" "" "$ffnrt" run -h
+check "run --device nosuch: refused at the device choice, as spelled, with what was found" 1 "" \
+    'no device matches "nosuch", asked by options.device; \(found: \|no device found\)' "$ffnrt" run --device nosuch relu 1
+check "run --device without its value" 2 "" "bad option --device (its value is missing)" "$ffnrt" run --device
 parsed "check --dtype f16 -- gelu" "$ffnrt" check --dtype f16 -- gelu
 parsed "check gelu -- (options may come after OP)" "$ffnrt" check gelu --dtype f16 --
 parsed "check --fp32-control geglu -- -1:2" "$ffnrt" check --fp32-control geglu -- -1:2

@@ -788,6 +788,34 @@ Test(dispatch, device_tie_broken_by_speed)
     cr_expect_eq(ffnrt_choose_device(&none, d, 3, f, &chosen, need, reason, sizeof reason, &err),
                  FFNRT_ERROR_DEVICE_NOT_FOUND);
     cr_expect(strstr(err.message, "FFNRT_DEVICE") != NULL, "%s", err.message);
+    /* ... as the user spelled it, with the devices there were to choose from. */
+    cr_expect(strstr(err.message, "no device matches \"no-such\"") != NULL, "%s", err.message);
+    cr_expect(strstr(err.message, "found: opencl:0 a CPU through OpenCL, vulkan:0 llvmpipe, vulkan:0 something else") !=
+                  NULL,
+              "%s", err.message);
+    ffnrt_device_request indexed = {FFNRT_BACKEND_VULKAN, 9, NULL, "options.device"};
+    cr_expect_eq(ffnrt_choose_device(&indexed, d, 3, f, &chosen, need, reason, sizeof reason, &err),
+                 FFNRT_ERROR_DEVICE_NOT_FOUND);
+    cr_expect(strstr(err.message, "\"vulkan:9\", asked by options.device") != NULL, "%s", err.message);
+    /* Many devices with long names: the list is cut, marked, and the message stays whole. */
+    ffnrt_device_info many[12];
+    for (int i = 0; i < 12; i++) {
+        many[i] = made_up(FFNRT_BACKEND_OPENCL, FFNRT_DEVICE_TYPE_DISCRETE_GPU, 0x1002, "");
+        many[i].index = (uint32_t)i;
+        memset(many[i].name, 'n', sizeof many[i].name - 1);
+        many[i].name[sizeof many[i].name - 1] = '\0';
+    }
+    ffnrt_device_request named = {FFNRT_BACKEND_OPENCL, -1, "gfx1100", "FFNRT_DEVICE"};
+    cr_expect_eq(ffnrt_choose_device(&named, many, 12, NULL, &chosen, need, reason, sizeof reason, &err),
+                 FFNRT_ERROR_DEVICE_NOT_FOUND);
+    cr_expect(strstr(err.message, "\"opencl:gfx1100\", asked by FFNRT_DEVICE; found: opencl:0 nnn") != NULL, "%s",
+              err.message);
+    size_t len = strlen(err.message);
+    cr_expect(len > 3 && strcmp(err.message + len - 3, "...") == 0, "%s", err.message);
+    /* No device at all, nothing asked: said so. */
+    cr_expect_eq(ffnrt_choose_device(&any, d, 0, NULL, &chosen, need, reason, sizeof reason, &err),
+                 FFNRT_ERROR_BACKEND_UNAVAILABLE);
+    cr_expect_str_eq(err.message, "no device found");
 }
 
 Test(dispatch, limits_parse_and_apply)

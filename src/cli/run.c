@@ -1,8 +1,9 @@
 /* ffnrt run: an activation or a GLU kind applied to numbers given on the
- * command line, on the device FFNRT_DEVICE names (or the best one), with
- * the call's statistics (--stats) and the fp32 control (--fp32-control:
- * the same call in the given precision and again in fp32, with the finite
- * check on, to tell a precision problem from a data or kernel one). */
+ * command line, on the device --device or FFNRT_DEVICE names (or the best
+ * one), with the call's statistics (--stats) and the fp32 control
+ * (--fp32-control: the same call in the given precision and again in fp32,
+ * with the finite check on, to tell a precision problem from a data or
+ * kernel one). */
 #include "run.h"
 #include "args.h"
 #include "numbers.h"
@@ -15,6 +16,7 @@
 
 typedef struct run_args {
     const char *op;
+    const char *device;    /* --device SPEC; NULL: FFNRT_DEVICE, else ffnrt's choice */
     int glu;               /* a GLU kind: the numbers are GATE:VALUE pairs */
     ffnrt_activation act;
     ffnrt_glu glu_kind;
@@ -33,6 +35,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: ffnrt run [options] [--] OP X [X...]\n"
                "  OP: an activation (relu, gelu, gelu_tanh, silu, ...; X a number) or a GLU kind\n"
                "      (glu, reglu, geglu, swiglu; X a GATE:VALUE pair)\n"
+               "  --device SPEC          the device, as FFNRT_DEVICE takes it (\"opencl\", \"vulkan:0\", \"pocl\")\n"
                "  --dtype f32|f16|bf16   storage type (default f32)\n"
                "  --f16-arithmetic       fp16 arithmetic (f16 storage, where the device has it)\n"
                "  --stats                print the call's statistics (ffnrt_stats)\n"
@@ -96,7 +99,8 @@ static int parse(int argc, char **argv, run_args *a)
             }
             continue;
         }
-        int takes = strcmp(o, "--dtype") == 0 || strcmp(o, "--bins") == 0 || strcmp(o, "--range") == 0;
+        int takes = strcmp(o, "--dtype") == 0 || strcmp(o, "--bins") == 0 || strcmp(o, "--range") == 0 ||
+                    strcmp(o, "--device") == 0;
         const char *v = takes ? cli_args_value(&args) : NULL;
         int64_t bins;
         if (strcmp(o, "--stats") == 0)
@@ -109,6 +113,8 @@ static int parse(int argc, char **argv, run_args *a)
             a->compute = FFNRT_COMPUTE_F16, a->dtype = FFNRT_DTYPE_F16;
         else if (strcmp(o, "--dtype") == 0 && v && parse_dtype(v, &a->dtype) == 0)
             ;
+        else if (strcmp(o, "--device") == 0 && v && *v)
+            a->device = v;
         else if (strcmp(o, "--bins") == 0 && v && cli_parse_int(v, 0, FFNRT_STATS_MAX_BINS, &bins) == 0)
             a->bins = (uint32_t)bins, a->stats = 1;
         else if (strcmp(o, "--range") == 0 && v && parse_range(v, &a->lo, &a->hi) == 0)
@@ -312,7 +318,9 @@ int ffnrt_run_main(int argc, char **argv)
     float *y = malloc((size_t)a.n * sizeof *y), *y32 = malloc((size_t)a.n * sizeof *y32);
     char message[1024] = "", message32[1024] = "";
     ffnrt_status call = FFNRT_OK, call32 = FFNRT_OK;
-    ffnrt_status st = y && y32 ? ffnrt_context_create(NULL, &ctx) : FFNRT_ERROR_OUT_OF_HOST_MEMORY;
+    ffnrt_context_options options = FFNRT_CONTEXT_OPTIONS_INIT;
+    options.device = a.device;
+    ffnrt_status st = y && y32 ? ffnrt_context_create(&options, &ctx) : FFNRT_ERROR_OUT_OF_HOST_MEMORY;
     rc = 1;
     if (st == FFNRT_OK)
         st = run_once(ctx, &a, a.dtype, a.compute, a.check_finite || a.fp32_control ? 1 : 0, y, &call, message,

@@ -155,6 +155,34 @@ static void describe_figures(const ffnrt_calibration *f, char *out, size_t cap)
         snprintf(out, cap, "no calibration figures");
 }
 
+/* The request as FFNRT_DEVICE spells it ("vulkan:1", "opencl:pocl",
+ * "llvmpipe"), for messages. */
+static void describe_request(const ffnrt_device_request *req, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "%s", req->backend != FFNRT_BACKEND_ANY ? ffnrt_backend_name(req->backend) : "");
+    if (req->index >= 0 && n >= 0 && (size_t)n < cap)
+        n += snprintf(out + n, cap - (size_t)n, "%s%ld", n ? ":" : "", req->index);
+    if (req->name && n >= 0 && (size_t)n < cap)
+        snprintf(out + n, cap - (size_t)n, "%s%s", n ? ":" : "", req->name);
+}
+
+/* "found: opencl:0 NAME, vulkan:0 NAME" (as many as fit, then "..."), or
+ * "no device found". */
+static void list_devices(const ffnrt_device_info *infos, size_t count, char *out, size_t cap)
+{
+    size_t len = (size_t)snprintf(out, cap, count ? "found:" : "no device found");
+    for (size_t i = 0; i < count && len < cap; i++) {
+        int n = snprintf(out + len, cap - len, "%s %s:%u %s", i ? "," : "", ffnrt_backend_name(infos[i].backend),
+                         infos[i].index, infos[i].name);
+        if (n < 0 || (size_t)n >= cap - len) {
+            if (cap >= 4)
+                memcpy(out + cap - 4, "...", 4);
+            return;
+        }
+        len += (size_t)n;
+    }
+}
+
 ffnrt_status ffnrt_choose_device(const ffnrt_device_request *req, const ffnrt_device_info *infos, size_t count,
                                  const ffnrt_calibration *figures, long *chosen, int *need, char *reason, size_t cap,
                                  ffnrt_error *err)
@@ -188,11 +216,16 @@ ffnrt_status ffnrt_choose_device(const ffnrt_device_request *req, const ffnrt_de
         ok[i] = 1;
         top_type = type_score(d->type) > top_type ? type_score(d->type) : top_type;
     }
-    if (!matching)
-        return ffnrt_fail(err, count ? FFNRT_ERROR_DEVICE_NOT_FOUND : FFNRT_ERROR_BACKEND_UNAVAILABLE,
-                          "no device matches backend=%s index=%ld name=%s%s%s (%zu devices found)",
-                          ffnrt_backend_name(req->backend), req->index, req->name ? req->name : "any",
-                          req->from ? ", asked by " : "", req->from ? req->from : "", count);
+    if (!matching) {
+        char spec[160], found[320];
+        describe_request(req, spec, sizeof spec);
+        list_devices(infos, count, found, sizeof found);
+        ffnrt_status st = count ? FFNRT_ERROR_DEVICE_NOT_FOUND : FFNRT_ERROR_BACKEND_UNAVAILABLE;
+        if (!*spec)
+            return ffnrt_fail(err, st, "no device found");
+        return ffnrt_fail(err, st, "no device matches \"%s\"%s%s; %s", spec, req->from ? ", asked by " : "",
+                          req->from ? req->from : "", found);
+    }
     /* The tie: candidates of the best type. */
     size_t tie[64], nt = 0;
     for (size_t i = 0; i < count; i++)
