@@ -59,7 +59,8 @@ static int stack_open(ffnrt_context *ctx, const char *path, stack *s, char *why,
     int rc = -1;
     if (ffnrt_gguf_open(path, &g) != FFNRT_OK ||
         ffnrt_gguf_get_string(g, "general.architecture", &arch, &arch_len) != FFNRT_OK) {
-        snprintf(why, cap, "%s: %s", path, ffnrt_last_error_message());
+        /* ffnrt_gguf_open's own messages name the file. */
+        snprintf(why, cap, "%s%s%s", g ? path : "", g ? ": " : "", ffnrt_last_error_message());
         goto done;
     }
     snprintf(s->arch, sizeof s->arch, "%.*s", (int)(arch_len < sizeof s->arch ? arch_len : sizeof s->arch - 1), arch);

@@ -103,7 +103,8 @@ int main(int argc, char **argv)
     if (ffnrt_gguf_open(argv[1], &g) != FFNRT_OK ||
         ffnrt_gguf_get_string(g, "general.architecture", &arch, &arch_len) != FFNRT_OK ||
         ffnrt_context_create(NULL, &ctx) != FFNRT_OK) {
-        fprintf(stderr, "%s: %s\n", argv[1], ffnrt_last_error_message());
+        /* ffnrt_gguf_open's own messages name the file. */
+        fprintf(stderr, "%s%s%s\n", g ? argv[1] : "", g ? ": " : "", ffnrt_last_error_message());
         goto done;
     }
     snprintf(key, sizeof key, "%.*s.block_count", (int)arch_len, arch);

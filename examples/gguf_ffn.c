@@ -133,9 +133,12 @@ int main(int argc, char **argv)
     /* The file's layer as an ffnrt layer: descriptor and weights, bytes unchanged. */
     if (ffnrt_gguf_open(argv[1], &g) != FFNRT_OK || ffnrt_gguf_ffn_layer(g, layer_index, &gl) != FFNRT_OK ||
         ffnrt_gguf_ffn_desc(g, &gl, &desc, &weights) != FFNRT_OK || desc.dtype != FFNRT_DTYPE_F32) {
-        fprintf(stderr, "%s: %s\n", argv[1], desc.dtype != FFNRT_DTYPE_F32 ? "dense matrices in 16 bits: this example "
-                                                                               "takes f32 activations"
-                                                                             : ffnrt_last_error_message());
+        /* ffnrt_gguf_open's own messages name the file. */
+        if (g)
+            fprintf(stderr, "%s: ", argv[1]);
+        fprintf(stderr, "%s\n", desc.dtype != FFNRT_DTYPE_F32 ? "dense matrices in 16 bits: this example takes f32 "
+                                                               "activations"
+                                                             : ffnrt_last_error_message());
         goto done;
     }
     int64_t dm = desc.d_model, n = tokens * dm;

@@ -111,6 +111,10 @@ check "check -- gelu --dtype: after --, an operand" 2 "" "usage: ffnrt check" "$
 check "check --quant -- x" 2 "" "unexpected argument x" "$ffnrt" check --quant -- x
 check "check --quant --gguf -x.gguf: a value starting with -" 1 "" "-x.gguf: No such file" \
     "$ffnrt" check --quant --gguf -x.gguf
+printf 'root:x:0:0' >"$dir/not.gguf"
+check "check --quant --gguf on a file that is not GGUF: named once, with what it starts with" 1 "" \
+    "^ffnrt check --quant: $dir/not.gguf: GGUF: not a GGUF file (it starts with 72 6f 6f 74)\$" \
+    "$ffnrt" check --quant --gguf "$dir/not.gguf"
 parsed "plan --op gelu --" "$ffnrt" plan --op gelu --
 check "plan -- --op gelu" 2 "" "unexpected argument --op" "$ffnrt" plan -- --op gelu
 check "devices --profiles --" 0 "vulkan-minimum" "" "$ffnrt" devices --profiles --

@@ -130,7 +130,8 @@ static int from_gguf(const char *path, int64_t index, layer_f32 *l)
     int rc = -1;
     if (ffnrt_gguf_open(path, &g) != FFNRT_OK || ffnrt_gguf_ffn_layer(g, index, &gl) != FFNRT_OK ||
         ffnrt_gguf_ffn_desc(g, &gl, &l->desc, &w) != FFNRT_OK) {
-        fprintf(stderr, "%s: %s: %s\n", me, path, ffnrt_last_error_message());
+        /* ffnrt_gguf_open's own messages name the file; the later calls' do not. */
+        fprintf(stderr, "%s: %s%s%s\n", me, g ? path : "", g ? ": " : "", ffnrt_last_error_message());
     } else {
         int gated = gl.gated;
         const ffnrt_gguf_tensor_info *m[3] = {gated ? &gl.gate : &gl.up, &gl.up, &gl.down};
