@@ -422,6 +422,25 @@ int main(int argc, char **argv)
     why[0] = '\0';
     CHECK(ffnrt_library_open("ffnrt-no-such-library", why, sizeof why) == NULL && why[0], "a missing library");
     CHECK(ffnrt_opencl_loader_names()[0] != NULL, "no OpenCL loader name");
+    /* Where the OpenCL loader finds its drivers (named when it finds no device). */
+    char vendors[512];
+#if defined(_WIN32) || defined(__APPLE__)
+    CHECK(ffnrt_opencl_vendors_dir(vendors, sizeof vendors) == NULL, "this loader keeps no folder of drivers");
+#else
+    char self_path[1024];
+    CHECK(ffnrt_executable_path(self_path, sizeof self_path) == 0, "this program's path: %s", strerror(errno));
+    unsetenv("OCL_ICD_VENDORS");
+    CHECK(ffnrt_opencl_vendors_dir(vendors, sizeof vendors) && strcmp(vendors, "/etc/OpenCL/vendors") == 0,
+          "the loader's own folder: %s", vendors);
+    setenv("OCL_ICD_VENDORS", base, 1);
+    CHECK(ffnrt_opencl_vendors_dir(vendors, sizeof vendors) && strcmp(vendors, base) == 0,
+          "OCL_ICD_VENDORS naming a folder: %s", vendors);
+    setenv("OCL_ICD_VENDORS", self_path, 1);
+    CHECK(ffnrt_opencl_vendors_dir(vendors, sizeof vendors) && strcmp(vendors, "/etc/OpenCL/vendors") == 0,
+          "OCL_ICD_VENDORS naming a file (one driver, not a folder): %s", vendors);
+    CHECK(ffnrt_opencl_vendors_dir(vendors, 8) == NULL, "a folder name that does not fit");
+    unsetenv("OCL_ICD_VENDORS");
+#endif
     struct tm tm;
     int ms = -1;
     CHECK(ffnrt_utc_now(&tm, &ms) == 0 && tm.tm_year >= 124 && ms >= 0 && ms < 1000, "UTC year %d ms %d",

@@ -32,6 +32,12 @@ static ffnrt_status choose(const ffnrt_settings *s, const ffnrt_device_info **ch
         if (ffnrt_registry_backend(req.backend)->load(&why) != FFNRT_OK)
             return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "%s", why.message);
     }
+    if (count == 0) {
+        /* Nothing to choose from: each backend's own reason. */
+        char why[FFNRT_ERROR_MESSAGE_SIZE];
+        if (ffnrt_registry_why_none(req.backend, why, sizeof why - 20))
+            return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "no device found: %s", why);
+    }
     if (count > 64)
         count = 64; /* the choice weighs at most 64 devices */
     ffnrt_calibration figures[64];

@@ -291,6 +291,9 @@ ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *cou
  * others); ANY is every backend's. */
 ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_device_info **infos, size_t *count,
                                             ffnrt_error *err);
+/* Why kind's backends (ANY: each backend) have no device, as they said it,
+ * joined by "; " into out; 1 when some backend has none, else 0 (out ""). */
+int ffnrt_registry_why_none(ffnrt_backend kind, char *out, size_t cap);
 const ffnrt_backend_ops *ffnrt_registry_backend(ffnrt_backend kind);
 
 /* Figures measured in this process, by device (for a cache that is off:

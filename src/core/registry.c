@@ -17,6 +17,7 @@ static struct {
     int done;
     ffnrt_device_info *infos;
     size_t count;
+    char why_none[FFNRT_ERROR_MESSAGE_SIZE]; /* where count is 0: the backend's reason */
 } registry_lists[REGISTRY_BACKENDS];
 /* Every backend's devices in the table's order, made once all are listed. */
 static int registry_done;
@@ -48,6 +49,11 @@ static ffnrt_status registry_scan(size_t i, ffnrt_error *err)
     if (ops->load(&why) != FFNRT_OK || ops->list_devices(first, cap, &n, &why) != FFNRT_OK || n == 0) {
         if (why.status == FFNRT_ERROR_OUT_OF_HOST_MEMORY)
             return ffnrt_fail(err, why.status, "listing devices: %s", why.message);
+        if (why.message[0])
+            memcpy(registry_lists[i].why_none, why.message, sizeof why.message);
+        else
+            snprintf(registry_lists[i].why_none, sizeof registry_lists[i].why_none, "%s: the loader found no device",
+                     ops->name);
         registry_lists[i].done = 1;
         return FFNRT_OK;
     }
@@ -87,6 +93,28 @@ ffnrt_status ffnrt_registry_backend_devices(ffnrt_backend kind, const ffnrt_devi
             ffnrt_mutex_unlock(&registry_lock);
         }
     return st;
+}
+
+int ffnrt_registry_why_none(ffnrt_backend kind, char *out, size_t cap)
+{
+    int none = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < registry_backends(); i++) {
+        if (kind != FFNRT_BACKEND_ANY && ffnrt_backend_at(i)->kind != kind)
+            continue;
+        ffnrt_error ignored;
+        ffnrt_error_clear(&ignored);
+        ffnrt_mutex_lock(&registry_lock);
+        registry_scan(i, &ignored);
+        if (registry_lists[i].done && registry_lists[i].count == 0) {
+            size_t len = strlen(out);
+            if (len < cap)
+                snprintf(out + len, cap - len, "%s%s", none ? "; " : "", registry_lists[i].why_none);
+            none = 1;
+        }
+        ffnrt_mutex_unlock(&registry_lock);
+    }
+    return none;
 }
 
 ffnrt_status ffnrt_registry_devices(const ffnrt_device_info **infos, size_t *count,

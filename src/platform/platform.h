@@ -74,6 +74,12 @@ void *ffnrt_library_symbol(void *lib, const char *name);
  * package), libOpenCL.so on Android, the OpenCL framework on macOS,
  * OpenCL.dll on Windows. */
 const char *const *ffnrt_opencl_loader_names(void);
+/* The folder in which this OS's OpenCL ICD loader finds its drivers' .icd
+ * files, written to buf: OCL_ICD_VENDORS where that names a folder, else
+ * /etc/OpenCL/vendors (Linux, the BSDs). NULL where the loader keeps no
+ * such folder (macOS's framework, Windows' registry, Android's vendor
+ * library). */
+const char *ffnrt_opencl_vendors_dir(char *buf, size_t cap);
 
 /* ------------------------------------------------------- clocks, process */
 

@@ -67,6 +67,21 @@ const char *const *ffnrt_opencl_loader_names(void)
     return names;
 }
 
+const char *ffnrt_opencl_vendors_dir(char *buf, size_t cap)
+{
+#if defined(__APPLE__) || defined(__ANDROID__)
+    (void)buf, (void)cap;
+    return NULL;
+#else
+    struct stat st;
+    const char *env = getenv("OCL_ICD_VENDORS");
+    const char *dir = env && *env && stat(env, &st) == 0 && S_ISDIR(st.st_mode) ? env : "/etc/OpenCL/vendors";
+    if (!buf || (size_t)snprintf(buf, cap, "%s", dir) >= cap)
+        return NULL;
+    return buf;
+#endif
+}
+
 /* ------------------------------------------------------- clocks, process */
 
 uint64_t ffnrt_monotonic_ns(void)

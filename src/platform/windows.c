@@ -139,6 +139,14 @@ const char *const *ffnrt_opencl_loader_names(void)
     return names;
 }
 
+/* The Khronos loader reads its drivers from the registry
+ * (HKLM\SOFTWARE\Khronos\OpenCL\Vendors and the display adapters' keys). */
+const char *ffnrt_opencl_vendors_dir(char *buf, size_t cap)
+{
+    (void)buf, (void)cap;
+    return NULL;
+}
+
 /* ------------------------------------------------------- clocks, process */
 
 uint64_t ffnrt_monotonic_ns(void)

@@ -191,6 +191,52 @@ static void cl_fill_info(cl_device_id d, uint32_t index, ffnrt_device_info *info
     }
 }
 
+/* Counts the .icd files of the loader's folder, naming them in names. */
+typedef struct icd_names {
+    char *text;
+    size_t cap, len;
+    int count;
+} icd_names;
+
+static void add_icd_name(const char *dir, const char *name, void *arg)
+{
+    (void)dir;
+    icd_names *l = arg;
+    size_t n = strlen(name);
+    if (n < 4 || strcmp(name + n - 4, ".icd") != 0)
+        return;
+    l->count++;
+    if (l->len < l->cap) {
+        int w = snprintf(l->text + l->len, l->cap - l->len, "%s%s", l->count > 1 ? ", " : "", name);
+        l->len = w < 0 ? l->cap : l->len + (size_t)w;
+    }
+}
+
+/* Why the ICD loader found no device, as far as ffnrt can tell: which
+ * drivers it knows of, and that one which fails to start is left out
+ * without a word (PoCL where it cannot make its kernel cache: an app whose
+ * HOME is read-only, a service, a sandbox). */
+static ffnrt_status cl_no_device(ffnrt_error *err)
+{
+    char dir[256], names[160] = "";
+    icd_names l = {names, sizeof names, 0, 0};
+    const char *where = ffnrt_opencl_vendors_dir(dir, sizeof dir);
+    if (!where || ffnrt_dir_each(where, add_icd_name, &l) != 0)
+        l.count = -1;
+    if (l.count == 0)
+        return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE,
+                          "OpenCL: the loader found no device: no driver is registered in %s (a GPU vendor's "
+                          "OpenCL driver; on the CPU, PoCL: Debian's pocl-opencl-icd)", where);
+    char known[256] = "";
+    if (l.count > 0)
+        snprintf(known, sizeof known, " of the drivers in %s (%s%s)", where, names, l.len >= l.cap ? "..." : "");
+    return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE,
+                      "OpenCL: the loader found no device: none%s started, and the loader leaves out one that fails "
+                      "without a word (PoCL does where it cannot create its kernel cache: POCL_CACHE_DIR, else "
+                      "XDG_CACHE_HOME or HOME, must lead to a folder it can write; POCL_DEBUG=1 says why)",
+                      known);
+}
+
 static ffnrt_status cl_list_devices(ffnrt_device_info *infos, size_t cap, size_t *count, ffnrt_error *err)
 {
     cl_device_id *devs;
@@ -198,6 +244,10 @@ static ffnrt_status cl_list_devices(ffnrt_device_info *infos, size_t cap, size_t
     ffnrt_status st = cl_all_devices(&devs, &n, err);
     if (st != FFNRT_OK)
         return st;
+    if (n == 0) {
+        free(devs);
+        return cl_no_device(err);
+    }
     for (cl_uint i = 0; i < n && i < cap; i++)
         cl_fill_info(devs[i], i, &infos[i], NULL);
     free(devs);

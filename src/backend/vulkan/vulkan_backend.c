@@ -20,6 +20,9 @@
  * otherwise kept open for the next calls, up to this many dispatches. */
 #define OPEN_BATCH_DISPATCHES 256u
 
+/* Where the loader found no driver, or none that ffnrt can use. */
+#define VK_LOADER_DEBUG_HINT "VK_LOADER_DEBUG=driver shows each driver the loader tried and why it was left out"
+
 static ffnrt_once vk_once = FFNRT_ONCE_INIT;
 static VkResult vk_load_result = VK_ERROR_INITIALIZATION_FAILED;
 static void vk_load_once(void) { vk_load_result = volkInitialize(); }
@@ -28,7 +31,8 @@ static ffnrt_status vk_load(ffnrt_error *err)
 {
     ffnrt_call_once(&vk_once, vk_load_once);
     if (vk_load_result != VK_SUCCESS)
-        return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan loader libvulkan.so.1 not found");
+        return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan: the loader is not installed (libvulkan.so.1; "
+                                                                 "vulkan-1.dll on Windows, libvulkan.1.dylib on macOS)");
     if (volkGetInstanceVersion() < VK_API_VERSION_1_1)
         return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan loader older than 1.1");
     return FFNRT_OK;
@@ -153,9 +157,10 @@ static ffnrt_status vk_instance_create(vk_instance *vi, int validation, atomic_u
     VkResult rc = vkCreateInstance(&ci, NULL, &vi->instance);
     if (rc != VK_SUCCESS) {
         vi->instance = VK_NULL_HANDLE;
-        return rc == VK_ERROR_INCOMPATIBLE_DRIVER
-                   ? ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "Vulkan: no compatible driver")
-                   : vk_fail(err, rc, "vkCreateInstance");
+        if (rc == VK_ERROR_INCOMPATIBLE_DRIVER)
+            return ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE,
+                              "Vulkan: no compatible driver (" VK_LOADER_DEBUG_HINT ")");
+        return vk_fail(err, rc, "vkCreateInstance");
     }
 #define FFNRT_VK_LOAD(name) vi->api.name = (PFN_##name)vkGetInstanceProcAddr(vi->instance, #name);
     FFNRT_VK_INSTANCE_FUNCTIONS(FFNRT_VK_LOAD)
@@ -381,7 +386,12 @@ static ffnrt_status vk_list_devices(ffnrt_device_info *infos, size_t cap, size_t
     VkPhysicalDevice *pds;
     uint32_t n;
     st = vk_compute_devices(&vi, &pds, &n, err);
-    if (st == FFNRT_OK) {
+    if (st == FFNRT_OK && n == 0) {
+        free(pds);
+        st = ffnrt_fail(err, FFNRT_ERROR_BACKEND_UNAVAILABLE,
+                        "Vulkan: the loader found no device with a compute queue and Vulkan 1.1 (" VK_LOADER_DEBUG_HINT
+                        ")");
+    } else if (st == FFNRT_OK) {
         for (uint32_t i = 0; i < n && i < cap; i++)
             vk_fill_info(&vi, pds[i], i, &infos[i], NULL);
         *count = n;
