@@ -99,7 +99,7 @@ int bench_compare_rows(const char *const names[2], const bench_rows rows[2], con
            by_ratio ? "new/old is old ratio-to-limit over new (--by ratio)" : "new/old is the ratio of median times");
     printf(
            "max(old jitter, new jitter, %.2f), jitter = (median - min)/median of a row's runs%s\n\n", threshold, all ? "" : "; unchanged rows are hidden (--all shows them)");
-    printf("%-8s %-11s %-22s %-3s %-4s %-7s %-15s %10s %10s %7s %7s  %s\n", "backend", "group", "op", "dir", "prec",
+    printf("%-8s %-11s %-22s %-5s %-4s %-14s %-15s %10s %10s %7s %7s  %s\n", "backend", "group", "op", "dir", "prec",
            "path", "shape", "old_ms", "new_ms", "new/old", "noise", "verdict");
     size_t matched = 0, regressions = 0, improvements = 0, only_old = 0, only_new = 0, across = 0;
     char *used = calloc(rows[1].n + 1, 1);
@@ -128,7 +128,7 @@ int bench_compare_rows(const char *const names[2], const bench_rows rows[2], con
         if (!n) {
             only_old++;
             if (all)
-                printf("%-8s %-11s %-22s %-3s %-4s %-7s %-15s  only in old\n", o->backend, o->group, o->op, o->dir,
+                printf("%-8s %-11s %-22s %-5s %-4s %-14s %-15s  only in old\n", o->backend, o->group, o->op, o->dir,
                        o->dtype, o->path, o->shape);
             continue;
         }
@@ -151,7 +151,7 @@ int bench_compare_rows(const char *const names[2], const bench_rows rows[2], con
             improvements++;
         }
         if (all || verdict[0])
-            printf("%-8s %-11s %-22s %-3s %-4s %-7s %-15s %10.3f %10.3f %7.2f %6.0f%%  %s%s\n", o->backend, o->group,
+            printf("%-8s %-11s %-22s %-5s %-4s %-14s %-15s %10.3f %10.3f %7.2f %6.0f%%  %s%s\n", o->backend, o->group,
                    o->op, o->dir[0] ? o->dir : "-", o->dtype[0] ? o->dtype : "-", o->path[0] ? o->path : "-",
                    o->shape, o->median_ns * 1e-6, n->median_ns * 1e-6, ratio, 100.0 * noise, verdict,
                    strcmp(o->device, n->device) != 0 ? " *" : "");
@@ -161,7 +161,7 @@ int bench_compare_rows(const char *const names[2], const bench_rows rows[2], con
             only_new++;
             if (all) {
                 const bench_row *n = &rows[1].v[j];
-                printf("%-8s %-11s %-22s %-3s %-4s %-7s %-15s  only in new\n", n->backend, n->group, n->op, n->dir,
+                printf("%-8s %-11s %-22s %-5s %-4s %-14s %-15s  only in new\n", n->backend, n->group, n->op, n->dir,
                        n->dtype, n->path, n->shape);
             }
         }

@@ -176,6 +176,24 @@ static ffnrt_ffn_desc workload_desc(const ffn_workload *w, ffnrt_dtype dtype, ff
     return desc;
 }
 
+/* A new row of the layer w: its group, direction, type, path and token
+ * count; NULL when out of host memory. */
+static bench_row *layer_row(bench_rows *rows, const bench_device *dev, const char *group, const ffn_workload *w,
+                            const char *dir, const char *dtype, const char *path, int64_t tokens)
+{
+    bench_row *r = bench_rows_push(rows);
+    if (!r)
+        return NULL;
+    bench_row_device(r, dev, group);
+    snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
+    BENCH_SET(r->dir, dir);
+    BENCH_SET(r->dtype, dtype);
+    BENCH_SET(r->path, path);
+    snprintf(r->shape, sizeof r->shape, "t%lld", (long long)tokens);
+    r->size = (double)tokens;
+    return r;
+}
+
 typedef struct ffn_call_arg {
     ffnrt_ffn *layer;
     const ffnrt_tensor *x;
@@ -476,18 +494,13 @@ static int dispatch_rows(const bench_device *dev, const bench_config *cfg, const
             rc = -1;
             break;
         }
-        bench_row *r = bench_rows_push(rows);
+        bench_row *r = layer_row(rows, dev, "dispatch", w, "fwd",
+                                 wf ? ffnrt_weight_format_name(wf) : ffnrt_dtype_name(dtype), tuned ? "tuned" : "auto",
+                                 tokens);
         if (!r) {
             rc = -1;
             break;
         }
-        bench_row_device(r, dev, "dispatch");
-        snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
-        BENCH_SET(r->dir, "fwd");
-        BENCH_SET(r->dtype, wf ? ffnrt_weight_format_name(wf) : ffnrt_dtype_name(dtype));
-        BENCH_SET(r->path, tuned ? "tuned" : "auto");
-        snprintf(r->shape, sizeof r->shape, "t%lld", (long long)tokens);
-        r->size = (double)tokens;
         bench_row_times(r, NULL, cand[chose].t, rounds);
         ffnrt_ffn_cost cost;
         ffnrt_ffn_cost_of(&desc, tokens, FFNRT_FFN_PATH_FUSED, &cost);
@@ -586,18 +599,12 @@ static int train_row(const bench_device *dev, const bench_config *cfg, const ffn
     if (rc == 0 && ffnrt_optimizer_add_ffn(a.opt, layer, &a.g) != FFNRT_OK)
         rc = -1;
     for (a.recompute = 0; a.recompute < 2 && rc == 0; a.recompute++) {
-        bench_row *r = bench_rows_push(rows);
+        bench_row *r = layer_row(rows, dev, "ffn", w, "train", ffnrt_dtype_name(dtype),
+                                 a.recompute ? "step-recompute" : "step", t);
         if (!r) {
             rc = -1;
             break;
         }
-        bench_row_device(r, dev, "ffn");
-        snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
-        BENCH_SET(r->dir, "train");
-        BENCH_SET(r->dtype, ffnrt_dtype_name(dtype));
-        BENCH_SET(r->path, a.recompute ? "step-recompute" : "step");
-        snprintf(r->shape, sizeof r->shape, "t%lld", (long long)t);
-        r->size = (double)t;
         if (bench_measure(NULL, train_call, &a, cfg, r) != 0) {
             rows->n--;
             rc = -1;
@@ -699,18 +706,13 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
         for (int p = 0; p < 2 && rc == 0; p++) {
             if (!layer[p])
                 continue;
-            bench_row *r = bench_rows_push(rows);
+            bench_row *r = layer_row(rows, dev, "ffn", w, "fwd",
+                                     wf ? ffnrt_weight_format_name(wf) : ffnrt_dtype_name(dtype),
+                                     p ? "unfused" : "fused", tokens[i]);
             if (!r) {
                 rc = -1;
                 break;
             }
-            bench_row_device(r, dev, "ffn");
-            snprintf(r->op, sizeof r->op, "%s %lldx%lld", w->name, (long long)w->d_model, (long long)w->hidden);
-            BENCH_SET(r->dir, "fwd");
-            BENCH_SET(r->dtype, wf ? ffnrt_weight_format_name(wf) : ffnrt_dtype_name(dtype));
-            BENCH_SET(r->path, p ? "unfused" : "fused");
-            snprintf(r->shape, sizeof r->shape, "t%lld", (long long)tokens[i]);
-            r->size = (double)tokens[i];
             ffn_call_arg a = {layer[p], x, y};
             if (bench_measure(ctx, ffn_call, &a, &c, r) != 0) {
                 rows->n--;

@@ -14,14 +14,14 @@
 
 void bench_print_header(FILE *f)
 {
-    fprintf(f, "%-11s %-22s %-3s %-4s %-7s %-14s %4s %10s %10s %7s %10s %10s %-7s %6s %s\n", "group", "op", "dir",
+    fprintf(f, "%-11s %-22s %-5s %-4s %-14s %-14s %4s %10s %10s %7s %10s %10s %-7s %6s %s\n", "group", "op", "dir",
             "prec", "path", "shape", "runs", "median_ms", "min_ms", "spread", "host_ms", "rate", "unit", "ratio",
             "(to)");
 }
 
 void bench_print_row(FILE *f, const bench_row *r)
 {
-    fprintf(f, "%-11s %-22s %-3s %-4s %-7s %-14s %4d %10.3f %10.3f %6.1f%% %10.3f %10.2f %-7s %6.2f %s%s%s%s\n",
+    fprintf(f, "%-11s %-22s %-5s %-4s %-14s %-14s %4d %10.3f %10.3f %6.1f%% %10.3f %10.2f %-7s %6.2f %s%s%s%s\n",
             r->group, r->op, r->dir[0] ? r->dir : "-", r->dtype[0] ? r->dtype : "-", r->path[0] ? r->path : "-",
             r->shape, r->runs, r->median_ns * 1e-6, r->min_ns * 1e-6, 100.0 * r->spread, r->host_ns * 1e-6, r->rate,
             r->rate_unit, r->ratio, r->ratio_to[0] ? r->ratio_to : "-", strcmp(r->timing, "host") == 0 ? " [host timing]" : "",

@@ -24,7 +24,7 @@ fail=0
     --out "$dir/run" >"$dir/out" 2>&1 || { echo "FAIL: the stack run"; cat "$dir/out"; fail=1; }
 devices=$(grep -cE '^== ' "$dir/out")
 for path in "auto    " "auto\+int8"; do
-    rows=$(grep -cE "^stack +llama ffn x30 +fwd q4_1 $path *576x1536 t1 .* [0-9.]+ tok/s" "$dir/out")
+    rows=$(grep -cE "^stack +llama ffn x30 +fwd +q4_1 +$path *576x1536 t1 .* [0-9.]+ tok/s" "$dir/out")
     [ "$rows" = "$devices" ] && [ "$devices" -ge 2 ] ||
         { echo "FAIL: expected a \"$path\" stack row a device ($rows rows, $devices devices)"; cat "$dir/out"; fail=1; }
 done
@@ -34,7 +34,7 @@ if grep -q '"ggml: not found at build time' "$dir/run/bench.json"; then
 else
     vulkan=$(grep -cE '^== .*\(vulkan,' "$dir/out")
     for peer in "ggml-cpu 1" "ggml-vulkan $vulkan"; do
-        lines=$(grep -E "^peer +${peer% *} llama ffn x30 +fwd q4_1 .* 576x1536 t1 .* tok/s .* ffnrt-auto .*relerr " "$dir/out")
+        lines=$(grep -E "^peer +${peer% *} llama ffn x30 +fwd +q4_1 .* 576x1536 t1 .* tok/s .* ffnrt-auto .*relerr " "$dir/out")
         bad=$(printf '%s\n' "$lines" | awk '{ e = $NF } !(e ~ /^[0-9.]+(e[-+][0-9]+)?$/ && e + 0 < 0.1) { n++ } END { print n + 0 }')
         if [ -n "$lines" ] && [ "$(printf '%s\n' "$lines" | wc -l)" = "${peer#* }" ] && [ "$bad" = 0 ]; then
             echo "ok: ${peer% *}: ${peer#* } row(s), relerr $(printf '%s\n' "$lines" | awk '{ printf "%s ", $NF }')"
