@@ -21,11 +21,17 @@ void bench_print_header(FILE *f)
 
 void bench_print_row(FILE *f, const bench_row *r)
 {
-    fprintf(f, "%-11s %-22s %-5s %-4s %-14s %-14s %4d %10.3f %10.3f %6.1f%% %10.3f %10.2f %-7s %6.2f %s%s%s%s\n",
+    /* Rows that time without a rate (start-up) show "-" for it and its ratio. */
+    char rate[24] = "-", ratio[24] = "-";
+    if (r->rate_unit[0]) {
+        snprintf(rate, sizeof rate, "%.2f", r->rate);
+        snprintf(ratio, sizeof ratio, "%.2f", r->ratio);
+    }
+    fprintf(f, "%-11s %-22s %-5s %-4s %-14s %-14s %4d %10.3f %10.3f %6.1f%% %10.3f %10s %-7s %6s %s%s%s%s\n",
             r->group, r->op, r->dir[0] ? r->dir : "-", r->dtype[0] ? r->dtype : "-", r->path[0] ? r->path : "-",
-            r->shape, r->runs, r->median_ns * 1e-6, r->min_ns * 1e-6, 100.0 * r->spread, r->host_ns * 1e-6, r->rate,
-            r->rate_unit, r->ratio, r->ratio_to[0] ? r->ratio_to : "-", strcmp(r->timing, "host") == 0 ? " [host timing]" : "",
-            r->note[0] ? "  " : "", r->note);
+            r->shape, r->runs, r->median_ns * 1e-6, r->min_ns * 1e-6, 100.0 * r->spread, r->host_ns * 1e-6, rate,
+            r->rate_unit[0] ? r->rate_unit : "-", ratio, r->ratio_to[0] ? r->ratio_to : "-",
+            strcmp(r->timing, "host") == 0 ? " [host timing]" : "", r->note[0] ? "  " : "", r->note);
 }
 
 static int same_device(const bench_row *r, const bench_device_meta *d)
