@@ -290,6 +290,155 @@ ParameterizedTest(ffnrt_backend *b, resources, device_timeout, .timeout = 300)
     ffnrt_context_destroy(ctx);
 }
 
+/* ------------------------------------------------------------ a lost device */
+
+/* What one pass of the lost-device sequence read back: SiLU of x, the
+ * gated layer's output, and the same layer again asynchronously. */
+#define LOST_N 64
+#define LOST_D 8
+#define LOST_H 16
+typedef struct lost_results {
+    float silu[LOST_N], sync[LOST_N], async[LOST_N];
+    int have_silu, have_sync, have_async;
+} lost_results;
+
+/* One call that uses the device: OK, or FFNRT_ERROR_DEVICE_FAILURE naming
+ * the loss; once the device is lost, never OK again. */
+#define LOST_STEP(call)                                                                                          \
+    do {                                                                                                         \
+        ffnrt_status st_ = (call);                                                                               \
+        if (st_ != FFNRT_OK) {                                                                                   \
+            cr_assert_eq(st_, FFNRT_ERROR_DEVICE_FAILURE, "%s: %s (%s)", #call, ffnrt_status_string(st_),        \
+                         ffnrt_context_last_error(ctx));                                                         \
+            cr_assert(strstr(ffnrt_context_last_error(ctx), "FFNRT_INJECT_DEVICE_FAILURE") != NULL,              \
+                      "%s: the message does not name the loss: %s", #call, ffnrt_context_last_error(ctx));      \
+            *lost = 1;                                                                                           \
+        } else {                                                                                                 \
+            cr_assert(!*lost, "%s succeeded on a device lost earlier", #call);                                  \
+        }                                                                                                        \
+    } while (0)
+
+/* Reads t into out; on failure out must be as it was. 1 when read. */
+static int lost_read(ffnrt_context *ctx, ffnrt_tensor *t, float *out, int *lost)
+{
+    if (!t)
+        return 0;
+    for (int i = 0; i < LOST_N; i++)
+        out[i] = 12345.0f;
+    int was = *lost;
+    LOST_STEP(ffnrt_tensor_read(t, out, LOST_N * sizeof(float)));
+    if (*lost) {
+        for (int i = 0; i < LOST_N; i++)
+            cr_assert_eq(out[i], 12345.0f, "a failed read wrote %g at %d", out[i], i);
+        return 0;
+    }
+    (void)was;
+    return 1;
+}
+
+/* Tensors, SiLU, a gated layer's forward, then the same asynchronously;
+ * what was read goes to r. 1 when the device was lost on the way. */
+static int lost_sequence(ffnrt_context *ctx, lost_results *r)
+{
+    int lost_flag = 0, *lost = &lost_flag;
+    float in[LOST_N], w_gv[2 * LOST_H * LOST_D], w_out[LOST_D * LOST_H];
+    for (int i = 0; i < LOST_N; i++)
+        in[i] = (float)(i - LOST_N / 2) / 8.0f;
+    for (int i = 0; i < 2 * LOST_H * LOST_D; i++)
+        w_gv[i] = (float)((i * 37) % 19 - 9) / 16.0f;
+    for (int i = 0; i < LOST_D * LOST_H; i++)
+        w_out[i] = (float)((i * 11) % 13 - 6) / 16.0f;
+    memset(r, 0, sizeof *r);
+    int64_t n = LOST_N, shape[2] = {LOST_N / LOST_D, LOST_D};
+    ffnrt_tensor *x = NULL, *x2 = NULL, *y2 = NULL;
+    ffnrt_ffn *layer = NULL;
+    ffnrt_activation_desc silu = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    LOST_STEP(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 1, &n, &x));
+    if (x) {
+        LOST_STEP(ffnrt_tensor_write(x, in, sizeof in));
+        LOST_STEP(ffnrt_activation_forward(ctx, &silu, x, x));
+        r->have_silu = lost_read(ctx, x, r->silu, lost);
+    }
+    ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, LOST_D, LOST_H);
+    ffnrt_ffn_weights w = {0};
+    w.w_gate_value = w_gv;
+    w.w_out = w_out;
+    LOST_STEP(ffnrt_ffn_create(ctx, &d, &w, &layer));
+    LOST_STEP(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x2));
+    LOST_STEP(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y2));
+    if (layer && x2 && y2) {
+        LOST_STEP(ffnrt_tensor_write(x2, in, sizeof in));
+        LOST_STEP(ffnrt_ffn_forward(layer, x2, y2));
+        r->have_sync = lost_read(ctx, y2, r->sync, lost);
+        cr_assert_eq(ffnrt_context_set_async(ctx, 1), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        LOST_STEP(ffnrt_ffn_forward(layer, x2, y2));
+        LOST_STEP(ffnrt_activation_forward(ctx, &silu, y2, y2));
+        LOST_STEP(ffnrt_context_wait(ctx));
+        r->have_async = lost_read(ctx, y2, r->async, lost);
+    }
+    ffnrt_ffn_destroy(layer);
+    ffnrt_tensor_destroy(x);
+    ffnrt_tensor_destroy(x2);
+    ffnrt_tensor_destroy(y2);
+    return lost_flag;
+}
+
+/* A lost device, which the CPU drivers cannot produce, injected
+ * (FFNRT_INJECT_DEVICE_FAILURE=N, src/core/device_faults.c) at the Nth
+ * call that uses memory or the queue, for N = 1, 2, ... until the whole
+ * sequence runs without reaching N. Every call then returns OK or
+ * FFNRT_ERROR_DEVICE_FAILURE naming the loss, none succeeds after it,
+ * none hangs or crashes; a failed read leaves the caller's buffer alone;
+ * what was read before the loss is what a sound device gives; and the
+ * context, its tensors and layer tear down cleanly (the validation layer
+ * and LeakSanitizer watch that). */
+BACKEND_PARAMETERS(resources, lost_device)
+
+ParameterizedTest(ffnrt_backend *b, resources, lost_device, .timeout = 600)
+{
+    lost_results sound, got;
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    cr_assert_eq(lost_sequence(ctx, &sound), 0, "lost without injection: %s", ffnrt_context_last_error(ctx));
+    cr_assert(sound.have_silu && sound.have_sync && sound.have_async);
+    test_context_done(ctx);
+    long n;
+    int losses = 0;
+    for (n = 1; n < 1000; n++) {
+        char value[24];
+        snprintf(value, sizeof value, "%ld", n);
+        cr_assert_eq(setenv("FFNRT_INJECT_DEVICE_FAILURE", value, 1), 0);
+        ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
+        o.backend = *b;
+        o.validation = test_validation_wanted();
+        ctx = NULL;
+        ffnrt_status st = ffnrt_context_create(&o, &ctx);
+        unsetenv("FFNRT_INJECT_DEVICE_FAILURE"); /* read when a context opens */
+        if (st != FFNRT_OK) {
+            cr_assert_eq(st, FFNRT_ERROR_DEVICE_FAILURE, "%s", ffnrt_last_error_message());
+            cr_assert(strstr(ffnrt_last_error_message(), "FFNRT_INJECT_DEVICE_FAILURE"), "%s",
+                      ffnrt_last_error_message());
+            losses++;
+            continue;
+        }
+        int lost = lost_sequence(ctx, &got);
+        if (got.have_silu)
+            cr_assert_arr_eq(got.silu, sound.silu, sizeof got.silu, "SiLU read before the loss at call %ld", n);
+        if (got.have_sync)
+            cr_assert_arr_eq(got.sync, sound.sync, sizeof got.sync, "the layer read before the loss at call %ld", n);
+        if (got.have_async)
+            cr_assert_arr_eq(got.async, sound.async, sizeof got.async, "the asynchronous calls at call %ld", n);
+        test_context_done(ctx);
+        if (!lost)
+            break;
+        losses++;
+    }
+    cr_assert_lt(n, 1000, "the sequence still met the injected loss at call %ld", n);
+    cr_assert_gt(losses, 8, "only %d calls used the device: the injection did not reach them", losses);
+    cr_log_info("%s: the device lost at each of its first %d calls in turn", ffnrt_backend_name(*b), losses);
+}
+
 Test(resources, failure_statuses_are_distinct)
 {
     cr_assert_str_eq(ffnrt_status_string(FFNRT_ERROR_DEVICE_FAILURE), "device failure");

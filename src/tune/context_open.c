@@ -3,6 +3,7 @@
  * app's own (interop): the settings applied, the disk cache open and what
  * it holds for the device loaded. */
 #include "tune/tune.h"
+#include "core/device_faults.h"
 
 #include <stdio.h>
 
@@ -35,6 +36,11 @@ ffnrt_status ffnrt_context_open_device(const ffnrt_device_info *info, const ffnr
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT, "%d is not a backend", (int)info->backend);
     if (ops->open(info->index, &open_opts, &dev, &opened, &limits, err) != FFNRT_OK)
         return err->status;
+    const ffnrt_backend_ops *real = ops;
+    if (ffnrt_device_faults_wrap(real, dev, &ops, err) != FFNRT_OK) {
+        real->close(dev);
+        return err->status;
+    }
     ffnrt_context *ctx;
     if (ffnrt_context_new(ops, dev, &opened, &limits, &ctx, err) != FFNRT_OK)
         return err->status;
