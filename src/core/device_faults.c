@@ -124,7 +124,7 @@ ffnrt_status ffnrt_device_faults_wrap(const ffnrt_backend_ops *ops, ffnrt_bdevic
         return ffnrt_fail(err, FFNRT_ERROR_INVALID_ARGUMENT,
                           "FFNRT_INJECT_DEVICE_FAILURE=%.31s: expected N > 0, the call that fails first (0: off)",
                           (size_t)len < sizeof value ? value : "(too long)");
-    ffnrt_status st = FFNRT_ERROR_OUT_OF_HOST_MEMORY;
+    ffnrt_status st = FFNRT_ERROR_LIMIT_EXCEEDED;
     ffnrt_mutex_lock(&faults_lock);
     size_t b = 0;
     while (b < MAX_BACKENDS && wrapped_of[b] && wrapped_of[b] != ops)
@@ -155,6 +155,6 @@ ffnrt_status ffnrt_device_faults_wrap(const ffnrt_backend_ops *ops, ffnrt_bdevic
     }
     ffnrt_mutex_unlock(&faults_lock);
     if (st != FFNRT_OK)
-        return ffnrt_fail(err, st, "FFNRT_INJECT_DEVICE_FAILURE: more than %d contexts at once", MAX_DEVICES);
+        return ffnrt_fail(err, st, "FFNRT_INJECT_DEVICE_FAILURE: at most %d contexts at once", MAX_DEVICES);
     return FFNRT_OK;
 }
