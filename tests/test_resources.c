@@ -389,12 +389,11 @@ static int lost_sequence(ffnrt_context *ctx, lost_results *r)
  * none hangs or crashes; a failed read leaves the caller's buffer alone;
  * what was read before the loss is what a sound device gives; and the
  * context, its tensors and layer tear down cleanly (the validation layer
- * and LeakSanitizer watch that). */
-BACKEND_PARAMETERS(resources, lost_device)
-
-/* No .timeout here: with --jobs 2, a third timed test in this suite made
+ * and LeakSanitizer watch that).
+ * No .timeout: with --jobs 2, a third timed test in this suite made
  * Criterion 2.4.1's runner leak 48 bytes (LeakSanitizer, the sanitizer
  * pass); the test takes seconds, and ctest's own timeout still bounds it. */
+BACKEND_PARAMETERS(resources, lost_device)
 
 ParameterizedTest(ffnrt_backend *b, resources, lost_device)
 {

@@ -17,7 +17,7 @@ static struct {
     int done;
     ffnrt_device_info *infos;
     size_t count;
-    char why_none[FFNRT_ERROR_MESSAGE_SIZE]; /* where count is 0: the backend's reason */
+    ffnrt_error why_none; /* where count is 0: the backend's own status and reason */
 } registry_lists[REGISTRY_BACKENDS];
 /* Every backend's devices in the table's order, made once all are listed. */
 static int registry_done;
@@ -37,6 +37,16 @@ static size_t registry_backends(void)
  * the backend has more devices than fit here. Running out of host memory
  * is not kept: the backend is listed again on the next call (a backend
  * that fails otherwise simply has no devices). */
+/* Keeps why backend i has no device: its own error, or that its loader
+ * listed none. */
+static void registry_none(size_t i, const ffnrt_error *why)
+{
+    registry_lists[i].why_none = *why;
+    if (why->status == FFNRT_OK || !why->message[0])
+        ffnrt_fail(&registry_lists[i].why_none, FFNRT_ERROR_BACKEND_UNAVAILABLE, "%s: the loader found no device",
+                   ffnrt_backend_at(i)->name);
+}
+
 static ffnrt_status registry_scan(size_t i, ffnrt_error *err)
 {
     if (registry_lists[i].done)
@@ -49,11 +59,7 @@ static ffnrt_status registry_scan(size_t i, ffnrt_error *err)
     if (ops->load(&why) != FFNRT_OK || ops->list_devices(first, cap, &n, &why) != FFNRT_OK || n == 0) {
         if (why.status == FFNRT_ERROR_OUT_OF_HOST_MEMORY)
             return ffnrt_fail(err, why.status, "listing devices: %s", why.message);
-        if (why.message[0])
-            memcpy(registry_lists[i].why_none, why.message, sizeof why.message);
-        else
-            snprintf(registry_lists[i].why_none, sizeof registry_lists[i].why_none, "%s: the loader found no device",
-                     ops->name);
+        registry_none(i, &why);
         registry_lists[i].done = 1;
         return FFNRT_OK;
     }
@@ -69,6 +75,7 @@ static ffnrt_status registry_scan(size_t i, ffnrt_error *err)
             return ffnrt_fail(err, why.status, "listing devices: %s", why.message);
         infos = NULL;
         got = 0;
+        registry_none(i, &why);
     }
     registry_lists[i].infos = infos;
     registry_lists[i].count = got < n ? got : n;
@@ -109,7 +116,7 @@ int ffnrt_registry_why_none(ffnrt_backend kind, char *out, size_t cap)
         if (registry_lists[i].done && registry_lists[i].count == 0) {
             size_t len = strlen(out);
             if (len < cap)
-                snprintf(out + len, cap - len, "%s%s", none ? "; " : "", registry_lists[i].why_none);
+                snprintf(out + len, cap - len, "%s%s", none ? "; " : "", registry_lists[i].why_none.message);
             none = 1;
         }
         ffnrt_mutex_unlock(&registry_lock);
@@ -189,13 +196,20 @@ ffnrt_status ffnrt_backend_available(ffnrt_backend backend)
 {
     ffnrt_error err;
     ffnrt_error_clear(&err);
-    const ffnrt_backend_ops *ops = ffnrt_registry_backend(backend);
+    const ffnrt_device_info *infos;
     size_t n = 0;
-    if (!ops)
+    if (!ffnrt_registry_backend(backend)) {
         ffnrt_fail(&err, FFNRT_ERROR_INVALID_ARGUMENT, "ffnrt_backend_available: %d is not a backend",
                    (int)backend);
-    else if (ops->load(&err) == FFNRT_OK && ops->list_devices(NULL, 0, &n, &err) == FFNRT_OK && n == 0)
-        ffnrt_fail(&err, FFNRT_ERROR_BACKEND_UNAVAILABLE, "%s: the loader found no device", ops->name);
+    } else if (ffnrt_registry_backend_devices(backend, &infos, &n, &err) == FFNRT_OK && n == 0) {
+        /* The listing contexts choose from, and the backend's own reason. */
+        for (size_t i = 0; i < registry_backends(); i++)
+            if (ffnrt_backend_at(i)->kind == backend) {
+                ffnrt_mutex_lock(&registry_lock);
+                err = registry_lists[i].why_none;
+                ffnrt_mutex_unlock(&registry_lock);
+            }
+    }
     ffnrt_error_publish(&err);
     return err.status;
 }
