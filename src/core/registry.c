@@ -32,11 +32,6 @@ static size_t registry_backends(void)
     return n < REGISTRY_BACKENDS ? n : REGISTRY_BACKENDS;
 }
 
-/* Lists backend i; called with registry_lock held. One listing in the
- * usual case (a Vulkan listing creates an instance); a second only when
- * the backend has more devices than fit here. Running out of host memory
- * is not kept: the backend is listed again on the next call (a backend
- * that fails otherwise simply has no devices). */
 /* Keeps why backend i has no device: its own error, or that its loader
  * listed none. */
 static void registry_none(size_t i, const ffnrt_error *why)
@@ -47,6 +42,11 @@ static void registry_none(size_t i, const ffnrt_error *why)
                    ffnrt_backend_at(i)->name);
 }
 
+/* Lists backend i; called with registry_lock held. One listing in the
+ * usual case (a Vulkan listing creates an instance); a second only when
+ * the backend has more devices than fit here. Running out of host memory
+ * is not kept: the backend is listed again on the next call (a backend
+ * that fails otherwise simply has no devices). */
 static ffnrt_status registry_scan(size_t i, ffnrt_error *err)
 {
     if (registry_lists[i].done)
