@@ -575,7 +575,7 @@ static void run_stack(ggml_backend_t backend, const stack *s, int64_t t, int war
 int main(int argc, char **argv)
 {
     const char *name = NULL, *model = NULL;
-    int cpu = 0, warmup = 3, min_runs = 3, max_runs = 10, threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int cpu = 0, warmup = 3, min_runs = 3, max_runs = 10, threads = lab_online_cpus();
     double budget = 1.0;
     int a = 1;
     /* As every ffnrt command reads them (src/lab/args.h): "--" ends the

@@ -110,6 +110,8 @@ FFNRT_API int ffnrt_lab_child_start(char *const argv[], const char *const env_se
 FFNRT_API int ffnrt_lab_child_wait(ffnrt_lab_child child, int *exit_code, int *signal_number);
 FFNRT_API int ffnrt_lab_executable_path(char *out, size_t cap);
 FFNRT_API int ffnrt_lab_host_name(char *out, size_t cap);
+/* The processors this program may run on now, at least 1. */
+FFNRT_API int ffnrt_lab_online_cpus(void);
 FFNRT_API const char *ffnrt_lab_executable_suffix(void);
 FFNRT_API int ffnrt_lab_make_temp_dir(const char *prefix, char *out, size_t cap);
 /* shared: the new folders as the umask makes them (results), else private

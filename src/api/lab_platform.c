@@ -34,6 +34,7 @@ int ffnrt_lab_child_wait(ffnrt_lab_child child, int *exit_code, int *signal_numb
 
 int ffnrt_lab_executable_path(char *out, size_t cap) { return ffnrt_executable_path(out, cap); }
 int ffnrt_lab_host_name(char *out, size_t cap) { return ffnrt_host_name(out, cap); }
+int ffnrt_lab_online_cpus(void) { return ffnrt_online_cpus(); }
 const char *ffnrt_lab_executable_suffix(void) { return ffnrt_executable_suffix(); }
 int ffnrt_lab_make_temp_dir(const char *prefix, char *out, size_t cap) { return ffnrt_make_temp_dir(prefix, out, cap); }
 int ffnrt_lab_remove_tree(const char *path) { return ffnrt_remove_tree(path); }

@@ -9,6 +9,8 @@
 
 double lab_now_s(void) { return 1e-9 * (double)ffnrt_lab_monotonic_ns(); }
 
+int lab_online_cpus(void) { return ffnrt_lab_online_cpus(); }
+
 void lab_now_iso(char *out, size_t len)
 {
     struct tm tm;

@@ -13,6 +13,10 @@
 double lab_now_s(void);
 static inline double lab_now_ms(void) { return 1e3 * lab_now_s(); }
 
+/* The processors this program may run on now, at least 1 (the default
+ * thread count of a peer that threads). */
+int lab_online_cpus(void);
+
 /* The time of day in UTC with milliseconds: "2026-12-02T04:30:57.123Z". */
 void lab_now_iso(char *out, size_t len);
 

@@ -242,6 +242,9 @@ int ffnrt_executable_path(char *out, size_t cap);
 /* This machine's name (gethostname; GetComputerNameExW's DNS host name),
  * NUL-terminated in out; 0, or -1 with errno set. */
 int ffnrt_host_name(char *out, size_t cap);
+/* The processors this program may run on now (sysconf's online count;
+ * GetActiveProcessorCount over every group), at least 1. */
+int ffnrt_online_cpus(void);
 /* What the OS appends to a program's name: ".exe" on Windows, "". */
 const char *ffnrt_executable_suffix(void);
 /* A new folder private to this user in the OS's temporary folder ($TMPDIR

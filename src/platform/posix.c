@@ -444,6 +444,12 @@ int ffnrt_host_name(char *out, size_t cap)
     return 0;
 }
 
+int ffnrt_online_cpus(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 && n < 1 << 20 ? (int)n : 1;
+}
+
 const char *ffnrt_executable_suffix(void) { return ""; }
 
 int ffnrt_make_temp_dir(const char *prefix, char *out, size_t cap)

@@ -833,6 +833,12 @@ int ffnrt_host_name(char *out, size_t cap)
     return 0;
 }
 
+int ffnrt_online_cpus(void)
+{
+    DWORD n = GetActiveProcessorCount(ALL_PROCESSOR_GROUPS);
+    return n > 0 && n < 1u << 20 ? (int)n : 1;
+}
+
 const char *ffnrt_executable_suffix(void) { return ".exe"; }
 
 int ffnrt_make_temp_dir(const char *prefix, char *out, size_t cap)
