@@ -798,6 +798,43 @@ done:
  * two roofs' bound (bytes at the copy rate, operations at the op rate) as
  * the metric "of_roof". The integer path's rows: a code product a weight
  * a token at the int8 probe's rate. */
+/* Issue 25's decode target for a format: tokens a second at least this
+ * many times the fp16 layer's (2.5 for 4-bit, 1.6 for Q8_0), or 0. */
+static double f16_speedup_target(ffnrt_weight_format wf)
+{
+    return wf == FFNRT_WEIGHT_Q4_0 || wf == FFNRT_WEIGHT_Q4_1 ? 2.5 : wf == FFNRT_WEIGHT_Q8_0 ? 1.6 : 0;
+}
+
+/* The fp16 row of the layer quantized row r stands for (same op, shape
+ * and path, "fused+int8" standing for "fused"), in rows[first..), and its
+ * time over r's into out (at most 32 bytes: "2.45x f16 >=2.5 met"), with
+ * the target marked at decode; "no f16 row" where there is none. */
+static void versus_f16(bench_rows *rows, size_t first, bench_row *r, ffnrt_weight_format wf, char out[32])
+{
+    char path[sizeof r->path];
+    snprintf(path, sizeof path, "%s", r->path);
+    char *plus = strstr(path, "+int8");
+    if (plus)
+        *plus = '\0';
+    const bench_row *half = NULL;
+    for (size_t j = first; j < rows->n && !half; j++) {
+        const bench_row *h = &rows->v[j];
+        if (strcmp(h->group, "ffn") == 0 && strcmp(h->dtype, "f16") == 0 && strcmp(h->op, r->op) == 0 &&
+            strcmp(h->shape, r->shape) == 0 && strcmp(h->path, path) == 0)
+            half = h;
+    }
+    if (!half || !(r->median_ns > 0)) {
+        snprintf(out, 32, "no f16 row");
+        return;
+    }
+    double x = half->median_ns / r->median_ns, target = f16_speedup_target(wf);
+    bench_row_metric(r, "over_f16", x);
+    if (target > 0 && r->size <= 8)
+        snprintf(out, 32, "%.2fx f16 >=%g %s", x, target, x >= target ? "met" : "missed");
+    else
+        snprintf(out, 32, "%.2fx f16", x);
+}
+
 static void quant_notes(bench_rows *rows, size_t first, double best_gflops, double int8_gops)
 {
     for (size_t i = first; i < rows->n; i++) {
@@ -806,6 +843,8 @@ static void quant_notes(bench_rows *rows, size_t first, double best_gflops, doub
         if (strcmp(r->group, "ffn") != 0 || ffnrt_weight_format_from_name(r->dtype, &wf) != FFNRT_OK ||
             wf < FFNRT_WEIGHT_Q8_0)
             continue;
+        char vs_half[32];
+        versus_f16(rows, first, r, wf, vs_half);
         if (strstr(r->path, "int8")) {
             double weights = 0;
             int64_t d, h;
@@ -814,18 +853,13 @@ static void quant_notes(bench_rows *rows, size_t first, double best_gflops, doub
             double ops_s = int8_gops > 0 && weights > 0 ? weights * r->size / r->median_ns / int8_gops : 0;
             double bound = ops_s > r->ratio ? ops_s : r->ratio; /* the time's share the slower roof explains */
             bench_row_metric(r, "of_roof", bound);
+            /* "integer path 1.19x the float path's speed" from the measuring
+             * loop, shortened to make room for the fp16 ratio. */
+            double over_float = 0;
+            if (sscanf(r->note, "integer path %lfx", &over_float) == 1)
+                snprintf(r->note, sizeof r->note, "%.2fx the float path; %s", over_float, vs_half);
             continue;
         }
-        const bench_row *half = NULL;
-        for (size_t j = first; j < rows->n && !half; j++) {
-            const bench_row *h = &rows->v[j];
-            if (strcmp(h->group, "ffn") == 0 && strcmp(h->dtype, "f16") == 0 && strcmp(h->op, r->op) == 0 &&
-                strcmp(h->shape, r->shape) == 0 && strcmp(h->path, r->path) == 0)
-                half = h;
-        }
-        char vs_half[32] = "no f16 row";
-        if (half && r->median_ns > 0)
-            snprintf(vs_half, sizeof vs_half, "%.2fx f16", half->median_ns / r->median_ns);
         char keep[64];
         snprintf(keep, sizeof keep, "%s", r->note);
         const char *fu = strstr(keep, "fused/unfused");
@@ -845,7 +879,7 @@ static void quant_notes(bench_rows *rows, size_t first, double best_gflops, doub
             snprintf(r->note, sizeof r->note, "%s; %.0f op/w %.2f of roof%s%.20s", vs_half, ops, roof, fu ? "; " : "",
                      fu ? fu + 8 : "");
         } else {
-            snprintf(r->note, sizeof r->note, "%s; %.40s", vs_half, keep);
+            snprintf(r->note, sizeof r->note, "%.23s; %.38s", vs_half, keep);
         }
     }
 }
@@ -1023,8 +1057,7 @@ int bench_part_ffn(const bench_device *dev, const bench_config *cfg_in, bench_ro
     }
     if (dev->info.backend == FFNRT_BACKEND_OPENCL)
         clblast_rows(dev, cfg, first, rows, gemm);
-    if (dev->info.backend == FFNRT_BACKEND_VULKAN)
-        bench_peer_ggml_rows(dev, cfg, first, rows); /* ggml-vulkan beside each fused SwiGLU row */
+    bench_peer_ggml_rows(dev, cfg, first, rows); /* ggml-vulkan or ggml-cpu beside each fused SwiGLU row */
     bench_peer_torch_rows(dev, cfg, first, rows);    /* PyTorch's CPU step beside each f32 train row */
     /* The GEMM limit is the best rate measured on the device in this run:
      * the probe, or any layer or peer that beat it (not PyTorch's, which

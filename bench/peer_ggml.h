@@ -1,6 +1,6 @@
-/* ggml's Vulkan backend as the bench's peer for gated FFN layers, on the
- * same Vulkan device in the same run, and ggml's CPU and Vulkan backends
- * beside a model's FFN stack. Optional at build time: the bench_ggml
+/* ggml's backends as the bench's peers for gated FFN layers and a model's
+ * FFN stack: its Vulkan backend on the same Vulkan device, its CPU backend
+ * on the cores PoCL runs on, in the same run. Optional at build time: the bench_ggml
  * helper is built only when CMake finds a ggml install (FFNRT_GGML_DIR). */
 #ifndef FFNRT_BENCH_PEER_GGML_H
 #define FFNRT_BENCH_PEER_GGML_H
@@ -9,11 +9,15 @@
 
 #include <stddef.h>
 
-/* Beside each fused SwiGLU row of rows[first, rows->n) on a Vulkan device,
- * the same layer (shape, tokens, weight format) as a ggml graph on ggml's
- * Vulkan backend, timed in the bench_ggml helper (a fresh process: ggml
- * aborts on what it cannot do). One peer row per FFN row it ran, noting
- * ffnrt's speed over it; what could not run goes to the run's peers line.
+/* Beside each fused SwiGLU row of rows[first, rows->n), the same layer
+ * (shape, tokens, weight format) as a ggml graph, timed in the bench_ggml
+ * helper (a fresh process: ggml aborts on what it cannot do): on a Vulkan
+ * device ggml's Vulkan backend on it (rows "ggml-vulkan swiglu DxG"); on
+ * the run's first OpenCL CPU device ggml's CPU backend on every core
+ * (rows "ggml-cpu swiglu DxG"). One peer row per FFN row it ran, noting
+ * ffnrt's speed over it on the fused path and, where the row has one, the
+ * integer path's (host times), with issue 25's target marked; what could
+ * not run goes to the run's peers line.
  * Returns 0 (an absent peer is not an error). */
 int bench_peer_ggml_rows(const bench_device *dev, const bench_config *cfg, size_t first, bench_rows *rows);
 

@@ -44,8 +44,23 @@ status=$?
     --no-regret --no-progress --out "$dir/run" >"$dir/out" 2>"$dir/err"
 status=$?
 [ "$status" = 0 ] && ok "bench exit 0" || { bad "bench exit $status"; cat "$dir/err"; }
-grep -q "^peer  *ggml-swiglu 512x1376 .* t1 .*ffnrt fused [0-9.]*x (host times); relerr" "$dir/out" &&
+grep -q "^peer  *ggml-vulkan swiglu 512x1376 .* t1 .*ffnrt fused [0-9.]*x (host times); relerr" "$dir/out" &&
     ok "a ggml row beside the swiglu row, with ffnrt's ratio" || { bad "no ggml row"; cat "$dir/out"; }
 grep -q '"ggml: ok (ggml ' "$dir/run/bench.json" && ok "bench.json names the peer" ||
     bad "bench.json has no ggml peer line"
+
+# ggml's CPU backend beside an OpenCL CPU device's (PoCL's) quantized
+# decode rows, on the same cores: ffnrt's speed over it on the fused and
+# the integer path, and issue 25's target marked.
+"$ffnrt" bench --only ffn --device opencl --op swiglu --shape 512x1376 --tokens 1 --precision f32 --weights q4_0 \
+    --path fused --repeats 3 --min-runs 1 --no-regret --no-progress --no-plots --out "$dir/cpu" >"$dir/out" 2>"$dir/err"
+status=$?
+if ! grep -qE '^== .*\(opencl,' "$dir/out" || ! grep -q ' cpu, ' <("$ffnrt" devices 2>/dev/null); then
+    ok "no OpenCL CPU device here: no ggml-cpu rows expected"
+elif [ "$status" = 0 ] &&
+    grep -qE "^peer +ggml-cpu swiglu 512x1376 +fwd +q4_0 .* t1 .*ffnrt fused [0-9.]+x, \+int8 [0-9.]+x \(host\), >=1x (met|missed); relerr" "$dir/out"; then
+    ok "a ggml-cpu row beside PoCL's Q4_0 decode row, both paths and the target"
+else
+    bad "no ggml-cpu row beside the OpenCL CPU device's rows (exit $status)"; cat "$dir/out" "$dir/err"
+fi
 exit $fail
