@@ -1015,6 +1015,16 @@ static int bench_main(int argc, char **argv, char **lists, int *nlists)
            meta.version, meta.commit, meta.preset);
     bench_rows rows = {0};
     int rc = 0, ran = 0;
+    /* The CPU drivers' thread settings as this run found them: pinning
+     * PoCL's workers moved a decode row 1.7-1.9x on a 2-vCPU VM, in some
+     * processes and not others (docs/speed.md, "PoCL's workers"), so a run
+     * says which it measured. */
+    char threads[160];
+    const char *affinity = getenv("POCL_AFFINITY"), *pocl_count = getenv("POCL_MAX_PTHREAD_COUNT"),
+               *lp = getenv("LP_NUM_THREADS");
+    snprintf(threads, sizeof threads, "POCL_AFFINITY %.8s, POCL_MAX_PTHREAD_COUNT %.8s, LP_NUM_THREADS %.8s",
+             affinity ? affinity : "unset", pocl_count ? pocl_count : "unset", lp ? lp : "unset");
+    bench_meta_set_field(&meta, "driver_threads", threads);
     /* The kernels each part builds on each device: estimated before the run
      * from the selection (a part that already ran on a device of this run
      * counts what it built there instead), for the progress line's "to go";

@@ -37,6 +37,10 @@ done
     { echo "FAIL: expected the fma roof's limit row on each device"; fail=1; }
 [ "$(grep -o '"fp_ops": 0, "op_roof": 0, "of_roof": [0-9.]*' "$dir/run/bench.json" | wc -l)" = 2 ] ||
     { echo "FAIL: expected relu's fp_ops, op_roof and of_roof on each device"; grep -o '"metrics": {[^}]*}' "$dir/run/bench.json"; fail=1; }
+# The CPU drivers' thread settings the run measured under (pinning PoCL's
+# workers moves its decode rows), unset here unless the caller set them.
+says "$dir/run/bench.json" '"driver_threads": "POCL_AFFINITY [^,]*, POCL_MAX_PTHREAD_COUNT [^,]*, LP_NUM_THREADS ' \
+    "the drivers' thread settings in the JSON"
 for key in warmup_s measure_s kernels_built kernels_cached; do
     says "$dir/run/bench.json" "\"$key\": [0-9]" "the JSON's $key"
 done
