@@ -769,7 +769,8 @@ static double layer_target(int cpu, const char *format, long long t)
 /* The peer row beside FFN row ffn (and int8, the same layer's integer-path
  * row, or NULL), from a helper line's figures: named ggml-cpu or
  * ggml-vulkan, its note ffnrt's speed over ggml's on each path (host
- * times, like for like) and the target met or missed by the faster. */
+ * times, like for like) and the target met or missed by the faster, the
+ * relative error last (within the note's 63 characters). */
 static void push_row(const bench_device *dev, int cpu, const bench_row *ffn, const bench_row *int8,
                      const char *format, long long d, long long g, long long t, int runs, double med, double lo,
                      double hi, double bytes, double relerr, bench_rows *rows)
@@ -809,7 +810,7 @@ static void push_row(const bench_device *dev, int cpu, const bench_row *ffn, con
     bench_row_metric(r, "ffnrt_over_ggml", best);
     char paths[48], goal[32] = "";
     if (int8 && with_int8 > 0)
-        snprintf(paths, sizeof paths, "fused %.2fx, +int8 %.2fx (host)", fused, with_int8);
+        snprintf(paths, sizeof paths, "fused %.2fx, +int8 %.2fx", fused, with_int8);
     else
         snprintf(paths, sizeof paths, "fused %.2fx (host times)", fused);
     if (target > 0)
@@ -856,8 +857,11 @@ static void run_helper(const bench_device *dev, char **argv, const char *peer, c
         } else if (row(line, arg)) {
             rows_seen++;
         } else if (strncmp(line, "skip ", 5) == 0 || strncmp(line, "none ", 5) == 0) {
-            if (rep->skips++ == 0)
-                snprintf(rep->skipped, sizeof rep->skipped, "%s: %.150s", peer, line + 5);
+            if (rep->skips++ == 0) {
+                char skip[1100];
+                snprintf(skip, sizeof skip, "%s: %s", peer, line + 5);
+                BENCH_SET(rep->skipped, skip); /* cut to the report's line */
+            }
         }
     }
     fclose(out);

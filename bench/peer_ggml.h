@@ -1,7 +1,8 @@
 /* ggml's backends as the bench's peers for gated FFN layers and a model's
  * FFN stack: its Vulkan backend on the same Vulkan device, its CPU backend
- * on the cores PoCL runs on, in the same run. Optional at build time: the bench_ggml
- * helper is built only when CMake finds a ggml install (FFNRT_GGML_DIR). */
+ * on the cores PoCL runs on, in the same run. Optional at build time: the
+ * bench_ggml helper is built only when CMake finds a ggml install
+ * (FFNRT_GGML_DIR). */
 #ifndef FFNRT_BENCH_PEER_GGML_H
 #define FFNRT_BENCH_PEER_GGML_H
 
