@@ -761,8 +761,9 @@ static int bench_workload(const bench_device *dev, const bench_config *cfg, cons
                 } else {
                     r->rate = (double)cost.weight_bytes / r->median_ns;
                     r->ratio = copy_gbps > 0 ? r->rate / copy_gbps : 0;
-                    snprintf(r->note, sizeof r->note, "integer path %.2fx the float path's speed",
-                             t[0] > 0 ? t[0] / r->median_ns : 0);
+                    double over_float = t[0] > 0 ? t[0] / r->median_ns : 0;
+                    bench_row_metric(r, "over_float", over_float);
+                    snprintf(r->note, sizeof r->note, "integer path %.2fx the float path's speed", over_float);
                 }
             }
         }
@@ -855,10 +856,10 @@ static void quant_notes(bench_rows *rows, size_t first, double best_gflops, doub
             double ops_s = int8_gops > 0 && weights > 0 ? weights * r->size / r->median_ns / int8_gops : 0;
             double bound = ops_s > r->ratio ? ops_s : r->ratio; /* the time's share the slower roof explains */
             bench_row_metric(r, "of_roof", bound);
-            /* "integer path 1.19x the float path's speed" from the measuring
-             * loop, shortened to make room for the fp16 ratio. */
-            double over_float = 0;
-            if (sscanf(r->note, "integer path %lfx", &over_float) == 1)
+            /* The measuring loop's note, shortened to make room for the
+             * fp16 ratio. */
+            double over_float = bench_row_get(r, "over_float");
+            if (over_float == over_float)
                 snprintf(r->note, sizeof r->note, "%.2fx the float path; %s", over_float, vs_half);
             continue;
         }
