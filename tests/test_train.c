@@ -443,12 +443,15 @@ ParameterizedTest(ffnrt_backend *backend, train, sixteen_bit, .timeout = 900)
     if (!ctx)
         return;
     /* fp16 and bf16 storage, odd widths (16-bit words shared across rows
-     * in every transpose and product). */
+     * in every transpose and product), and widths past a product's tile
+     * (whole 16-bit tiles stored from registers, a partial one after). */
     static const train_case cases[] = {
         {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F16, 24, 40, 33, 1, 0},
         {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 23, 41, 7, 1, 1},
         {FFNRT_FFN_DENSE, FFNRT_ACT_SILU, FFNRT_DTYPE_BF16, 23, 41, 7, 0, 0},
         {FFNRT_FFN_GATED, FFNRT_GEGLU, FFNRT_DTYPE_BF16, 24, 40, 33, 1, 0},
+        {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 200, 130, 33, 1, 0},
+        {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_BF16, 200, 130, 64, 0, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(ctx, *backend, &cases[i]);
@@ -601,8 +604,7 @@ ParameterizedTest(ffnrt_backend *backend, train, past_the_buffer_range, .timeout
 }
 
 /* The same inputs give the same bits; FFNRT_GRADIENTS_ACCUMULATE adds to
- * the gradients (twice one gradient is exact in fp32) and leaves dx
- * overwritten. */
+ * the gradients (twice one gradient is exact) and leaves dx overwritten. */
 static void read_bits(const ffnrt_tensor *t, uint32_t **out)
 {
     size_t bytes = ffnrt_tensor_bytes(t);
@@ -617,43 +619,59 @@ ParameterizedTest(ffnrt_backend *backend, train, deterministic_and_accumulating,
     ffnrt_context *ctx = test_context(*backend, NULL);
     if (!ctx)
         return;
-    train_case c = {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 24, 40, 33, 1, 0};
-    train_data f = make_data(&c);
-    train_run r = make_run(ctx, &c, &f);
-    ffnrt_tensor *outs[] = {r.dx, r.gw_in, r.gb_in, r.gw_value, r.gb_value, r.gw_out, r.gb_out};
-    enum { OUTS = sizeof outs / sizeof outs[0] };
-    uint32_t *first[OUTS], *again[OUTS];
-    for (int pass = 0; pass < 2; pass++) {
-        cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
-        cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s",
-                     ffnrt_last_error_message());
-        for (int i = 0; i < OUTS; i++)
-            read_bits(outs[i], pass ? &again[i] : &first[i]);
-    }
-    for (int i = 0; i < OUTS; i++) {
-        cr_expect(memcmp(first[i], again[i], ffnrt_tensor_bytes(outs[i])) == 0, "%s: output %d differs between two "
-                  "backwards of the same inputs", ffnrt_backend_name(*backend), i);
-        free(again[i]);
-    }
-    cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, FFNRT_GRADIENTS_ACCUMULATE), FFNRT_OK, "%s",
-                 ffnrt_last_error_message());
-    for (int i = 0; i < OUTS; i++) {
-        read_bits(outs[i], &again[i]);
-        size_t n = ffnrt_tensor_numel(outs[i]);
-        size_t wrong = 0;
-        for (size_t j = 0; j < n; j++) {
-            float a, b;
-            memcpy(&a, &first[i][j], 4);
-            memcpy(&b, &again[i][j], 4);
-            wrong += i == 0 ? b != a : b != 2.0f * a;
+    /* fp32, and fp16, whose products store 16-bit words: whole ones from
+     * registers or a tile where its columns are all in range, else word by
+     * word through shared memory; 200 x 130 has whole tiles and a partial
+     * last one on every device's blocks. Accumulating rounds v + r (r the
+     * first gradient, v its fp32 sum) to 2r exactly, so twice the gradient
+     * holds to the bit in both. */
+    static const train_case cases[] = {{FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 24, 40, 33, 1, 0},
+                                       {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 200, 130, 33, 1, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        train_case c = cases[ci];
+        train_data f = make_data(&c);
+        train_run r = make_run(ctx, &c, &f);
+        ffnrt_tensor *outs[] = {r.dx, r.gw_in, r.gb_in, r.gw_value, r.gb_value, r.gw_out, r.gb_out};
+        enum { OUTS = sizeof outs / sizeof outs[0] };
+        uint32_t *first[OUTS], *again[OUTS];
+        for (int pass = 0; pass < 2; pass++) {
+            cr_assert_eq(ffnrt_ffn_forward_train(r.layer, r.x, r.y), FFNRT_OK, "%s", ffnrt_last_error_message());
+            cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, 0), FFNRT_OK, "%s",
+                         ffnrt_last_error_message());
+            for (int i = 0; i < OUTS; i++)
+                read_bits(outs[i], pass ? &again[i] : &first[i]);
         }
-        cr_expect_eq(wrong, 0, "%s: output %d: %zu of %zu elements are not %s", ffnrt_backend_name(*backend), i,
-                     wrong, n, i == 0 ? "dx again (never accumulated)" : "twice the gradient");
-        free(first[i]);
-        free(again[i]);
+        for (int i = 0; i < OUTS; i++) {
+            cr_expect(memcmp(first[i], again[i], ffnrt_tensor_bytes(outs[i])) == 0,
+                      "%s %s: output %d differs between two backwards of the same inputs", ffnrt_backend_name(*backend),
+                      ffnrt_dtype_name(c.dtype), i);
+            free(again[i]);
+            free(first[i]);
+        }
+        float *once[OUTS];
+        for (int i = 0; i < OUTS; i++) {
+            size_t n = ffnrt_tensor_numel(outs[i]);
+            once[i] = malloc(n * sizeof *once[i] + 4);
+            cr_assert(once[i]);
+            download(outs[i], once[i], n);
+        }
+        cr_assert_eq(ffnrt_ffn_backward(r.layer, r.x, r.dy, r.dx, &r.grads, FFNRT_GRADIENTS_ACCUMULATE), FFNRT_OK,
+                     "%s", ffnrt_last_error_message());
+        for (int i = 0; i < OUTS; i++) {
+            size_t n = ffnrt_tensor_numel(outs[i]), wrong = 0;
+            float *twice = malloc(n * sizeof *twice + 4);
+            cr_assert(twice);
+            download(outs[i], twice, n);
+            for (size_t j = 0; j < n; j++)
+                wrong += i == 0 ? twice[j] != once[i][j] : twice[j] != 2.0f * once[i][j];
+            cr_expect_eq(wrong, 0, "%s %s: output %d: %zu of %zu elements are not %s", ffnrt_backend_name(*backend),
+                         ffnrt_dtype_name(c.dtype), i, wrong, n, i == 0 ? "dx again (never accumulated)" : "twice the gradient");
+            free(twice);
+            free(once[i]);
+        }
+        free_run(&r);
+        free_data(&f);
     }
-    free_run(&r);
-    free_data(&f);
     test_context_done(ctx);
 }
 
