@@ -53,6 +53,12 @@ typedef uint4 u4;
  * natively (vload_half is core OpenCL, no cl_khr_fp16 needed); a prelude
  * without it leaves LOAD_HALF4 undefined and kernels unpack the bits. */
 #define LOAD_HALF4(buf, i) vload_half4(0, (const __global half *)(buf) + (i))
+/* One 16-bit element's bits, read or stored by itself: OpenCL's stores are
+ * byte-addressable, so work-items may own neighbouring halves of a word
+ * (optimizer.kernel's state-ordered update). GLSL has no such store
+ * without a 16-bit storage feature, and leaves these undefined. */
+#define LOAD_BITS16(buf, e) ((uint)((const __global ushort *)(buf))[(e)])
+#define STORE_BITS16(buf, e, bits) ((__global ushort *)(buf))[(e)] = (ushort)(bits)
 /* The element-wise loop (storage.inc) converts 16-bit values itself, from
  * whole words: PoCL 3.1 runs vstore_half one element at a time (60x slower
  * than the integer rounding there), vload_half is no faster than the bit

@@ -898,10 +898,10 @@ static void ref_update(const ffnrt_optimizer_desc *d, ref_state *s, double g, ui
     }
 }
 
-/* Three steps of each rule on a parameter in fp32 and fp16 (master
+/* Three steps of each rule on a parameter in fp32, fp16 and bf16 (master
  * weights), the second step clipped: parameters against the reference
  * (fp32: relative 1e-5, the state's fp32 roundings over three steps;
- * fp16: within one fp16 ulp of the reference rounded), the report's norm
+ * 16-bit: within one ulp of the reference rounded), the report's norm
  * and clip factor against the host's. */
 BACKEND_PARAMETERS(train, optimizer_steps)
 ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900)
@@ -916,12 +916,14 @@ ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900
     descs[0].lr = 0.1f, descs[0].momentum = 0.9f, descs[0].weight_decay = 0.01f;
     descs[1].lr = 0.05f;
     descs[2].lr = 0.01f, descs[2].weight_decay = 0.1f;
+    static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
     for (int k = 0; k < 3; k++)
-        for (int half = 0; half < 2; half++) {
+        for (size_t di = 0; di < sizeof dtypes / sizeof dtypes[0]; di++) {
             ffnrt_optimizer_desc d = descs[k];
             d.max_grad_norm = 3.0f;
             d.grad_zero_threshold = 0.05f;
-            ffnrt_dtype dt = half ? FFNRT_DTYPE_F16 : FFNRT_DTYPE_F32;
+            ffnrt_dtype dt = dtypes[di];
+            int half = dt != FFNRT_DTYPE_F32;
             rng_state = 0x1234u + (uint32_t)k;
             float w0[N], g[N];
             ref_state ref[N];
@@ -965,7 +967,11 @@ ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900
             int wrong = 0;
             for (int i = 0; i < N; i++) {
                 double want = half ? (double)round_to(dt, (float)ref[i].w) : ref[i].w;
-                double tol = half ? ldexp(fabs(want) > 0x1p-14 ? fabs(want) : 0x1p-14, -10) : 1e-5 * fabs(want) + 1e-7;
+                /* 16-bit: one unit in the last place (the fp32 master and the
+                 * fp64 reference may round to neighbours). */
+                double tol = dt == FFNRT_DTYPE_F16    ? ldexp(fabs(want) > 0x1p-14 ? fabs(want) : 0x1p-14, -10)
+                             : dt == FFNRT_DTYPE_BF16 ? ldexp(fabs(want), -7)
+                                                      : 1e-5 * fabs(want) + 1e-7;
                 if (!(fabs(got[i] - want) <= tol) && wrong++ < 5)
                     cr_expect(0, "%s rule %d %s: w[%d] = %.9g, reference %.9g", ffnrt_backend_name(*backend), k,
                               ffnrt_dtype_name(dt), i, got[i], want);
