@@ -433,6 +433,16 @@ ParameterizedTest(ffnrt_backend *backend, train, gated_fp32, .timeout = 900)
         train_case c = {FFNRT_FFN_GATED, k, FFNRT_DTYPE_F32, 24, 40, k % 2 ? 5 : 33, (k + 1) % 2, k % 3 == 1};
         run_case(ctx, *backend, &c);
     }
+    /* Widths past a transpose's tile, whole tiles and partial ones: rows
+     * of a multiple of 4 elements (moved as 4 x 4 blocks where the driver
+     * prefers them) and not. */
+    static const train_case wide[] = {
+        {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 200, 132, 64, 1, 1},
+        {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 200, 132, 33, 0, 0},
+        {FFNRT_FFN_DENSE, FFNRT_ACT_RELU, FFNRT_DTYPE_F32, 198, 130, 17, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        run_case(ctx, *backend, &wide[i]);
     test_context_done(ctx);
 }
 
