@@ -104,6 +104,13 @@ uint ffn_mulhi(uint a, uint b)
 #define BUFFER_RW_U4(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferU4_##binding_ { uvec4 name##_u4[]; };
 #define STORE_F4(name, i4, v) name##_f4[(i4)] = (v)
 #define STORE_U4(name, i4, v) name##_u4[(i4)] = (v)
+/* 2-word views (a 16-bit binding's four elements: transpose.kernel). */
+#define BUFFER_RO_U2(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferU2_##binding_ { uvec2 name##_u2[]; };
+#define BUFFER_RW_U2(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferU2_##binding_ { uvec2 name##_u2[]; };
+#define LOAD_U2(name, i2) name##_u2[(i2)]
+#define STORE_U2(name, i2, v) name##_u2[(i2)] = (v)
+#define u2 uvec2
+#define U2(a, b) uvec2((a), (b))
 #define u4 uvec4 /* a 4-word vector, as f4 */
 #define U4(a, b, c, d) uvec4((a), (b), (c), (d))
 #define U4_SPLAT(s) uvec4(s)
