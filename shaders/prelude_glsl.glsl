@@ -90,7 +90,7 @@ uint ffn_mulhi(uint a, uint b)
  * less CPU time than words strided by the workgroup (PoCL, which vectorises
  * across work-items, wants the stride). */
 #define ITEMS_CONSECUTIVE 1
-#define ITEMS_VEC4 1 /* storage.inc: EW_WHOLE_ITEMS_VEC4 */
+#define ITEMS_VEC4 1 /* storage.inc: EW_WHOLE_ITEMS_VEC4; transpose.kernel, sumsq.kernel */
 /* Vector loads, see prelude_opencl.cl: a vec4 view of the same binding
  * (descriptor aliasing). llvmpipe loads a vec4 in one pass over its SIMD
  * lanes where four floats take four. */
