@@ -41,6 +41,8 @@ typedef float4 f4;
  * (OpenCL needs no declaration: vload4 reads the float pointer). */
 #define BUFFER_RO_F4(binding, name)
 #define LOAD_F4(name, i4) vload4((i4), (name))
+#define BUFFER_RW_F4(binding, name) /* and stores: STORE_F4(name, i4, v) */
+#define STORE_F4(name, i4, v) vstore4((v), (i4), (name))
 #define BUFFER_RO_U4(binding, name) /* the same for a binding of 32-bit words */
 #define LOAD_U4(name, i4) vload4((i4), (name))
 typedef uint4 u4;

@@ -632,11 +632,14 @@ ParameterizedTest(ffnrt_backend *backend, train, deterministic_and_accumulating,
     /* fp32, and fp16, whose products store 16-bit words: whole ones from
      * registers or a tile where its columns are all in range, else word by
      * word through shared memory; 200 x 130 has whole tiles and a partial
-     * last one on every device's blocks. Accumulating rounds v + r (r the
-     * first gradient, v its fp32 sum) to 2r exactly, so twice the gradient
-     * holds to the bit in both. */
+     * last one on every device's blocks. 24 x 40 in fp16 takes the weight
+     * gradients on K-major operands where the device has them (lavapipe:
+     * gemm_outer.inc, its 16-bit stores), 200 x 130 the transposes.
+     * Accumulating rounds v + r (r the first gradient, v its fp32 sum) to
+     * 2r exactly, so twice the gradient holds to the bit in both. */
     static const train_case cases[] = {{FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 24, 40, 33, 1, 0},
-                                       {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 200, 130, 33, 1, 0}};
+                                       {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 200, 130, 33, 1, 0},
+                                       {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 24, 40, 33, 1, 0}};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         train_case c = cases[ci];
         train_data f = make_data(&c);

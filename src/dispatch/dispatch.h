@@ -131,6 +131,9 @@ typedef struct ffnrt_gemm_problem {
     ffnrt_activation act;                     /* the epilogue's; FFNRT_ACT_COUNT: none */
     int gated, bias, stats;
     int accumulate;                           /* y += the product (training's sums) */
+    /* The training backward's operands as stored (gemm_outer.inc): W
+     * [K, N] (w_kmajor), and x [K, M] too (x_kmajor); no epilogue. */
+    int w_kmajor, x_kmajor;
 } ffnrt_gemm_problem;
 
 /* gemm.kernel's variant for one product, chosen whole here
@@ -166,6 +169,8 @@ typedef struct ffnrt_gemm_variant {
     uint64_t smem_floats;
     int stats;      /* the statistics variant */
     int accumulate; /* y += the product (ACCUMULATE) */
+    int outer;      /* blocked: K-major operands as outer products (OUTER: W [K, N]; X_KMAJOR: x [K, M] too) */
+    int x_kmajor;
 } ffnrt_gemm_variant;
 
 ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn_choice *c,
@@ -322,6 +327,7 @@ typedef struct ffnrt_kernel_params {
     uint32_t transpose_tiles;               /* the training transposes by tiles (transpose.kernel's TILES) */
     uint32_t sumsq_runs;                    /* sums of squares: a run of elements a work-item (SUMSQ_RUNS) */
     uint32_t sumsq_subgroup;                /* sums of squares: a group of one subgroup, its SIMD vector */
+    uint32_t blocked_outer;                 /* the backward's products on K-major operands (gemm_outer.inc) */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

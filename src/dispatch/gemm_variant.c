@@ -20,6 +20,10 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     if (ql && pr->k % ql->k_multiple != 0)
         return ffnrt_fail(err, FFNRT_ERROR_SHAPE_MISMATCH, "gemm.kernel: K %llu is not a multiple of %s's block",
                           (unsigned long long)pr->k, ffnrt_weight_format_name(pr->format));
+    if (pr->w_kmajor && (c->kernel != FFNRT_KERNEL_BLOCKED || ql || pr->gated || pr->bias || pr->stats ||
+                         pr->act != FFNRT_ACT_COUNT))
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                          "gemm.kernel: K-major operands take the blocked level and no epilogue (an internal error)");
     ffnrt_gemm_variant v = {0};
     v.level = c->kernel;
     v.storage = pr->dtype;
@@ -58,6 +62,19 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes);
         v.blocked = b;
         v.aligned4 = aligned_bases && pr->k % (esize == 4 ? 4 : 2) == 0;
+        if (pr->w_kmajor) {
+            /* The backward's K-major products (gemm_outer.inc), where the
+             * driver has them: whole vectors along N (and M for x [K, M]);
+             * ffnrt_outer_fits checks the rest. No block to stage. */
+            v.outer = kp.blocked_outer && b.tn % 4 == 0 && (!pr->x_kmajor || b.tm % 4 == 0);
+            v.x_kmajor = pr->x_kmajor;
+            v.aligned4 = 1;
+            v.workgroup = b.wg_n * b.wg_m;
+            v.rows_per_group = b.wg_m * b.tm;
+            v.columns_per_group = b.wg_n * b.tn;
+            v.smem_floats = 1;
+            break;
+        }
         v.vec_acc = kp.blocked_vec_acc != 0;
         /* Elsewhere, at decode (few rows: registers for a group's sums),
          * each group's codes are dotted with x before they are scaled. */
@@ -123,7 +140,10 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
         snprintf(int_path, sizeof int_path, ", x quantized to 8 bits a block of 32 (quantize.kernel), %s",
                  integer_products_text(v));
     const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(v->weights);
-    if (v->level == FFNRT_KERNEL_BLOCKED)
+    if (v->outer)
+        snprintf(shape, sizeof shape, "blocked outer products: %ux%u a work-item, %ux%u work-items (n x m), W [K, N]%s",
+                 v->blocked.tm, v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->x_kmajor ? " and x [K, M]" : "");
+    else if (v->level == FFNRT_KERNEL_BLOCKED)
         snprintf(shape, sizeof shape, "blocked: %ux%u a work-item, %ux%u work-items (n x m)%s%s%s%s", v->blocked.tm,
                  v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->aligned4 ? ", vector loads" : "",
                  v->x_q8         ? int_path

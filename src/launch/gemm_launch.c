@@ -107,6 +107,10 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);
+        if (v->outer)
+            ffnrt_defines_add(d, "#define OUTER 1");
+        if (v->x_kmajor)
+            ffnrt_defines_add(d, "#define X_KMAJOR 1");
         if (v->vec_acc)
             ffnrt_defines_add(d, "#define VEC_ACC 1");
         if (v->wide_codes)
@@ -296,3 +300,69 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     return st;
 }
 
+
+/* The K-major product's variant, bindings, parameters and groups: one
+ * dispatch over the whole product. 0 where the kernel does not take it. */
+static int outer_setup(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o,
+                       ffnrt_gemm_variant *v, ffnrt_binding b[3], gemm_params *p, uint32_t groups[2])
+{
+    const ffnrt_gemm_problem problem = {.m = o->m,
+                                        .n = o->n,
+                                        .k = o->k,
+                                        .dtype = o->dtype,
+                                        .act = FFNRT_ACT_COUNT,
+                                        .accumulate = o->accumulate,
+                                        .w_kmajor = 1,
+                                        .x_kmajor = o->x_kmajor};
+    ffnrt_error ignored;
+    if (ffnrt_choose_gemm_variant(ctx, c, &problem, v, &ignored) != FFNRT_OK || !v->outer)
+        return 0;
+    /* Whole vectors along W's and y's rows (N), and x's (K, or M). */
+    if (o->n % 4 != 0 || (o->x_kmajor ? o->m : o->k) % 4 != 0)
+        return 0;
+    uint64_t esize = ffnrt_dtype_size(o->dtype), room = ffnrt_binding_elements(ctx, esize);
+    if (room > MAX_PLANNED_RANGE / esize)
+        room = MAX_PLANNED_RANGE / esize; /* 32-bit element indices */
+    if (o->m * o->k > room || o->k * o->n > room || o->m * o->n > room)
+        return 0;
+    uint64_t gx = (o->n + v->columns_per_group - 1) / v->columns_per_group;
+    uint64_t gy = (o->m + v->rows_per_group - 1) / v->rows_per_group;
+    if (gx > ctx->limits.max_workgroup_count[0] || gy > ctx->limits.max_workgroup_count[1])
+        return 0;
+    *p = (gemm_params){(uint32_t)o->m, (uint32_t)o->n, (uint32_t)o->k, 0, 0, 0, 0, (uint32_t)o->n, 0, 0,
+                       0.0f, 0.0f, 0, 0};
+    b[0] = ffnrt_bind_elements(ctx, o->x, o->x_first, o->m * o->k, &p->x_base);
+    b[1] = ffnrt_bind_elements(ctx, o->w, o->w_first, o->k * o->n, &p->w_base);
+    b[2] = ffnrt_bind_elements(ctx, o->y, o->y_first, o->m * o->n, &p->y_base);
+    groups[0] = (uint32_t)gx;
+    groups[1] = (uint32_t)gy;
+    return (p->x_base | p->w_base | p->y_base) % 4 == 0;
+}
+
+int ffnrt_outer_fits(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o)
+{
+    ffnrt_gemm_variant v;
+    ffnrt_binding b[3];
+    gemm_params p;
+    uint32_t groups[2];
+    return outer_setup(ctx, c, o, &v, b, &p, groups);
+}
+
+ffnrt_status ffnrt_launch_outer(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o)
+{
+    ffnrt_gemm_variant v;
+    ffnrt_binding b[3];
+    gemm_params p;
+    uint32_t groups[2];
+    if (!outer_setup(ctx, c, o, &v, b, &p, groups))
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                          "gemm.kernel: a K-major product it does not take (an internal error)");
+    ffnrt_defines defines = {0};
+    variant_defines(ctx, &v, &defines);
+    if (defines.overflow)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "gemm.kernel: build defines too long");
+    ffnrt_bkernel *kernel = NULL;
+    ffnrt_status st = ffnrt_context_kernel(ctx, "gemm.kernel", "gemm_outer.inc", "ffnrt_gemm", FFNRT_KERNEL_PLAIN,
+                                           defines.text, 3, sizeof p, v.workgroup, &kernel);
+    return st == FFNRT_OK ? ctx->ops->dispatch(ctx->dev, kernel, b, 3, &p, groups, &ctx->error) : st;
+}

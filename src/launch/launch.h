@@ -209,6 +209,30 @@ uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k);
 ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_gemm_launch *g,
                                ffnrt_plan *plan, const char *name);
 
+/* The training backward's product on K-major operands (gemm_outer.inc):
+ * y [m, n] (from element y_first; += when accumulate) = x · w, w [k, n]
+ * from element w_first, x [m, k] or (x_kmajor) [k, m] from x_first. */
+typedef struct ffnrt_outer_launch {
+    const ffnrt_tensor *x;
+    uint64_t x_first;
+    int x_kmajor;
+    const ffnrt_tensor *w;
+    uint64_t w_first;
+    uint64_t m, n, k;
+    ffnrt_tensor *y;
+    uint64_t y_first;
+    ffnrt_dtype dtype;
+    int accumulate;
+} ffnrt_outer_launch;
+
+/* Whether the device's kernels take that product in one dispatch: the
+ * driver has them (kernel_params.inc's blocked_outer), the choice's level
+ * is blocked, rows and bases are whole vectors, and the bindings and
+ * groups fit the device. Elsewhere the caller transposes its operands. */
+int ffnrt_outer_fits(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o);
+/* Records it into the open batch (where ffnrt_outer_fits). */
+ffnrt_status ffnrt_launch_outer(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o);
+
 /* ------------------------------------------------------------- reductions */
 
 /* Groups of the sums-of-squares pass, and the 32-bit words its partials

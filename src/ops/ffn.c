@@ -578,13 +578,18 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
             ffnrt_plan_add(plan, "ffn.training", "none", "quantized layers are inference-only");
         } else if (ffnrt_ffn_cost_model(desc, (uint64_t)tokens, 1, &cost)) {
             char what[96];
+            ffnrt_kernel_params kp;
+            ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+            int outer = kp.blocked_outer && desc->d_model % 4 == 0 && desc->hidden % 4 == 0;
             snprintf(what, sizeof what, "%.3g GFLOP a step, %.3g MB kept, %.3g MB at the peak", 1e-9 * (double)cost.train_flops,
                      1e-6 * (double)cost.saved_bytes, 1e-6 * (double)cost.train_peak_bytes);
             ffnrt_plan_add(plan, "ffn.training", what,
                            "ffnrt_ffn_forward_train runs the unfused path keeping %s [tokens, hidden]; ffnrt_ffn_backward "
                            "runs each product through the forward's GEMM on operands transposed by transpose.kernel "
-                           "(dx = dz·W, dW = dzᵀ·in over the tokens, db = dzᵀ·1), one submission, fixed reductions",
-                           ffnrt_ffn_gated(desc) ? "the gate, the value and their product" : "the pre-activation and phi of it");
+                           "(dx = dz·W, dW = dzᵀ·in over the tokens, db = dzᵀ·1)%s, one submission, fixed reductions",
+                           ffnrt_ffn_gated(desc) ? "the gate, the value and their product" : "the pre-activation and phi of it",
+                           outer ? "; here dW runs as outer products on dz and in as they lie (gemm_outer.inc), without "
+                                   "their transposes" : "");
             snprintf(what, sizeof what, "+%.3g GFLOP a step, 0 MB kept", 1e-9 * (double)cost.recompute_flops);
             ffnrt_plan_add(plan, "ffn.training.recompute", what,
                            "with FFNRT_GRADIENTS_RECOMPUTE the backward runs the first product%s and the %s again "

@@ -14,8 +14,12 @@
  * A transpose moves a matrix once (a copy's cost); the product it feeds
  * costs tokens times more arithmetic, so it is the cheap way to one kernel
  * source for every layout, on every level and both APIs, with the
- * forward's splits at the device's limits. Each product reduces within one
- * work-item in a fixed order, so a backward's bits are deterministic. */
+ * forward's splits at the device's limits. Where the device's kernels take
+ * K-major operands (ffnrt_outer_fits: llvmpipe, widths multiples of 4), dW
+ * runs as outer products on dz and in as they lie instead (gemm_outer.inc):
+ * there the transposed form's output, not its inputs, bound it. Each
+ * product reduces within one work-item in a fixed order, so a backward's
+ * bits are deterministic. */
 #include "ops/ffn_internal.h"
 #include "dispatch/dispatch.h"
 
@@ -190,6 +194,24 @@ static ffnrt_status product(bw_run *r, const ffnrt_ffn_choice *c, const ffnrt_te
     return st;
 }
 
+/* The same product on K-major operands where the device's kernels take it
+ * (ffnrt_outer_fits): y [m, n] (+)= a · w for w [k, n] from w_first and a
+ * [m, k], or [k, m] (a_kmajor), with no transpose. 0 where they do not. */
+static int product_outer(bw_run *r, const ffnrt_ffn_choice *c, const ffnrt_tensor *a, int a_kmajor, uint64_t m,
+                         uint64_t k, const ffnrt_tensor *w, uint64_t w_first, uint64_t n, ffnrt_tensor *y,
+                         uint64_t y_first, int accumulate, ffnrt_status *st)
+{
+    ffnrt_context *ctx = r->ctx;
+    ffnrt_outer_launch o = {a, 0, a_kmajor, w, w_first, m, n, k, y, y_first, r->l->desc.dtype, accumulate};
+    if (!ffnrt_outer_fits(ctx, c, &o))
+        return 0;
+    *st = ffnrt_batch_begin(ctx);
+    if (*st == FFNRT_OK)
+        *st = ffnrt_batch_end(ctx, ffnrt_launch_outer(ctx, c, &o), &ctx->last_op_ns);
+    r->ns += ctx->last_op_ns;
+    return 1;
+}
+
 /* Where one weight's gradients go: its matrix (from element w_first) and
  * bias (from b_first), either NULL when not wanted. */
 typedef struct grad_target {
@@ -207,7 +229,17 @@ static ffnrt_status weight_gradients(bw_run *r, const ffnrt_tensor *dz, uint64_t
     if (!g->w && !g->b)
         return FFNRT_OK;
     char what[48];
-    ffnrt_status st = transpose(r, dz, 0, r->t, n_out, dzT, r->kt);
+    ffnrt_status st = FFNRT_OK;
+    /* dW as dzᵀ·in on the operands as they lie, where the kernels take it;
+     * the bias's product then still takes dzᵀ. */
+    grad_target bias_only = {NULL, g->b, 0, g->b_first};
+    if (g->w && product_outer(r, &r->by_features, dz, 1, n_out, r->t, in, 0, k_in, g->w, g->w_first, r->accumulate,
+                              &st)) {
+        if (st != FFNRT_OK || !g->b)
+            return st;
+        g = &bias_only;
+    }
+    st = transpose(r, dz, 0, r->t, n_out, dzT, r->kt);
     if (st == FFNRT_OK && g->w && !*in_ready) {
         st = transpose(r, in, 0, r->t, k_in, inT, r->kt);
         *in_ready = st == FFNRT_OK;
