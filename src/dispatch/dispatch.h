@@ -131,9 +131,9 @@ typedef struct ffnrt_gemm_problem {
     ffnrt_activation act;                     /* the epilogue's; FFNRT_ACT_COUNT: none */
     int gated, bias, stats;
     int accumulate;                           /* y += the product (training's sums) */
-    /* The training backward's operands as stored (gemm_outer.inc): W
-     * [K, N] (w_kmajor), and x [K, M] too (x_kmajor); no epilogue. */
-    int w_kmajor, x_kmajor;
+    /* The training backward's weight gradients y = xᵀ·W on operands as
+     * stored, x [K, M] and W [K, N] (gemm_outer.inc); no epilogue. */
+    int kmajor;
 } ffnrt_gemm_problem;
 
 /* gemm.kernel's variant for one product, chosen whole here
@@ -169,8 +169,7 @@ typedef struct ffnrt_gemm_variant {
     uint64_t smem_floats;
     int stats;      /* the statistics variant */
     int accumulate; /* y += the product (ACCUMULATE) */
-    int outer;      /* blocked: K-major operands as outer products (OUTER: W [K, N]; X_KMAJOR: x [K, M] too) */
-    int x_kmajor;
+    int outer;      /* blocked: K-major operands as outer products (OUTER, gemm_outer.inc) */
 } ffnrt_gemm_variant;
 
 ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn_choice *c,

@@ -20,7 +20,7 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     if (ql && pr->k % ql->k_multiple != 0)
         return ffnrt_fail(err, FFNRT_ERROR_SHAPE_MISMATCH, "gemm.kernel: K %llu is not a multiple of %s's block",
                           (unsigned long long)pr->k, ffnrt_weight_format_name(pr->format));
-    if (pr->w_kmajor && (c->kernel != FFNRT_KERNEL_BLOCKED || ql || pr->gated || pr->bias || pr->stats ||
+    if (pr->kmajor && (c->kernel != FFNRT_KERNEL_BLOCKED || ql || pr->gated || pr->bias || pr->stats ||
                          pr->act != FFNRT_ACT_COUNT))
         return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
                           "gemm.kernel: K-major operands take the blocked level and no epilogue (an internal error)");
@@ -62,12 +62,11 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes);
         v.blocked = b;
         v.aligned4 = aligned_bases && pr->k % (esize == 4 ? 4 : 2) == 0;
-        if (pr->w_kmajor) {
+        if (pr->kmajor) {
             /* The backward's K-major products (gemm_outer.inc), where the
-             * driver has them: whole vectors along N (and M for x [K, M]);
-             * ffnrt_outer_fits checks the rest. No block to stage. */
-            v.outer = kp.blocked_outer && b.tn % 4 == 0 && (!pr->x_kmajor || b.tm % 4 == 0);
-            v.x_kmajor = pr->x_kmajor;
+             * driver has them: whole vectors along M and N; ffnrt_outer_fits
+             * checks the rest. No block to stage. */
+            v.outer = kp.blocked_outer && b.tn % 4 == 0 && b.tm % 4 == 0;
             v.aligned4 = 1;
             v.workgroup = b.wg_n * b.wg_m;
             v.rows_per_group = b.wg_m * b.tm;
@@ -141,8 +140,8 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
                  integer_products_text(v));
     const ffnrt_quant_layout *ql = ffnrt_quant_layout_of(v->weights);
     if (v->outer)
-        snprintf(shape, sizeof shape, "blocked outer products: %ux%u a work-item, %ux%u work-items (n x m), W [K, N]%s",
-                 v->blocked.tm, v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->x_kmajor ? " and x [K, M]" : "");
+        snprintf(shape, sizeof shape, "blocked outer products: %ux%u a work-item, %ux%u work-items (n x m), x [K, M] "
+                 "and W [K, N]", v->blocked.tm, v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m);
     else if (v->level == FFNRT_KERNEL_BLOCKED)
         snprintf(shape, sizeof shape, "blocked: %ux%u a work-item, %ux%u work-items (n x m)%s%s%s%s", v->blocked.tm,
                  v->blocked.tn, v->blocked.wg_n, v->blocked.wg_m, v->aligned4 ? ", vector loads" : "",

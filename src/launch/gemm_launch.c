@@ -109,8 +109,6 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);
         if (v->outer)
             ffnrt_defines_add(d, "#define OUTER 1");
-        if (v->x_kmajor)
-            ffnrt_defines_add(d, "#define X_KMAJOR 1");
         if (v->vec_acc)
             ffnrt_defines_add(d, "#define VEC_ACC 1");
         if (v->wide_codes)
@@ -300,7 +298,6 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     return st;
 }
 
-
 /* The K-major product's variant, bindings, parameters and groups: one
  * dispatch over the whole product. 0 where the kernel does not take it. */
 static int outer_setup(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o,
@@ -312,13 +309,12 @@ static int outer_setup(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, cons
                                         .dtype = o->dtype,
                                         .act = FFNRT_ACT_COUNT,
                                         .accumulate = o->accumulate,
-                                        .w_kmajor = 1,
-                                        .x_kmajor = o->x_kmajor};
+                                        .kmajor = 1};
     ffnrt_error ignored;
     if (ffnrt_choose_gemm_variant(ctx, c, &problem, v, &ignored) != FFNRT_OK || !v->outer)
         return 0;
-    /* Whole vectors along W's and y's rows (N), and x's (K, or M). */
-    if (o->n % 4 != 0 || (o->x_kmajor ? o->m : o->k) % 4 != 0)
+    /* Whole vectors along the rows of x (M), W and y (N). */
+    if (o->m % 4 != 0 || o->n % 4 != 0)
         return 0;
     uint64_t esize = ffnrt_dtype_size(o->dtype), room = ffnrt_binding_elements(ctx, esize);
     if (room > MAX_PLANNED_RANGE / esize)

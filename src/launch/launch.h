@@ -209,13 +209,12 @@ uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k);
 ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_gemm_launch *g,
                                ffnrt_plan *plan, const char *name);
 
-/* The training backward's product on K-major operands (gemm_outer.inc):
- * y [m, n] (from element y_first; += when accumulate) = x · w, w [k, n]
- * from element w_first, x [m, k] or (x_kmajor) [k, m] from x_first. */
+/* The training backward's weight gradient on K-major operands
+ * (gemm_outer.inc): y [m, n] (from element y_first; += when accumulate) =
+ * xᵀ · w, for x [k, m] from element x_first and w [k, n] from w_first. */
 typedef struct ffnrt_outer_launch {
     const ffnrt_tensor *x;
     uint64_t x_first;
-    int x_kmajor;
     const ffnrt_tensor *w;
     uint64_t w_first;
     uint64_t m, n, k;

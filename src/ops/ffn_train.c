@@ -194,15 +194,15 @@ static ffnrt_status product(bw_run *r, const ffnrt_ffn_choice *c, const ffnrt_te
     return st;
 }
 
-/* The same product on K-major operands where the device's kernels take it
- * (ffnrt_outer_fits): y [m, n] (+)= a · w for w [k, n] from w_first and a
- * [m, k], or [k, m] (a_kmajor), with no transpose. 0 where they do not. */
-static int product_outer(bw_run *r, const ffnrt_ffn_choice *c, const ffnrt_tensor *a, int a_kmajor, uint64_t m,
-                         uint64_t k, const ffnrt_tensor *w, uint64_t w_first, uint64_t n, ffnrt_tensor *y,
-                         uint64_t y_first, int accumulate, ffnrt_status *st)
+/* A weight gradient y [m, n] (+)= aᵀ · w on a [k, m] and w [k, n] as they
+ * lie, where the device's kernels take it (ffnrt_outer_fits): no
+ * transpose. 0 where they do not. */
+static int product_outer(bw_run *r, const ffnrt_ffn_choice *c, const ffnrt_tensor *a, uint64_t m, uint64_t k,
+                         const ffnrt_tensor *w, uint64_t n, ffnrt_tensor *y, uint64_t y_first, int accumulate,
+                         ffnrt_status *st)
 {
     ffnrt_context *ctx = r->ctx;
-    ffnrt_outer_launch o = {a, 0, a_kmajor, w, w_first, m, n, k, y, y_first, r->l->desc.dtype, accumulate};
+    ffnrt_outer_launch o = {a, 0, w, 0, m, n, k, y, y_first, r->l->desc.dtype, accumulate};
     if (!ffnrt_outer_fits(ctx, c, &o))
         return 0;
     *st = ffnrt_batch_begin(ctx);
@@ -233,8 +233,7 @@ static ffnrt_status weight_gradients(bw_run *r, const ffnrt_tensor *dz, uint64_t
     /* dW as dzᵀ·in on the operands as they lie, where the kernels take it;
      * the bias's product then still takes dzᵀ. */
     grad_target bias_only = {NULL, g->b, 0, g->b_first};
-    if (g->w && product_outer(r, &r->by_features, dz, 1, n_out, r->t, in, 0, k_in, g->w, g->w_first, r->accumulate,
-                              &st)) {
+    if (g->w && product_outer(r, &r->by_features, dz, n_out, r->t, in, k_in, g->w, g->w_first, r->accumulate, &st)) {
         if (st != FFNRT_OK || !g->b)
             return st;
         g = &bias_only;
