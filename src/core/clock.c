@@ -17,3 +17,11 @@ double ffnrt_median(double *v, int n)
     qsort(v, (size_t)n, sizeof v[0], cmp_double);
     return v[n / 2];
 }
+
+double ffnrt_minimum(const double *v, int n)
+{
+    double m = v[0];
+    for (int i = 1; i < n; i++)
+        m = v[i] < m ? v[i] : m;
+    return m;
+}

@@ -181,10 +181,11 @@ struct ffnrt_context {
     ffnrt_stats *last_stats;
 };
 
-/* Timing for the calibration and the tuner: a monotonic clock, and the
- * median of n > 0 values (sorted in place). */
+/* Timing for the calibration and the tuner: a monotonic clock, the median
+ * of n > 0 values (sorted in place) and their minimum. */
 double ffnrt_now_ms(void);
 double ffnrt_median(double *v, int n);
+double ffnrt_minimum(const double *v, int n);
 
 /* Returns status after publishing ctx->error as the thread's last error;
  * every public entry point ends through it, and only public entry points

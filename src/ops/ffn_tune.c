@@ -58,9 +58,11 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
             }
         }
     /* Rounds over every candidate in turn, so that whatever else loads the
-     * device falls on all of them alike; round -1 builds the kernels and
-     * sets the count: at least TUNING_ROUNDS, more for short runs (decode),
-     * up to about 60 ms a candidate, since their timings jitter most. */
+     * device falls on all of them alike, each judged by its fastest round
+     * (as calibration judges its pairs: tune/calibrate.c); round -1 builds
+     * the kernels and sets the count: at least TUNING_ROUNDS, more for
+     * short runs (decode), up to about 60 ms a candidate, since their
+     * timings jitter most. */
     int rounds = TUNING_ROUNDS;
     for (int r = -1; r < rounds; r++) {
         double slowest = 0;
@@ -80,16 +82,16 @@ ffnrt_status ffnrt_ffn_tune(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tenso
             rounds = 60.0 / slowest < TUNING_MAX_ROUNDS ? (int)(60.0 / slowest) : TUNING_MAX_ROUNDS;
     }
     int best = -1, second = -1;
-    double med[MAX_CANDIDATES];
+    double fastest[MAX_CANDIDATES];
     for (int i = 0; i < nc; i++) {
-        med[i] = ffnrt_median(t[i], rounds);
-        if (best < 0 || med[i] < med[best])
+        fastest[i] = ffnrt_minimum(t[i], rounds);
+        if (best < 0 || fastest[i] < fastest[best])
             second = best, best = i;
-        else if (second < 0 || med[i] < med[second])
+        else if (second < 0 || fastest[i] < fastest[second])
             second = i;
     }
     if (best >= 0) {
-        double ms[2] = {med[best], second >= 0 ? med[second] : med[best]};
+        double ms[2] = {fastest[best], second >= 0 ? fastest[second] : fastest[best]};
         ffnrt_tuning_put(ctx, key, FFNRT_TUNING_CODE(int_state[best], cand[best].unfused, cand[best].kernel), ms);
     }
     return FFNRT_OK;

@@ -167,7 +167,12 @@ static ffnrt_status time_knob(ffnrt_context *ctx, ffnrt_knob knob, const uint64_
         st = ffnrt_tensor_alloc(ctx, FFNRT_DTYPE_F32, 2, xs, "calibration", &f.y);
     /* The two settings alternate call by call (after a warm-up of each,
      * which builds its kernels), so that other work on the machine falls
-     * on both alike; medians of 7. */
+     * on both alike, and each is judged by its fastest of 7: on a CPU
+     * device shared with the OS and other work, a call runs at its own
+     * cost or slower, never faster. PoCL's unpinned workers ran a decode
+     * layer at one of two speeds, whichever its calls met; with medians
+     * the bench's regret at Q4_0 2048 x 5632, 1 token, passed 5% in 4 of
+     * 10 runs (14-75%), with minima in none (0-3.4%). */
     ffnrt_setting kept = ctx->settings.ctx[knob];
     double t[2][9];
     for (int r = -1; r < 7 && st == FFNRT_OK; r++)
@@ -184,7 +189,7 @@ static ffnrt_status time_knob(ffnrt_context *ctx, ffnrt_knob knob, const uint64_
         }
     ctx->settings.ctx[knob] = kept;
     if (st == FFNRT_OK) {
-        double a = ffnrt_median(t[0], 7), b = ffnrt_median(t[1], 7);
+        double a = ffnrt_minimum(t[0], 7), b = ffnrt_minimum(t[1], 7);
         *speedup = b > 0 ? a / b : 1.0;
     }
     ffnrt_tensor_free(f.x);
