@@ -975,8 +975,21 @@ ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900
                 for (int i = 0; i < N; i++)
                     ref_update(&d, &ref[i], g[i] * (double)(float)clip, t);
             }
-            float got[N];
+            /* Non-finite gradients, counted (every sums-of-squares form:
+             * PoCL's runs count fp32 ones without branches), and refused
+             * without loss scaling: nothing changes. */
+            float before[N], got[N];
+            download(w, before, N);
+            g[3] = INFINITY, g[100] = -INFINITY, g[N - 1] = NAN;
+            upload_into(gt, dt, g, N);
+            ffnrt_step_report bad;
+            cr_expect_eq(ffnrt_optimizer_step(opt, &bad), FFNRT_ERROR_NON_FINITE);
+            ffnrt_grad_stats gs;
+            cr_assert_eq(ffnrt_optimizer_grad_stats(opt, 0, &gs), FFNRT_OK);
+            cr_expect_eq(gs.non_finite, 3, "%s %s: %llu non-finite gradients counted of 3", ffnrt_backend_name(*backend),
+                         ffnrt_dtype_name(dt), (unsigned long long)gs.non_finite);
             download(w, got, N);
+            cr_expect(memcmp(before, got, sizeof got) == 0, "a refused step changed the parameters");
             int wrong = 0;
             for (int i = 0; i < N; i++) {
                 double want = half ? (double)round_to(dt, (float)ref[i].w) : ref[i].w;
