@@ -48,6 +48,13 @@ typedef float4 f4;
 typedef uint4 u4;
 #define U4(a, b, c, d) ((uint4)((a), (b), (c), (d)))
 #define U4_SPLAT(s) ((uint4)(s))
+/* 2-word views (a 16-bit binding's four elements: transpose.kernel). */
+#define BUFFER_RO_U2(binding, name)
+#define BUFFER_RW_U2(binding, name)
+#define LOAD_U2(name, i2) vload2((i2), (name))
+#define STORE_U2(name, i2, v) vstore2((v), (i2), (name))
+typedef uint2 u2;
+#define U2(a, b) ((uint2)((a), (b)))
 #define F4_OF_INT4(u) convert_float4(as_int4(u)) /* the words of u as signed integers, to floats */
 /* Each word of u's signed byte at bit sh, sign-extended to a word (two's complement). */
 #define U4_SBYTE(u, sh) as_uint4(as_int4((u) << (uint4)(24u - (sh))) >> 24)
