@@ -580,7 +580,12 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
             char what[96];
             ffnrt_kernel_params kp;
             ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
-            int outer = kp.blocked_outer && desc->d_model % 4 == 0 && desc->hidden % 4 == 0;
+            /* As ffnrt_outer_fits will find it (alignment apart): every
+             * operand and dW within one binding. */
+            uint64_t room = ffnrt_binding_elements(ctx, ffnrt_dtype_size(desc->dtype));
+            uint64_t dm = (uint64_t)desc->d_model, hd = (uint64_t)desc->hidden, tk = (uint64_t)tokens;
+            int outer = kp.blocked_outer && dm % 4 == 0 && hd % 4 == 0 && dm * hd <= room &&
+                        tk * (dm > hd ? dm : hd) <= room;
             snprintf(what, sizeof what, "%.3g GFLOP a step, %.3g MB kept, %.3g MB at the peak", 1e-9 * (double)cost.train_flops,
                      1e-6 * (double)cost.saved_bytes, 1e-6 * (double)cost.train_peak_bytes);
             ffnrt_plan_add(plan, "ffn.training", what,
