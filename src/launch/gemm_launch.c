@@ -298,40 +298,58 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     return st;
 }
 
-/* The K-major product's variant, bindings, parameters and groups: one
- * dispatch over the whole product. 0 where the kernel does not take it. */
-static int outer_setup(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o,
-                       ffnrt_gemm_variant *v, ffnrt_binding b[3], gemm_params *p, uint32_t groups[2])
+/* The K-major product's variant and groups where the kernel takes its
+ * shape in one dispatch, else 0. */
+static int outer_shape(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, uint64_t m, uint64_t n, uint64_t k,
+                       ffnrt_dtype dtype, int accumulate, ffnrt_gemm_variant *v, uint32_t groups[2])
 {
-    const ffnrt_gemm_problem problem = {.m = o->m,
-                                        .n = o->n,
-                                        .k = o->k,
-                                        .dtype = o->dtype,
+    const ffnrt_gemm_problem problem = {.m = m,
+                                        .n = n,
+                                        .k = k,
+                                        .dtype = dtype,
                                         .act = FFNRT_ACT_COUNT,
-                                        .accumulate = o->accumulate,
+                                        .accumulate = accumulate,
                                         .kmajor = 1};
     ffnrt_error ignored;
     if (ffnrt_choose_gemm_variant(ctx, c, &problem, v, &ignored) != FFNRT_OK || !v->outer)
         return 0;
     /* Whole vectors along the rows of x (M), W and y (N). */
-    if (o->m % 4 != 0 || o->n % 4 != 0)
+    if (m % 4 != 0 || n % 4 != 0)
         return 0;
-    uint64_t esize = ffnrt_dtype_size(o->dtype), room = ffnrt_binding_elements(ctx, esize);
+    uint64_t esize = ffnrt_dtype_size(dtype), room = ffnrt_binding_elements(ctx, esize);
     if (room > MAX_PLANNED_RANGE / esize)
         room = MAX_PLANNED_RANGE / esize; /* 32-bit element indices */
-    if (o->m * o->k > room || o->k * o->n > room || o->m * o->n > room)
+    if (m * k > room || k * n > room || m * n > room)
         return 0;
-    uint64_t gx = (o->n + v->columns_per_group - 1) / v->columns_per_group;
-    uint64_t gy = (o->m + v->rows_per_group - 1) / v->rows_per_group;
+    uint64_t gx = (n + v->columns_per_group - 1) / v->columns_per_group;
+    uint64_t gy = (m + v->rows_per_group - 1) / v->rows_per_group;
     if (gx > ctx->limits.max_workgroup_count[0] || gy > ctx->limits.max_workgroup_count[1])
+        return 0;
+    groups[0] = (uint32_t)gx;
+    groups[1] = (uint32_t)gy;
+    return 1;
+}
+
+int ffnrt_outer_shape_fits(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, uint64_t m, uint64_t n, uint64_t k,
+                           ffnrt_dtype dtype)
+{
+    ffnrt_gemm_variant v;
+    uint32_t groups[2];
+    return outer_shape(ctx, c, m, n, k, dtype, 0, &v, groups);
+}
+
+/* ... and its bindings and parameters: 0 also where a base is not a whole
+ * vector. */
+static int outer_setup(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o,
+                       ffnrt_gemm_variant *v, ffnrt_binding b[3], gemm_params *p, uint32_t groups[2])
+{
+    if (!outer_shape(ctx, c, o->m, o->n, o->k, o->dtype, o->accumulate, v, groups))
         return 0;
     *p = (gemm_params){(uint32_t)o->m, (uint32_t)o->n, (uint32_t)o->k, 0, 0, 0, 0, (uint32_t)o->n, 0, 0,
                        0.0f, 0.0f, 0, 0};
     b[0] = ffnrt_bind_elements(ctx, o->x, o->x_first, o->m * o->k, &p->x_base);
     b[1] = ffnrt_bind_elements(ctx, o->w, o->w_first, o->k * o->n, &p->w_base);
     b[2] = ffnrt_bind_elements(ctx, o->y, o->y_first, o->m * o->n, &p->y_base);
-    groups[0] = (uint32_t)gx;
-    groups[1] = (uint32_t)gy;
     return (p->x_base | p->w_base | p->y_base) % 4 == 0;
 }
 

@@ -229,6 +229,9 @@ typedef struct ffnrt_outer_launch {
  * is blocked, rows and bases are whole vectors, and the bindings and
  * groups fit the device. Elsewhere the caller transposes its operands. */
 int ffnrt_outer_fits(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o);
+/* The same for its shape alone, bases apart (the plan's account). */
+int ffnrt_outer_shape_fits(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, uint64_t m, uint64_t n, uint64_t k,
+                           ffnrt_dtype dtype);
 /* Records it into the open batch (where ffnrt_outer_fits). */
 ffnrt_status ffnrt_launch_outer(ffnrt_context *ctx, const ffnrt_ffn_choice *c, const ffnrt_outer_launch *o);
 

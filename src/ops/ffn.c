@@ -578,14 +578,7 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
             ffnrt_plan_add(plan, "ffn.training", "none", "quantized layers are inference-only");
         } else if (ffnrt_ffn_cost_model(desc, (uint64_t)tokens, 1, &cost)) {
             char what[96];
-            ffnrt_kernel_params kp;
-            ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
-            /* As ffnrt_outer_fits will find it (alignment apart): every
-             * operand and dW within one binding. */
-            uint64_t room = ffnrt_binding_elements(ctx, ffnrt_dtype_size(desc->dtype));
-            uint64_t dm = (uint64_t)desc->d_model, hd = (uint64_t)desc->hidden, tk = (uint64_t)tokens;
-            int outer = kp.blocked_outer && dm % 4 == 0 && hd % 4 == 0 && dm * hd <= room &&
-                        tk * (dm > hd ? dm : hd) <= room;
+            int outer = ffnrt_ffn_outer_gradients(ctx, desc, (uint64_t)tokens);
             snprintf(what, sizeof what, "%.3g GFLOP a step, %.3g MB kept, %.3g MB at the peak", 1e-9 * (double)cost.train_flops,
                      1e-6 * (double)cost.saved_bytes, 1e-6 * (double)cost.train_peak_bytes);
             ffnrt_plan_add(plan, "ffn.training", what,

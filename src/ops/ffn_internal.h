@@ -81,6 +81,10 @@ ffnrt_status ffnrt_ffn_run_training(ffnrt_ffn *layer, const ffnrt_tensor *x, ffn
  * (FFNRT_GRADIENTS_RECOMPUTE): the same choice, the same bits. */
 ffnrt_status ffnrt_ffn_recompute_hidden(ffnrt_ffn *layer, const ffnrt_tensor *x, uint64_t tokens, uint64_t *ns);
 void ffnrt_ffn_drop_backward(ffnrt_ffn *l);
+/* Whether the backward takes both weight gradients of a layer of d at
+ * `tokens` as outer products on their operands as they lie (the plan's
+ * account; the backward asks ffnrt_outer_fits of each product). */
+int ffnrt_ffn_outer_gradients(ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens);
 /* Checks gradient tensors given in the weight slots' order (NULL: not
  * wanted): each a slot the layer has, of its shape and dtype. */
 ffnrt_status ffnrt_ffn_check_gradients(ffnrt_context *ctx, const ffnrt_ffn_desc *d,

@@ -102,13 +102,26 @@ static ffnrt_status check_trainable(ffnrt_ffn *layer, const char *fn)
 /* The products' choice for `rows` rows of x: the forward's dispatcher on
  * the unfused path (the level follows the rows: a weight gradient has
  * d_model or hidden of them, whatever the tokens). */
-static ffnrt_status product_choice(ffnrt_ffn *l, uint64_t rows, ffnrt_ffn_choice *c)
+static ffnrt_status product_choice(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, uint64_t rows,
+                                   ffnrt_ffn_choice *c)
 {
-    ffnrt_ffn_desc d = l->desc;
+    ffnrt_ffn_desc d = *desc;
     d.path = FFNRT_FFN_PATH_UNFUSED;
-    ffnrt_status st = ffnrt_choose_ffn(l->ctx, &d, rows, NULL, c, NULL, &l->ctx->error);
+    ffnrt_status st = ffnrt_choose_ffn(ctx, &d, rows, NULL, c, NULL, &ctx->error);
     c->unfused = 1;
     return st;
+}
+
+int ffnrt_ffn_outer_gradients(ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens)
+{
+    ffnrt_ffn_choice c;
+    uint64_t dm = (uint64_t)d->d_model, h = (uint64_t)d->hidden;
+    ffnrt_error kept = ctx->error; /* a refused choice is an answer here, not the call's error */
+    int outer = product_choice(ctx, d, dm < h ? dm : h, &c) == FFNRT_OK &&
+                ffnrt_outer_shape_fits(ctx, &c, dm, h, tokens, d->dtype) &&
+                ffnrt_outer_shape_fits(ctx, &c, h, dm, tokens, d->dtype);
+    ctx->error = kept;
+    return outer;
 }
 
 ffnrt_status ffnrt_ffn_forward_train(ffnrt_ffn *layer, const ffnrt_tensor *x, ffnrt_tensor *y)
@@ -396,9 +409,9 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
     if (st == FFNRT_OK)
         st = backward_buffers(layer, tokens);
     if (st == FFNRT_OK)
-        st = product_choice(layer, tokens, &r.by_tokens);
+        st = product_choice(ctx, d, tokens, &r.by_tokens);
     if (st == FFNRT_OK)
-        st = product_choice(layer, r.dm < r.h ? r.dm : r.h, &r.by_features);
+        st = product_choice(ctx, d, r.dm < r.h ? r.dm : r.h, &r.by_features);
     /* One submission: the products, transposes and element-wise passes
      * record into one batch (ffnrt_batch_begin nests), one wait. */
     int open = st == FFNRT_OK && (st = ffnrt_batch_begin(ctx)) == FFNRT_OK;
