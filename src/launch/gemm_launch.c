@@ -50,7 +50,7 @@ uint64_t ffnrt_binding_elements(const ffnrt_context *ctx, uint64_t esize)
     return range > align + 4 ? (range - align - 4) / esize : 0;
 }
 
-uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k) { return rows * (k / 32) * 18; }
+uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k) { return rows * (k / 32) * FFNRT_XQ_BLOCK_WORDS; }
 
 /* The integer path's input: x's rows m0.. (rows of them) quantized into
  * xq from its first word (shaders/quantize.kernel), in dispatches of at
@@ -75,7 +75,8 @@ static ffnrt_status quantize_rows(ffnrt_context *ctx, const ffnrt_gemm_launch *p
         uint64_t nb = blocks - b0 < per_dispatch ? blocks - b0 : per_dispatch;
         uint32_t params[3] = {(uint32_t)nb, 0, 0};
         ffnrt_binding b[2] = {ffnrt_bind_elements(ctx, pr->x, m0 * pr->k + 32 * b0, 32 * nb, &params[1]),
-                              ffnrt_bind_elements(ctx, pr->xq, 18 * b0, 18 * nb, &params[2])};
+                              ffnrt_bind_elements(ctx, pr->xq, FFNRT_XQ_BLOCK_WORDS * b0,
+                                                    FFNRT_XQ_BLOCK_WORDS * nb, &params[2])};
         uint32_t groups[2] = {(uint32_t)((nb + wg - 1) / wg), 1};
         st = ctx->ops->dispatch(ctx->dev, kernel, b, 2, params, groups, &ctx->error);
     }
@@ -104,6 +105,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, "#define XQ_BYTE_DOT_PLAIN 1");
     if (v->x_packed)
         ffnrt_defines_add(d, "#define XQ_PACKED_DOT 1");
+    if (v->xq_vec4)
+        ffnrt_defines_add(d, "#define XQ_VEC4 1");
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);

@@ -201,6 +201,10 @@ ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor
 
 /* 32-bit words of the integer path's quantized x for rows x k elements
  * (shaders/quant.inc's X_Q8 layout). */
+/* The integer path's x block of 32 in words: shaders/quant.inc's
+ * XQ_BLOCK_WORDS (codes, d, the code sum, two zero words to a 16-byte
+ * boundary). */
+#define FFNRT_XQ_BLOCK_WORDS 20
 uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k);
 
 /* Records one product's dispatches into the open batch, with the kernel,
