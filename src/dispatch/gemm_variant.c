@@ -115,13 +115,17 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         v.columns_per_group = v.tiled.bn;
         break;
     }
-    /* The integer path's pair words (quant.inc's X_Q8) as 4-word vectors:
-     * x's blocks (20 words) and a block's weight code words (4 or 8, from
-     * a row start of K/8 or K/4 words) begin on 16-byte boundaries where
-     * binding offsets do. llvmpipe loads a lane's vector in one pass where
-     * four words take four: a SwiGLU 2048 x 5632 decode at 3.5-3.7 ms
-     * against 4.9-6.8 (Q4_0, Q4_1). */
-    v.xq_vec4 = v.x_q8 && !v.x_bytes && align % 16 == 0;
+    /* Block formats' code words as 4-word vectors (quant.inc's
+     * QUANT_VEC4), with the integer path's x blocks (20 words): a group's
+     * words (4 or 8, from a row start of K/8 or K/4 words) and x's blocks
+     * begin on 16-byte boundaries where binding offsets do. llvmpipe loads
+     * a lane's vector in one pass where four words take four: a SwiGLU
+     * 2048 x 5632 decode at 3.5-3.7 ms against 4.9-6.8 on the integer path
+     * (Q4_0, Q4_1). Where the codes stay words: the byte dot products
+     * (their own layout), the 16-wide codes, the matrix-vector kernel's
+     * float path (a quad a lane) and the large blocks' rolled loops. */
+    v.quant_vec4 = ql && align % 16 == 0 && !v.x_bytes && !v.wide_codes &&
+                   (v.x_q8 || (v.level == FFNRT_KERNEL_BLOCKED && !v.large_block));
     *out = v;
     return FFNRT_OK;
 }
@@ -136,7 +140,6 @@ static const char *integer_products_text(const ffnrt_gemm_variant *v)
                                 "them: its driver lowers them)"
            : v->x_bytes       ? "integer dot products of bytes (AVX2's vpmaddubsw where the kernel compiler "
                                 "targets it)"
-           : v->xq_vec4       ? "integer dot products, codes read as 4-word vectors"
                               : "integer dot products";
 }
 
@@ -169,13 +172,15 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
         snprintf(shape, sizeof shape, "tiled: %ux%ux%u, %ux%u a work-item", v->tiled.bm, v->tiled.bn, v->tiled.bk,
                  v->tiled.tm, v->tiled.tn);
     int has_epilogue = v->gated || v->act != FFNRT_ACT_COUNT;
-    snprintf(buf, cap, "%s; %s storage, %s weights%s; epilogue %s%s%s%s%s; %u work-items, %llu float%s of shared memory%s",
+    snprintf(buf, cap, "%s; %s storage, %s weights%s%s; epilogue %s%s%s%s%s; %u work-items, %llu float%s of shared memory%s",
              shape,
              ffnrt_dtype_name(v->storage), ql ? ffnrt_weight_format_name(v->weights) : "dense",
              ql ? (v->level == FFNRT_KERNEL_TILED ? " dequantized into the staged tiles"
                    : v->x_q8                    ? " as integer codes, scaled once a block"
                                                 : " dequantized in registers")
                 : "",
+             v->quant_vec4 ? (v->x_q8 ? ", codes and x's blocks read 4 words at a time" : ", codes read 4 words at a time")
+                           : "",
              ffnrt_op_row_of(v->act) ? ffnrt_op_row_of(v->act)->name : "none", v->gated ? " x value" : "",
              v->bias ? ", bias" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
              v->accumulate ? ", added to y" : "",

@@ -105,8 +105,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, "#define XQ_BYTE_DOT_PLAIN 1");
     if (v->x_packed)
         ffnrt_defines_add(d, "#define XQ_PACKED_DOT 1");
-    if (v->xq_vec4)
-        ffnrt_defines_add(d, "#define XQ_VEC4 1");
+    if (v->quant_vec4)
+        ffnrt_defines_add(d, "#define QUANT_VEC4 1");
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);
