@@ -832,6 +832,9 @@ Test(dispatch, limits_parse_and_apply)
     cr_assert_eq(ffnrt_limits_parse("byte_dot=0", &req, &err), FFNRT_OK);
     cr_expect_eq(req.no_byte_dot, 1);
     cr_expect_eq(ffnrt_limits_parse("byte_dot=7", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(ffnrt_limits_parse("vector_codes=0", &req, &err), FFNRT_OK);
+    cr_expect_eq(req.no_vector_codes, 1);
+    cr_expect_eq(ffnrt_limits_parse("vector_codes=2", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
     ffnrt_device_info info = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
     info.fp16_arithmetic = 1;
     ffnrt_limits lim = {1ull << 27, 1ull << 30, 16, 1024, {65535, 65535, 65535}};

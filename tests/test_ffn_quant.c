@@ -382,6 +382,31 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
     test_context_done(ctx);
 }
 
+/* A context with FFNRT_LIMITS extended by extra (the variable as it was
+ * is kept for the profile runs, and restored). */
+static ffnrt_context *context_with_limits(ffnrt_backend b, const char *extra)
+{
+    const char *limits = getenv("FFNRT_LIMITS");
+    char *kept = limits ? strdup(limits) : NULL, spec[512];
+    snprintf(spec, sizeof spec, "%s%s%s", kept ? kept : "", kept && *kept ? "," : "", extra);
+    cr_assert_eq(setenv("FFNRT_LIMITS", spec, 1), 0);
+    ffnrt_context *ctx = test_context(b, NULL);
+    kept ? setenv("FFNRT_LIMITS", kept, 1) : unsetenv("FFNRT_LIMITS");
+    free(kept);
+    return ctx;
+}
+
+/* Whether the plan of c's layer at its token count reads codes 4 words at a time. */
+static int plans_vector_codes(ffnrt_context *ctx, const qcase *c)
+{
+    ffnrt_ffn_desc desc = case_desc(c, FFNRT_FFN_PATH_FUSED);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, c->tokens, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+    int vec = strstr(ffnrt_plan_text(plan), "4 words at a time") != NULL;
+    ffnrt_plan_destroy(plan);
+    return vec;
+}
+
 /* The integer path (ffn.int_dot forced on, decode on the register-blocked
  * kernel): Q8_0, Q4_0, Q4_1, Q4_K and Q6_K products quantize x to 8 bits a
  * block and take integer dot products.
@@ -494,13 +519,7 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         cr_log_info("%s: the blocked kernel's integer path takes 16-bit pairs here, not bytes: no plain-vector "
                     "form to check", ffnrt_backend_name(*b));
     } else {
-        const char *limits = getenv("FFNRT_LIMITS");
-        char *kept = limits ? strdup(limits) : NULL, spec[512];
-        snprintf(spec, sizeof spec, "%s%sbyte_dot=0", kept ? kept : "", kept && *kept ? "," : "");
-        cr_assert_eq(setenv("FFNRT_LIMITS", spec, 1), 0);
-        ctx = test_context(*b, NULL);
-        kept ? setenv("FFNRT_LIMITS", kept, 1) : unsetenv("FFNRT_LIMITS");
-        free(kept);
+        ctx = context_with_limits(*b, "byte_dot=0");
         cr_assert_not_null(ctx);
         cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", "on"), FFNRT_OK);
         const char *kernel = packed ? "matvec" : "blocked";
@@ -527,6 +546,60 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         cr_expect_str_eq(ffnrt_plan_choice(plan, "ffn.int_dot"), "off", "%s", ffnrt_plan_text(plan));
     ffnrt_plan_destroy(plan);
     test_context_done(ctx);
+}
+
+/* Block formats' code words read word by word (FFNRT_LIMITS
+ * vector_codes=0), the form devices with binding offsets finer than 16
+ * bytes take where these drivers read 4-word vectors (quant.inc's
+ * QUANT_VEC4): the float path on the blocked kernel (4-bit, 8-bit and
+ * Q6_K's 16-element groups, decode and a small prefill block) and the
+ * integer path's exact cases on the blocked and matrix-vector kernels,
+ * each against the same reference as with vectors. */
+BACKEND_PARAMETERS(ffn_quant, word_codes)
+ParameterizedTest(ffnrt_backend *b, ffn_quant, word_codes)
+{
+    const ffnrt_ffn_kind D = FFNRT_FFN_DENSE, G = FFNRT_FFN_GATED;
+    const ffnrt_weight_format Q40 = FFNRT_WEIGHT_Q4_0, Q41 = FFNRT_WEIGHT_Q4_1, Q8 = FFNRT_WEIGHT_Q8_0;
+    const ffnrt_weight_format Q6K = FFNRT_WEIGHT_Q6_K;
+    const ffnrt_dtype F32 = FFNRT_DTYPE_F32;
+    qcase floats[] = {
+        {G, Q40, Q40, Q40, F32, 64, 96, 1, 1, 0, 0, 0},
+        {D, Q8, F32_, Q8, F32, 96, 64, 3, 0, 0, 0, 0},
+        {G, Q6K, Q6K, F32_, F32, 256, 64, 1, 0, 1, 0, 0},
+    };
+    qcase exact[] = {
+        {G, Q41, Q41, F32_, F32, 96, 64, 3, 1, 1, 0, 1},
+        {D, Q8, F32_, F32_, F32, 64, 96, 1, 1, 0, 0, 1},
+    };
+    ffnrt_context *vec_ctx = test_context(*b, NULL);
+    if (!vec_ctx)
+        return;
+    ffnrt_context *ctx = context_with_limits(*b, "vector_codes=0");
+    cr_assert_not_null(ctx);
+    cr_assert_eq(ffnrt_context_force(vec_ctx, "ffn.kernel", "blocked"), FFNRT_OK);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);
+    if (!plans_vector_codes(vec_ctx, &floats[0]))
+        cr_log_info("%s: the blocked kernel's float path reads codes word by word here anyway", ffnrt_backend_name(*b));
+    for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
+        cr_expect(!plans_vector_codes(ctx, &floats[i]), "vector_codes=0, yet the plan reads 4 words at a time");
+        run_case(ctx, &floats[i], "blocked");
+    }
+    cr_assert_eq(ffnrt_context_force(vec_ctx, "ffn.int_dot", "on"), FFNRT_OK);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", "on"), FFNRT_OK);
+    integer_path_bound = 0;
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(ffnrt_context_force(vec_ctx, "ffn.kernel", kernel_names[k]), FFNRT_OK);
+        cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", kernel_names[k]), FFNRT_OK);
+        if (!plans_vector_codes(vec_ctx, &exact[0]))
+            cr_log_info("%s: the %s kernel's integer path reads codes word by word here anyway (byte or packed "
+                        "products)", ffnrt_backend_name(*b), kernel_names[k]);
+        for (size_t i = 0; i < sizeof exact / sizeof exact[0]; i++) {
+            cr_expect(!plans_vector_codes(ctx, &exact[i]), "vector_codes=0, yet the plan reads 4 words at a time");
+            run_case(ctx, &exact[i], kernel_names[k]);
+        }
+    }
+    test_context_done(ctx);
+    test_context_done(vec_ctx);
 }
 
 /* ----------------------------------------------------------- bad input */

@@ -141,6 +141,8 @@ struct ffnrt_context {
     ffnrt_precision_choice precision;
     ffnrt_half_conversion_choice half_conversion;
     int plain_byte_dot; /* FFNRT_LIMITS byte_dot=0: the prelude's portable byte products (a fallback tested on x86) */
+    int word_codes;     /* FFNRT_LIMITS vector_codes=0: block formats' codes read word by word (QUANT_VEC4 off), as
+                         * devices with binding offsets under 16 bytes read them (a fallback tested on both drivers) */
     unsigned vetoes;                   /* FFNRT_QUIRK_* */
     char quirk_notes[384];
     int autotune;

@@ -22,7 +22,8 @@ ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
                                 (int)lim[FFNRT_LIMIT_NO_16BIT_STORAGE],
                                 lim[FFNRT_LIMIT_MAX_MEMORY],
                                 (int)lim[FFNRT_LIMIT_NO_HALF_CONVERSION],
-                                (int)lim[FFNRT_LIMIT_NO_BYTE_DOT]};
+                                (int)lim[FFNRT_LIMIT_NO_BYTE_DOT],
+                                (int)lim[FFNRT_LIMIT_NO_VECTOR_CODES]};
     const ffnrt_setting *p = ffnrt_setting_get(s, FFNRT_KNOB_PROFILE, NULL, NULL);
     const ffnrt_profile *profile = p && ffnrt_strcasecmp(p->text, "none") != 0 ? ffnrt_profile_find(p->text) : NULL;
     ctx->profile = profile;
@@ -40,6 +41,7 @@ ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
     ffnrt_precision_resolve(ctx->policy, &ctx->info, ctx->vetoes, &ctx->precision);
     ffnrt_half_conversion_for(&ctx->info, lreq.no_half_conversion, &ctx->half_conversion);
     ctx->plain_byte_dot = lreq.no_byte_dot;
+    ctx->word_codes = lreq.no_vector_codes;
     const ffnrt_setting *a = ffnrt_setting_get(s, FFNRT_KNOB_AUTOTUNE, NULL, NULL);
     ctx->autotune = a && a->v[0];
     ctx->max_memory = lreq.max_memory;

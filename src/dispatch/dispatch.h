@@ -290,11 +290,14 @@ typedef struct ffnrt_limit_request {
     int no_half_conversion; /* 16-bit values converted by storage.inc's bit arithmetic, never by hardware */
     int no_byte_dot;        /* the integer path's byte products in plain vectors, never the CPU's own instructions,
                              * nor a GPU's packed dot products (int_dot_packed) */
+    int no_vector_codes;    /* block formats' code words read word by word, never as 4-word vectors (QUANT_VEC4),
+                             * as on devices whose binding offsets are not 16-byte aligned */
 } ffnrt_limit_request;
 
 /* FFNRT_LIMITS="max_buffer_range=65536,max_shared_memory=16384,
  * max_workgroup_count=64,max_workgroup_size=32,fp16_arithmetic=0,
- * storage_16bit=0,max_memory=1048576,half_conversion=0,byte_dot=0": merged
+ * storage_16bit=0,max_memory=1048576,half_conversion=0,byte_dot=0,
+ * vector_codes=0": merged
  * into req. */
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err);
 

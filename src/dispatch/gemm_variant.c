@@ -124,7 +124,7 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
      * (Q4_0, Q4_1). Where the codes stay words: the byte dot products
      * (their own layout), the 16-wide codes, the matrix-vector kernel's
      * float path (a quad a lane) and the large blocks' rolled loops. */
-    v.quant_vec4 = ql && align % 16 == 0 && !v.x_bytes && !v.wide_codes &&
+    v.quant_vec4 = ql && align % 16 == 0 && !ctx->word_codes && !v.x_bytes && !v.wide_codes &&
                    (v.x_q8 || (v.level == FFNRT_KERNEL_BLOCKED && !v.large_block));
     *out = v;
     return FFNRT_OK;
