@@ -157,8 +157,8 @@ typedef struct ffnrt_gemm_variant {
     int x_bytes_plain; /* ... in plain vectors (XQ_BYTE_DOT_PLAIN: FFNRT_LIMITS byte_dot=0) */
     int x_packed;      /* matvec, integer path: x's codes as bytes, packed 4 x 8-bit dot products (XQ_PACKED_DOT):
                         * the device info's int_dot_packed, 1 supported or 2 accelerated */
-    int quant_vec4;       /* integer path, x's codes in 16-bit pairs: x's blocks and the weights' code words read as
-                        * 4-word vectors (QUANT_VEC4), where binding offsets keep them 16-byte aligned */
+    int quant_vec4;    /* block formats: the code words (and the integer path's x blocks) read as 4-word vectors
+                        * (QUANT_VEC4), where binding offsets keep them 16-byte aligned */
     int large_block;   /* blocked: outputs staged in shared memory, their loops rolled (LARGE_BLOCK) */
     int k_tail;        /* blocked, dense weights: K is not a multiple of 4 (K_TAIL) */
     ffnrt_blocked_shape blocked;

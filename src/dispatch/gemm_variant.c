@@ -120,8 +120,11 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
      * words (4 or 8, from a row start of K/8 or K/4 words) and x's blocks
      * begin on 16-byte boundaries where binding offsets do. llvmpipe loads
      * a lane's vector in one pass where four words take four: a SwiGLU
-     * 2048 x 5632 decode at 3.5-3.7 ms against 4.9-6.8 on the integer path
-     * (Q4_0, Q4_1). Where the codes stay words: the byte dot products
+     * 2048 x 5632 decode there at 3.3-4.1 ms against 6.7-7.7 on the float
+     * path (Q4_0, Q4_1; Q8_0 4.4-5.2) and 3.3-3.7 against 4.9-6.8 on the
+     * integer path. Taken in the large blocks' rolled loops (words picked
+     * by a run-time index) it made lavapipe's 64-token Q4_0 and Q8_0 layers
+     * 1.2-1.4x slower. Where the codes stay words: the byte dot products
      * (their own layout), the 16-wide codes, the matrix-vector kernel's
      * float path (a quad a lane) and the large blocks' rolled loops. */
     v.quant_vec4 = ql && align % 16 == 0 && !ctx->word_codes && !v.x_bytes && !v.wide_codes &&
