@@ -199,12 +199,12 @@ int ffnrt_transpose_tiles_fit(const ffnrt_context *ctx, const ffnrt_tensor *x, u
 ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor *x, uint64_t x_first, uint64_t rows,
                                           uint64_t cols, ffnrt_tensor *y, uint64_t y_stride);
 
-/* 32-bit words of the integer path's quantized x for rows x k elements
- * (shaders/quant.inc's X_Q8 layout). */
 /* The integer path's x block of 32 in words: shaders/quant.inc's
  * XQ_BLOCK_WORDS (codes, d, the code sum, two zero words to a 16-byte
  * boundary). */
 #define FFNRT_XQ_BLOCK_WORDS 20
+/* 32-bit words of the integer path's quantized x for rows x k elements
+ * (shaders/quant.inc's X_Q8 layout). */
 uint64_t ffnrt_xq_words(uint64_t rows, uint64_t k);
 
 /* Records one product's dispatches into the open batch, with the kernel,
