@@ -922,10 +922,10 @@ ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900
     ffnrt_context *ctx = test_context(*backend, NULL);
     if (!ctx)
         return;
-    /* Odd: a 16-bit parameter's last word is half. Past the first group
-     * (4 words a work-item, up to 1024 work-items on the CPU drivers), so
-     * that whole groups run beside the last, partial one. */
-    enum { N = 5003 };
+    /* Odd: a 16-bit parameter's last word is half. Past a whole group's
+     * words in 16-bit storage too (4 a work-item, up to 1024 work-items
+     * a group), so that whole groups run beside the last, partial one. */
+    enum { N = 8195 };
     ffnrt_optimizer_desc descs[3] = {FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD),
                                      FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD),
                                      FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_ADAMW)};
