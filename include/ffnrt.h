@@ -171,8 +171,10 @@ typedef struct ffnrt_context_options {
      * max_workgroup_count=64,max_workgroup_size=32,max_shared_memory=16384,
      * fp16_arithmetic=0,storage_16bit=0,half_conversion=0" (the last one:
      * disable_half_conversion, below); FFNRT_LIMITS alone also takes
-     * max_memory (a device-memory budget) and byte_dot=0 (the integer
-     * path's byte products in plain vectors, as on CPUs other than x86). */
+     * max_memory (a device-memory budget), byte_dot=0 (the integer
+     * path's byte products in plain vectors, as on CPUs other than x86),
+     * vector_codes=0 (block formats' codes read word by word) and
+     * int64_words=0 (no 64-bit words in kernels, as without shaderInt64). */
     uint64_t max_buffer_range;
     uint32_t max_workgroup_count;
     uint32_t max_workgroup_size;

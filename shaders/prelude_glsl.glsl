@@ -7,6 +7,24 @@
 #define AFP_FROM_BITS(b) unpackFloat2x16(b).x /* exact: the rounding is storage.inc's */
 #endif
 
+#ifdef WIDE_WORDS
+/* 8-word views of a binding (WORDS8: a u64vec4, 32 bytes an access), where
+ * the device has 64-bit integers (shaderInt64): llvmpipe loads and stores
+ * a storage buffer lane by lane, one pass an access, and a pass costs
+ * about the same for 4 bytes, 16 or 32 (kernel_params.inc's
+ * ew_wide_words). W8_LO and W8_HI: words 0..3 and 4..7 as a uvec4 (each
+ * 64-bit component is two words, the lower first); W8_OF joins them. */
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#define WORDS8 u64vec4
+#define BUFFER_RO_W8(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferW8_##binding_ { u64vec4 name##_w8[]; };
+#define BUFFER_RW_W8(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferW8_##binding_ { u64vec4 name##_w8[]; };
+#define LOAD_W8(name, i8) name##_w8[(i8)]
+#define STORE_W8(name, i8, v) name##_w8[(i8)] = (v)
+#define W8_LO(v) uvec4(unpack32((v).x), unpack32((v).y))
+#define W8_HI(v) uvec4(unpack32((v).z), unpack32((v).w))
+#define W8_OF(lo, hi) u64vec4(pack64((lo).xy), pack64((lo).zw), pack64((hi).xy), pack64((hi).zw))
+#endif
+
 #ifdef XQ_PACKED_DOT
 /* The integer path's packed 4 x 8-bit dot product: a word of four signed
  * bytes by another, summed into an int (SPIR-V's OpSDot with the packed

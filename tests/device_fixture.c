@@ -58,6 +58,18 @@ ffnrt_context *test_context(ffnrt_backend backend, const ffnrt_context_options *
     return ctx;
 }
 
+ffnrt_context *test_context_with_limits(ffnrt_backend backend, const char *extra)
+{
+    const char *limits = getenv("FFNRT_LIMITS");
+    char *kept = limits ? strdup(limits) : NULL, spec[512];
+    snprintf(spec, sizeof spec, "%s%s%s", kept ? kept : "", kept && *kept ? "," : "", extra);
+    cr_assert_eq(setenv("FFNRT_LIMITS", spec, 1), 0);
+    ffnrt_context *ctx = test_context(backend, NULL);
+    kept ? setenv("FFNRT_LIMITS", kept, 1) : unsetenv("FFNRT_LIMITS");
+    free(kept);
+    return ctx;
+}
+
 void test_context_done(ffnrt_context *ctx)
 {
     uint64_t messages = ffnrt_context_validation_messages(ctx);

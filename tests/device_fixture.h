@@ -61,6 +61,9 @@ static inline int test_validation_wanted(void)
  * NULL (with the test skipped) only where a missing backend is allowed.
  * extra may be NULL; it sets limits and other options. */
 ffnrt_context *test_context(ffnrt_backend backend, const ffnrt_context_options *extra);
+/* test_context with FFNRT_LIMITS extended by extra ("int64_words=0"): the
+ * variable as it was is kept (the profile runs set it) and restored. */
+ffnrt_context *test_context_with_limits(ffnrt_backend backend, const char *extra);
 /* Asserts the validation layer stayed silent, then destroys the context. */
 void test_context_done(ffnrt_context *ctx);
 

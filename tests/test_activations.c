@@ -133,7 +133,10 @@ ParameterizedTest(accuracy_case *c, activations, accuracy)
     test_context_done(ctx);
 }
 
-/* Counts that are not a multiple of the workgroup, 0, 1, and in place. */
+/* Counts that are not a multiple of the workgroup, 0, 1, and in place; and
+ * one of whole groups (256 of 1,024 fp32 words), which a CPU driver
+ * running invocations as SIMD lanes (llvmpipe, which runs both sides of a
+ * uniform branch) takes without bounds tests, as its plan says. */
 typedef struct count_case {
     ffnrt_backend backend;
     size_t n;
@@ -142,11 +145,11 @@ typedef struct count_case {
 
 ParameterizedTestParameters(activations, counts)
 {
-    static count_case cases[TEST_BACKENDS * 6];
-    static const size_t sizes[] = {0, 1, 1000003};
+    static count_case cases[TEST_BACKENDS * 8];
+    static const size_t sizes[] = {0, 1, 1000003, 262144};
     int k = 0;
     for (int b = 0; b < TEST_BACKENDS; b++)
-        for (int s = 0; s < 3; s++)
+        for (int s = 0; s < 4; s++)
             for (int ip = 0; ip < 2; ip++)
                 cases[k++] = (count_case){test_backends[b], sizes[s], ip};
     return cr_make_param_array(count_case, cases, k);
@@ -174,6 +177,16 @@ ParameterizedTest(count_case *c, activations, counts)
         test_read(x, out, c->n);
         cr_assert(c->n == 0 || memcmp(in, out, c->n * sizeof *in) == 0, "the input was modified");
     }
+    ffnrt_device_info info;
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    cr_assert_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F32, c->n, &plan), FFNRT_OK, "%s",
+                 ffnrt_context_last_error(ctx));
+    int lanes = info.type == FFNRT_DEVICE_TYPE_CPU && info.subgroup_size > 1;
+    int whole = strstr(ffnrt_plan_text(plan), "whole groups (no bounds tests)") != NULL;
+    cr_expect_eq(whole, lanes && c->n == 262144, "%s, %zu elements: the plan %s whole groups:\n%s", info.name, c->n,
+                 whole ? "takes" : "does not take", ffnrt_plan_text(plan));
+    ffnrt_plan_destroy(plan);
     free(in);
     free(out);
     test_context_done(ctx);

@@ -837,7 +837,7 @@ Test(dispatch, limits_parse_and_apply)
     cr_expect_eq(ffnrt_limits_parse("vector_codes=2", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
     ffnrt_device_info info = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
     info.fp16_arithmetic = 1;
-    ffnrt_limits lim = {1ull << 27, 1ull << 30, 16, 1024, {65535, 65535, 65535}};
+    ffnrt_limits lim = {1ull << 27, 1ull << 30, 16, 1024, {65535, 65535, 65535}, 1};
     char notes[512];
     req = (ffnrt_limit_request){0};
     const ffnrt_profile *mali = ffnrt_profile_find("mali-g52");

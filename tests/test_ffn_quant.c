@@ -382,20 +382,6 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
     test_context_done(ctx);
 }
 
-/* A context with FFNRT_LIMITS extended by extra (the variable as it was
- * is kept for the profile runs, and restored). */
-static ffnrt_context *context_with_limits(ffnrt_backend b, const char *extra)
-{
-    const char *limits = getenv("FFNRT_LIMITS");
-    char *kept = limits ? strdup(limits) : NULL, spec[512];
-    snprintf(spec, sizeof spec, "%s%s%s", kept ? kept : "", kept && *kept ? "," : "", extra);
-    cr_assert_eq(setenv("FFNRT_LIMITS", spec, 1), 0);
-    ffnrt_context *ctx = test_context(b, NULL);
-    kept ? setenv("FFNRT_LIMITS", kept, 1) : unsetenv("FFNRT_LIMITS");
-    free(kept);
-    return ctx;
-}
-
 /* Whether the plan of c's layer at its token count reads codes 4 words at a time. */
 static int plans_vector_codes(ffnrt_context *ctx, const qcase *c)
 {
@@ -519,7 +505,7 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
         cr_log_info("%s: the blocked kernel's integer path takes 16-bit pairs here, not bytes: no plain-vector "
                     "form to check", ffnrt_backend_name(*b));
     } else {
-        ctx = context_with_limits(*b, "byte_dot=0");
+        ctx = test_context_with_limits(*b, "byte_dot=0");
         cr_assert_not_null(ctx);
         cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", "on"), FFNRT_OK);
         const char *kernel = packed ? "matvec" : "blocked";
@@ -574,7 +560,7 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, word_codes)
     ffnrt_context *vec_ctx = test_context(*b, NULL);
     if (!vec_ctx)
         return;
-    ffnrt_context *ctx = context_with_limits(*b, "vector_codes=0");
+    ffnrt_context *ctx = test_context_with_limits(*b, "vector_codes=0");
     cr_assert_not_null(ctx);
     cr_assert_eq(ffnrt_context_force(vec_ctx, "ffn.kernel", "blocked"), FFNRT_OK);
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);

@@ -435,9 +435,11 @@ ParameterizedTest(ffnrt_backend *backend, train, gated_fp32, .timeout = 900)
     }
     /* Widths past a transpose's tile, whole tiles and partial ones: rows
      * of a multiple of 4 elements (moved as 4 x 4 blocks where the driver
-     * prefers them) and not. */
+     * prefers them) and not; and matrices of whole tiles only (64 x 32). */
     static const train_case wide[] = {
         {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 200, 132, 64, 1, 1},
+        {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 128, 64, 64, 0, 0},
+        {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 64, 128, 64, 1, 0},
         {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 200, 132, 33, 0, 0},
         {FFNRT_FFN_DENSE, FFNRT_ACT_RELU, FFNRT_DTYPE_F32, 198, 130, 17, 1, 0},
     };
@@ -462,6 +464,7 @@ ParameterizedTest(ffnrt_backend *backend, train, sixteen_bit, .timeout = 900)
         {FFNRT_FFN_GATED, FFNRT_GEGLU, FFNRT_DTYPE_BF16, 24, 40, 33, 1, 0},
         {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 200, 130, 33, 1, 0},
         {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_BF16, 200, 130, 64, 0, 0},
+        {FFNRT_FFN_DENSE, FFNRT_ACT_SILU, FFNRT_DTYPE_F16, 64, 128, 64, 1, 0}, /* whole tiles only */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(ctx, *backend, &cases[i]);
@@ -911,6 +914,18 @@ static void ref_update(const ffnrt_optimizer_desc *d, ref_state *s, double g, ui
     }
 }
 
+/* The optimizer tests' three rules: SGD with momentum and weight decay,
+ * plain SGD, AdamW with weight decay. */
+static void three_rules(ffnrt_optimizer_desc d[3])
+{
+    d[0] = (ffnrt_optimizer_desc)FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD);
+    d[1] = (ffnrt_optimizer_desc)FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD);
+    d[2] = (ffnrt_optimizer_desc)FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_ADAMW);
+    d[0].lr = 0.1f, d[0].momentum = 0.9f, d[0].weight_decay = 0.01f;
+    d[1].lr = 0.05f;
+    d[2].lr = 0.01f, d[2].weight_decay = 0.1f;
+}
+
 /* Three steps of each rule on a parameter in fp32, fp16 and bf16 (master
  * weights), the second step clipped: parameters against the reference
  * (fp32: relative 1e-5, the state's fp32 roundings over three steps;
@@ -926,12 +941,8 @@ ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900
      * words in 16-bit storage too (4 a work-item, up to 1024 work-items
      * a group), so that whole groups run beside the last, partial one. */
     enum { N = 8195 };
-    ffnrt_optimizer_desc descs[3] = {FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD),
-                                     FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_SGD),
-                                     FFNRT_OPTIMIZER_DESC_INIT(FFNRT_OPTIMIZER_ADAMW)};
-    descs[0].lr = 0.1f, descs[0].momentum = 0.9f, descs[0].weight_decay = 0.01f;
-    descs[1].lr = 0.05f;
-    descs[2].lr = 0.01f, descs[2].weight_decay = 0.1f;
+    ffnrt_optimizer_desc descs[3];
+    three_rules(descs);
     static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16, FFNRT_DTYPE_BF16};
     for (int k = 0; k < 3; k++)
         for (size_t di = 0; di < sizeof dtypes / sizeof dtypes[0]; di++) {
@@ -1013,6 +1024,65 @@ ParameterizedTest(ffnrt_backend *backend, train, optimizer_steps, .timeout = 900
             ffnrt_tensor_destroy(gt);
         }
     test_context_done(ctx);
+}
+
+/* Whole groups: on drivers that run both sides of a uniform branch
+ * (llvmpipe) a parameter of whole groups is updated by a variant without
+ * bounds tests, fp32 ones 8 words a work-item through 64-bit views
+ * (int64_words=0 turns those off); elsewhere by the general one. Each rule
+ * over N elements (whole groups on every device) and over N + 5 (a partial
+ * last group) with the same first N parameters and gradients, the rest's
+ * gradients 0 and no clipping: three steps give the same first N
+ * parameters to the bit, with the 64-bit views and without, and the f16
+ * parameters' master weights too. */
+BACKEND_PARAMETERS(train, optimizer_whole_groups)
+ParameterizedTest(ffnrt_backend *backend, train, optimizer_whole_groups, .timeout = 900)
+{
+    enum { N = 16384, EXTRA = 5, FORMS = 3 };
+    static const char *const limits[FORMS] = {NULL, "int64_words=0", NULL};
+    ffnrt_optimizer_desc descs[3];
+    three_rules(descs);
+    static const ffnrt_dtype dtypes[] = {FFNRT_DTYPE_F32, FFNRT_DTYPE_F16};
+    static float w0[N + EXTRA], g[3][N + EXTRA], got[FORMS][N + EXTRA];
+    for (int k = 0; k < 3; k++)
+        for (size_t di = 0; di < sizeof dtypes / sizeof dtypes[0]; di++) {
+            ffnrt_dtype dt = dtypes[di];
+            rng_state = 0x5678u + (uint32_t)k;
+            for (int i = 0; i < N + EXTRA; i++) {
+                w0[i] = round_to(dt, uniform(-1, 1));
+                for (int t = 0; t < 3; t++)
+                    g[t][i] = i < N ? round_to(dt, uniform(-1, 1) * 0.1f) : 0.0f;
+            }
+            /* Forms: whole groups (as the device plans them), whole groups
+             * without 64-bit words, a partial last group. */
+            for (int form = 0; form < FORMS; form++) {
+                size_t n = form == 2 ? N + EXTRA : N;
+                ffnrt_context *ctx =
+                    limits[form] ? test_context_with_limits(*backend, limits[form]) : test_context(*backend, NULL);
+                if (!ctx)
+                    return;
+                ffnrt_tensor *w = upload(ctx, dt, w0, n, (int64_t)n, 0), *gt = upload(ctx, dt, NULL, 0, (int64_t)n, 0);
+                ffnrt_optimizer *opt = NULL;
+                cr_assert_eq(ffnrt_optimizer_create(ctx, &descs[k], &opt), FFNRT_OK, "%s",
+                             ffnrt_last_error_message());
+                cr_assert_eq(ffnrt_optimizer_add(opt, w, gt), FFNRT_OK, "%s", ffnrt_last_error_message());
+                for (int t = 0; t < 3; t++) {
+                    upload_into(gt, dt, g[t], n);
+                    cr_assert_eq(ffnrt_optimizer_step(opt, NULL), FFNRT_OK, "%s", ffnrt_last_error_message());
+                }
+                download(w, got[form], n);
+                ffnrt_optimizer_destroy(opt);
+                ffnrt_tensor_destroy(w);
+                ffnrt_tensor_destroy(gt);
+                test_context_done(ctx);
+            }
+            for (int form = 1; form < FORMS; form++)
+                cr_expect(memcmp(got[0], got[form], N * sizeof got[0][0]) == 0,
+                          "%s rule %d %s: whole groups%s and %s differ", ffnrt_backend_name(*backend), k,
+                          ffnrt_dtype_name(dt), "", form == 1 ? "without 64-bit words" : "a partial last group");
+            /* And they moved: the update ran. */
+            cr_expect(memcmp(got[0], w0, N * sizeof w0[0]) != 0, "no parameter changed");
+        }
 }
 
 /* Loss scaling, by an injected overflow: a step whose gradients hold an

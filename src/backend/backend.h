@@ -56,6 +56,10 @@ typedef struct ffnrt_limits {
     uint64_t buffer_offset_alignment;
     uint32_t max_workgroup_size;
     uint32_t max_workgroup_count[3];
+    /* Kernels may use 64-bit integer words (Vulkan's shaderInt64, enabled
+     * at device creation where the device has it): the GLSL prelude's
+     * 8-word views (WIDE_WORDS). 0 on OpenCL, whose prelude has none. */
+    int int64_words;
 } ffnrt_limits;
 
 typedef struct ffnrt_open_options {

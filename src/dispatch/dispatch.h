@@ -292,12 +292,13 @@ typedef struct ffnrt_limit_request {
                              * nor a GPU's packed dot products (int_dot_packed) */
     int no_vector_codes;    /* block formats' code words read word by word, never as 4-word vectors (QUANT_VEC4),
                              * as on devices whose binding offsets are not 16-byte aligned */
+    int no_int64_words;     /* no 64-bit words in kernels (the 8-word views), as on devices without shaderInt64 */
 } ffnrt_limit_request;
 
 /* FFNRT_LIMITS="max_buffer_range=65536,max_shared_memory=16384,
  * max_workgroup_count=64,max_workgroup_size=32,fp16_arithmetic=0,
  * storage_16bit=0,max_memory=1048576,half_conversion=0,byte_dot=0,
- * vector_codes=0": merged
+ * vector_codes=0,int64_words=0": merged
  * into req. */
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err);
 
@@ -332,6 +333,9 @@ typedef struct ffnrt_kernel_params {
     uint32_t sumsq_runs;                    /* sums of squares: a run of elements a work-item (SUMSQ_RUNS) */
     uint32_t sumsq_subgroup;                /* sums of squares: a group of one subgroup, its SIMD vector */
     uint32_t blocked_outer;                 /* the backward's products on K-major operands (gemm_outer.inc) */
+    uint32_t ew_whole_only;                 /* element-wise launches of whole groups: a variant without bounds
+                                             * tests (EW_WHOLE_ONLY) */
+    uint32_t ew_wide_words;                 /* with it, 8 words a work-item through 64-bit views (WIDE_WORDS) */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */
@@ -422,6 +426,7 @@ typedef struct ffnrt_ew_variant {
     uint32_t workgroup;        /* work-items a group */
     uint32_t row_multiple;     /* every dispatch starts at a multiple of this many elements (0: any) */
     uint32_t items;            /* words a work-item */
+    int whole_only;            /* every group whole: no bounds tests compiled (EW_WHOLE_ONLY) */
     int stats, stats_norms2;   /* the statistics variant, and its token norms in registers (1, 2) */
     uint32_t stats_stash;      /* elements a group stashes bins for (0: counted in the loop) */
 } ffnrt_ew_variant;

@@ -159,7 +159,7 @@ void ffnrt_ew_variant_text(const ffnrt_ew_variant *v, char *buf, size_t cap)
                        : o->update == FFNRT_OPTIMIZER_ADAMW ? ", AdamW"
                        : o->momentum                        ? ", SGD with momentum"
                                                             : ", SGD";
-    snprintf(buf, cap, "%s%s%s%s%s%s%s%s%s%s; %s storage%s%s%s; %u work-items a group, %u words a work-item%s",
+    snprintf(buf, cap, "%s%s%s%s%s%s%s%s%s%s; %s storage%s%s%s; %u work-items a group, %u words a work-item%s%s",
              ffnrt_ew_family_file(o->family), rule, o->master ? ", fp32 master weights" : "",
              o->copy_words ? ", a copy of words" : "", act ? ", " : "",
              act ? act : "", o->family == FFNRT_EW_GLU ? " gate" : "", o->backward ? ", backward" : "",
@@ -167,6 +167,7 @@ void ffnrt_ew_variant_text(const ffnrt_ew_variant *v, char *buf, size_t cap)
              o->two_outputs ? " and two outputs" : "", ffnrt_dtype_name(o->dtype),
              o->arithmetic ? (v->fp16 ? ", fp16 arithmetic" : ", fp32 arithmetic") : "",
              v->slope_lookup ? ", slopes " : "", v->slope_lookup ? v->slope_lookup : "", v->workgroup, v->items,
-             v->stats ? (v->stats_norms2 ? ", statistics variant (token norms in registers)" : ", statistics variant")
+             v->items == 8 ? " (64-bit views)" : "", v->whole_only ? ", whole groups (no bounds tests)"
+             : v->stats ? (v->stats_norms2 ? ", statistics variant (token norms in registers)" : ", statistics variant")
                       : "");
 }

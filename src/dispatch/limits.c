@@ -43,6 +43,7 @@ static const limit_key limit_keys[] = {
     {"half_conversion", offsetof(ffnrt_limit_request, no_half_conversion), 1},
     {"byte_dot", offsetof(ffnrt_limit_request, no_byte_dot), 1},
     {"vector_codes", offsetof(ffnrt_limit_request, no_vector_codes), 1},
+    {"int64_words", offsetof(ffnrt_limit_request, no_int64_words), 1},
 };
 
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err)
@@ -142,6 +143,10 @@ ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, cons
     }
     if (req->no_vector_codes)
         strncat(notes, "block formats' codes read word by word (asked: vector_codes=0); ", cap - strlen(notes) - 1);
+    if (req->no_int64_words && lim->int64_words) {
+        lim->int64_words = 0;
+        strncat(notes, "no 64-bit words in kernels (asked: int64_words=0); ", cap - strlen(notes) - 1);
+    }
     if (profile) {
         lower_by_profile(&range, profile->max_buffer_range, "max_buffer_range", notes, cap, profile->name);
         lower_by_profile(&smem, profile->max_shared_memory, "max_shared_memory", notes, cap, profile->name);

@@ -83,8 +83,51 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_ew_variant *v,
         ffnrt_defines_add(d, "#define MOMENTUM 1");
     if (o->master)
         ffnrt_defines_add(d, "#define MASTER 1");
+    if (v->whole_only)
+        ffnrt_defines_add(d, "#define EW_WHOLE_ONLY 1");
+    if (v->items != FFNRT_EW_ITEMS && !v->stats) /* storage.inc's default (statistics: STATS_ITEMS) */
+        ffnrt_defines_add(d, "#define ITEMS %uu%s", v->items, v->items == 8 ? "\n#define WIDE_WORDS 1" : "");
     ffnrt_defines_arithmetic(d, v->fp16);
     ffnrt_defines_storage(d, o->dtype, ctx->half_conversion.kind);
+}
+
+/* Whether every group of every dispatch is whole (words a multiple of the
+ * group's), at `items` words a work-item: the last chunk's, and any
+ * other's. */
+static int all_groups_whole(const ffnrt_ew_launch *l, uint64_t chunk, uint64_t epw, uint64_t group_words)
+{
+    uint64_t last = l->rows % chunk ? l->rows % chunk : chunk;
+    uint64_t first_n = chunk * l->row_elems, last_n = last * l->row_elems;
+    return l->rows > 0 && first_n % (group_words * epw) == 0 && last_n % (group_words * epw) == 0;
+}
+
+/* On drivers that run both sides of a uniform branch (llvmpipe masks its
+ * SIMD lanes instead; kernel_params.inc's ew_whole_only), a launch whose
+ * groups are all whole takes a variant without the bounds tests
+ * (storage.inc's EW_WHOLE_ONLY), and the kernels with an 8-word form
+ * (optimizer.kernel's, fp32 parameters without a master copy) take 8
+ * words a work-item through 64-bit views where the device has them
+ * (ew_wide_words). Not for PReLU's slope lookups or the statistics
+ * variant, whose loops branch by group. */
+static void choose_whole_groups(const ffnrt_context *ctx, const ffnrt_ew_launch *l, uint64_t chunk, uint64_t epw,
+                                ffnrt_ew_variant *v)
+{
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    if (!kp.ew_whole_only || l->stats || v->slope_lookup || v->row_multiple > 1 || chunk == 0)
+        return;
+    const ffnrt_ew_op *o = &v->op;
+    int wide_form = o->family == FFNRT_EW_OPTIMIZER && o->dtype == FFNRT_DTYPE_F32 && !o->master;
+    /* The views' 32-byte vectors start where the bindings do (a chunk's
+     * offset is a whole number of groups past its tensor's). */
+    for (uint32_t b = 0; b < l->binding_count; b++)
+        wide_form = wide_form && l->bindings[b].tensor->offset % 32 == 0;
+    if (kp.ew_wide_words && ctx->limits.int64_words && wide_form &&
+        all_groups_whole(l, chunk, epw, (uint64_t)v->workgroup * 8)) {
+        v->items = 8, v->whole_only = 1;
+    } else if (all_groups_whole(l, chunk, epw, (uint64_t)v->workgroup * v->items)) {
+        v->whole_only = 1;
+    }
 }
 
 ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
@@ -96,7 +139,6 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
     uint64_t esize = ffnrt_dtype_size(v.op.dtype);
     uint64_t epw = esize == 4 ? 1 : 2; /* elements per 32-bit word */
     ffnrt_defines defines = {0};
-    variant_defines(ctx, &v, &defines);
     uint32_t bindings = l->binding_count, params_size = l->params_size;
     if (l->stats) {
         stats_shape ss = choose_stats_shape(ctx, l->stats, wg, epw);
@@ -105,34 +147,20 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         bindings++;
         params_size += (uint32_t)sizeof(ffnrt_stats_params);
     }
-    uint32_t items = v.items;
-    if (defines.overflow)
-        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: build defines too long", file);
-    ffnrt_bkernel *kernel = NULL;
-    ffnrt_status st = FFNRT_OK;
-    ffnrt_kernel_parts parts = defines.stats ? FFNRT_KERNEL_STATS : FFNRT_KERNEL_PLAIN;
-    if (!ctx->plan_sink)
-        st = ffnrt_context_kernel(ctx, file, NULL, "ffnrt_elementwise", parts, defines.text, bindings, params_size, wg,
-                                  &kernel);
-    else
-        st = ffnrt_context_plan_kernel(ctx, file, NULL, "ffnrt_elementwise", parts, defines.text, wg);
-    if (st != FFNRT_OK)
-        return st;
-    ctx->last_op_ns = 0;
-    if (l->rows == 0 || l->row_elems == 0)
-        return FFNRT_OK;
 
     /* Rows per dispatch: each ranged binding must fit the buffer range and
      * start at an aligned offset; the output words must fit the 2-D grid of
-     * workgroups; element indices stay 32-bit. */
+     * workgroups; element indices stay 32-bit. An empty launch builds its
+     * kernel (the general one) and dispatches nothing. */
+    int empty = l->rows == 0 || l->row_elems == 0;
     uint64_t align = lim->buffer_offset_alignment < 4 ? 4 : lim->buffer_offset_alignment;
-    uint64_t per_group = (uint64_t)wg * items;
+    uint64_t per_group = (uint64_t)wg * v.items;
     uint64_t grid = (uint64_t)lim->max_workgroup_count[0] * lim->max_workgroup_count[1];
-    uint64_t max_rows = (grid * per_group * epw) / l->row_elems;
-    if (max_rows > UINT32_MAX / l->row_elems)
+    uint64_t max_rows = empty ? 0 : (grid * per_group * epw) / l->row_elems;
+    if (!empty && max_rows > UINT32_MAX / l->row_elems)
         max_rows = UINT32_MAX / l->row_elems;
     uint64_t row_step = 1;
-    for (uint32_t b = 0; b < l->binding_count; b++) {
+    for (uint32_t b = 0; b < l->binding_count && !empty; b++) {
         const ffnrt_ew_binding *eb = &l->bindings[b];
         if (eb->per_row == 0) {
             if (eb->tensor->bytes > lim->max_buffer_range)
@@ -156,7 +184,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
         row_step = row_step / gcd64(row_step, step) * step;
     }
     uint64_t chunk = l->rows;
-    if (chunk > max_rows) {
+    if (!empty && chunk > max_rows) {
         chunk = max_rows / row_step * row_step;
         if (chunk == 0)
             return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
@@ -165,6 +193,26 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
                               (unsigned long long)l->row_elems, (unsigned long long)lim->max_buffer_range,
                               (unsigned long long)align);
     }
+    if (!empty)
+        choose_whole_groups(ctx, l, chunk, epw, &v);
+    per_group = (uint64_t)wg * v.items;
+
+    variant_defines(ctx, &v, &defines);
+    if (defines.overflow)
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT, "%s: build defines too long", file);
+    ffnrt_bkernel *kernel = NULL;
+    ffnrt_status st = FFNRT_OK;
+    ffnrt_kernel_parts parts = defines.stats ? FFNRT_KERNEL_STATS : FFNRT_KERNEL_PLAIN;
+    if (!ctx->plan_sink)
+        st = ffnrt_context_kernel(ctx, file, NULL, "ffnrt_elementwise", parts, defines.text, bindings, params_size, wg,
+                                  &kernel);
+    else
+        st = ffnrt_context_plan_kernel(ctx, file, NULL, "ffnrt_elementwise", parts, defines.text, wg);
+    if (st != FFNRT_OK)
+        return st;
+    ctx->last_op_ns = 0;
+    if (empty)
+        return FFNRT_OK;
 
     if (ctx->plan_sink) {
         char choice[320];
@@ -175,7 +223,7 @@ ffnrt_status ffnrt_run_elementwise(ffnrt_context *ctx, const ffnrt_ew_launch *l)
                        "16-bit values are read and written as whole words and converted as the f16 conversion "
                        "line says (bf16 by bit arithmetic; vstore_half and packHalf2x16 measured slower on the CPU "
                        "drivers)%s",
-                       wg, lim->max_workgroup_size, items,
+                       wg, lim->max_workgroup_size, v.items,
                        l->stats ? "; with statistics, more words a group (strided) to spread its reduction" : "");
         uint64_t dispatches = (l->rows + chunk - 1) / chunk;
         snprintf(choice, sizeof choice, "%llu dispatch%s of up to %llu elements", (unsigned long long)dispatches,

@@ -373,6 +373,7 @@ static void vk_fill_info(vk_instance *vi, VkPhysicalDevice pd, uint32_t index, f
         lim->max_workgroup_size = info->max_workgroup_size;
         for (int i = 0; i < 3; i++)
             lim->max_workgroup_count[i] = info->max_workgroup_count[i];
+        lim->int64_words = q.features.features.shaderInt64 != 0;
     }
 }
 
@@ -720,8 +721,11 @@ static ffnrt_status vk_open(uint32_t index, const ffnrt_open_options *opts, ffnr
     if (info->int_dot_packed &&
         vk_device_extension_present(ia, dev->physical, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME))
         extensions[n_extensions++] = VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME;
+    /* 64-bit integer words in kernels (the 8-word views: limits->int64_words). */
+    VkPhysicalDeviceFeatures core_features = {.shaderInt64 = limits->int64_words ? VK_TRUE : VK_FALSE};
     VkDeviceCreateInfo dci = {
         .sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
+        .pEnabledFeatures = &core_features,
         .pNext = info->int_dot_packed ? (void *)&int_dot : info->fp16_arithmetic ? (void *)&float16 : NULL,
         .queueCreateInfoCount = 1,
         .pQueueCreateInfos = &qci,
@@ -1740,6 +1744,8 @@ ffnrt_status ffnrt_vk_open_external(const ffnrt_vulkan_device *app, const ffnrt_
         vk_fill_info(&dev->vi, dev->physical, index, info, limits);
         info->fp16_arithmetic = info->fp16_arithmetic && app->shader_float16;
         info->int_dot_packed = app->shader_integer_dot_product ? info->int_dot_packed : 0;
+        if (limits)
+            limits->int64_words = 0; /* the app's device may not have enabled shaderInt64 */
         dev->max_workgroup_size = info->max_workgroup_size;
         uint32_t nq = 0;
         ia->vkGetPhysicalDeviceQueueFamilyProperties(dev->physical, &nq, NULL);
