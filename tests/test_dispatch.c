@@ -835,6 +835,9 @@ Test(dispatch, limits_parse_and_apply)
     cr_assert_eq(ffnrt_limits_parse("vector_codes=0", &req, &err), FFNRT_OK);
     cr_expect_eq(req.no_vector_codes, 1);
     cr_expect_eq(ffnrt_limits_parse("vector_codes=2", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
+    cr_assert_eq(ffnrt_limits_parse("int64_words=0", &req, &err), FFNRT_OK);
+    cr_expect_eq(req.no_int64_words, 1);
+    cr_expect_eq(ffnrt_limits_parse("int64_words=3", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
     ffnrt_device_info info = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
     info.fp16_arithmetic = 1;
     ffnrt_limits lim = {1ull << 27, 1ull << 30, 16, 1024, {65535, 65535, 65535}, 1};
@@ -848,6 +851,13 @@ Test(dispatch, limits_parse_and_apply)
     cr_expect_eq(info.fp16_arithmetic, 0);
     cr_expect_eq(lim.max_buffer_range, 1ull << 27, "a profile never raises a limit");
     cr_expect(strstr(notes, "profile mali-g52") != NULL, "%s", notes);
+    cr_expect_eq(lim.int64_words, 1, "a profile leaves 64-bit words alone");
+    /* int64_words=0 takes the 8-word views away, and says so. */
+    req.no_int64_words = 1;
+    cr_assert_eq(ffnrt_limits_apply(&info, &lim, &req, NULL, notes, sizeof notes, &err), FFNRT_OK, "%s", err.message);
+    cr_expect_eq(lim.int64_words, 0);
+    cr_expect(strstr(notes, "int64_words=0") != NULL, "%s", notes);
+    req.no_int64_words = 0;
     req.max_workgroup_size = 4096;
     cr_expect_eq(ffnrt_limits_apply(&info, &lim, &req, NULL, notes, sizeof notes, &err), FFNRT_ERROR_INVALID_ARGUMENT,
                  "asking above the device's limit is an error");
