@@ -383,15 +383,17 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
 }
 
 /* Whether the plan of c's layer at its token count reads codes 4 words at a time. */
-static int plans_vector_codes(ffnrt_context *ctx, const qcase *c)
+static int plan_says(ffnrt_context *ctx, const qcase *c, const char *what)
 {
     ffnrt_ffn_desc desc = case_desc(c, FFNRT_FFN_PATH_FUSED);
     ffnrt_plan *plan = NULL;
     cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, c->tokens, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
-    int vec = strstr(ffnrt_plan_text(plan), "4 words at a time") != NULL;
+    int says = strstr(ffnrt_plan_text(plan), what) != NULL;
     ffnrt_plan_destroy(plan);
-    return vec;
+    return says;
 }
+
+static int plans_vector_codes(ffnrt_context *ctx, const qcase *c) { return plan_says(ctx, c, "4 words at a time"); }
 
 /* The integer path (ffn.int_dot forced on, decode on the register-blocked
  * kernel and on the matrix-vector one, GPUs' decode): Q8_0, Q4_0, Q4_1,
@@ -571,7 +573,9 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
  * QUANT_VEC4): the float path on the blocked kernel (4-bit, 8-bit and
  * Q6_K's 16-element groups, decode and a small prefill block) and the
  * integer path's exact cases on the blocked and matrix-vector kernels,
- * each against the same reference as with vectors. */
+ * each against the same reference as with vectors; and Q8_0's groups as
+ * one 64-bit access (QUANT_W8) against the 4-word form of a device
+ * without 64-bit words (int64_words=0). */
 BACKEND_PARAMETERS(ffn_quant, word_codes)
 ParameterizedTest(ffnrt_backend *b, ffn_quant, word_codes)
 {
@@ -604,6 +608,27 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, word_codes)
     for (size_t i = 0; i < sizeof floats / sizeof floats[0]; i++) {
         cr_expect(!plans_vector_codes(ctx, &floats[i]), "vector_codes=0, yet the plan reads 4 words at a time");
         run_case(ctx, &floats[i], "blocked");
+    }
+    /* Q8_0's 8-word groups as one 64-bit access, on a CPU driver running
+     * invocations as SIMD lanes with shaderInt64 (lavapipe); without 64-bit
+     * words (int64_words=0) the same layer reads them as 4-word vectors. */
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(vec_ctx, &info), FFNRT_OK);
+    const qcase *q8 = &floats[1];
+    int w8 = plan_says(vec_ctx, q8, "8 words at a time");
+    if (*b == FFNRT_BACKEND_VULKAN && info.type == FFNRT_DEVICE_TYPE_CPU && info.subgroup_size > 1)
+        cr_expect(w8, "%s: Q8_0's blocked float path does not read a group as one 64-bit access", info.name);
+    else
+        cr_log_info("%s: Q8_0's blocked float path %s 64-bit accesses", info.name, w8 ? "takes" : "takes no");
+    if (w8) {
+        run_case(vec_ctx, q8, "blocked");
+        ffnrt_context *narrow = test_context_with_limits(*b, "int64_words=0");
+        cr_assert_not_null(narrow);
+        cr_assert_eq(ffnrt_context_force(narrow, "ffn.kernel", "blocked"), FFNRT_OK);
+        cr_expect(!plan_says(narrow, q8, "8 words at a time") && plans_vector_codes(narrow, q8),
+                  "int64_words=0: the plan should read Q8_0's codes 4 words at a time");
+        run_case(narrow, q8, "blocked");
+        test_context_done(narrow);
     }
     cr_assert_eq(ffnrt_context_force(vec_ctx, "ffn.int_dot", "on"), FFNRT_OK);
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", "on"), FFNRT_OK);

@@ -134,6 +134,9 @@ typedef struct ffnrt_gemm_problem {
     /* The training backward's weight gradients y = xᵀ·W on operands as
      * stored, x [K, M] and W [K, N] (gemm_outer.inc); no epilogue. */
     int kmajor;
+    /* W's (and Wv's) code bindings start on 32-byte boundaries (their
+     * tensors' offsets: the 8-word views, quant_w8). */
+    int codes_align32;
 } ffnrt_gemm_problem;
 
 /* gemm.kernel's variant for one product, chosen whole here
@@ -159,6 +162,8 @@ typedef struct ffnrt_gemm_variant {
                         * the device info's int_dot_packed, 1 supported or 2 accelerated */
     int quant_vec4;    /* block formats: the code words (and the integer path's x blocks) read as 4-word vectors
                         * (QUANT_VEC4), where binding offsets keep them 16-byte aligned */
+    int quant_w8;      /* blocked float path, 8 code words a group (Q8_0): a group's words read as one access
+                        * through a 64-bit view (QUANT_W8) */
     int large_block;   /* blocked: outputs staged in shared memory, their loops rolled (LARGE_BLOCK) */
     int k_tail;        /* blocked, dense weights: K is not a multiple of 4 (K_TAIL) */
     ffnrt_blocked_shape blocked;
@@ -335,7 +340,7 @@ typedef struct ffnrt_kernel_params {
     uint32_t blocked_outer;                 /* the backward's products on K-major operands (gemm_outer.inc) */
     uint32_t ew_whole_only;                 /* element-wise launches of whole groups: a variant without bounds
                                              * tests (EW_WHOLE_ONLY) */
-    uint32_t ew_wide_words;                 /* with it, 8 words a work-item through 64-bit views (WIDE_WORDS) */
+    uint32_t wide_words;                    /* with it, 8 words an access through 64-bit views (WIDE_WORDS) */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

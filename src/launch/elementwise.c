@@ -107,7 +107,7 @@ static int all_groups_whole(const ffnrt_ew_launch *l, uint64_t chunk, uint64_t e
  * (storage.inc's EW_WHOLE_ONLY), and the kernels with an 8-word form
  * (optimizer.kernel's, fp32 parameters without a master copy) take 8
  * words a work-item through 64-bit views where the device has them
- * (ew_wide_words). Not for PReLU's slope lookups or the statistics
+ * (wide_words). Not for PReLU's slope lookups or the statistics
  * variant, whose loops branch by group. */
 static void choose_whole_groups(const ffnrt_context *ctx, const ffnrt_ew_launch *l, uint64_t chunk, uint64_t epw,
                                 ffnrt_ew_variant *v)
@@ -122,7 +122,7 @@ static void choose_whole_groups(const ffnrt_context *ctx, const ffnrt_ew_launch 
      * offset is a whole number of groups past its tensor's). */
     for (uint32_t b = 0; b < l->binding_count; b++)
         wide_form = wide_form && l->bindings[b].tensor->offset % 32 == 0;
-    if (kp.ew_wide_words && ctx->limits.int64_words && wide_form &&
+    if (kp.wide_words && ctx->limits.int64_words && wide_form &&
         all_groups_whole(l, chunk, epw, (uint64_t)v->workgroup * 8)) {
         v->items = 8, v->whole_only = 1;
     } else if (all_groups_whole(l, chunk, epw, (uint64_t)v->workgroup * v->items)) {

@@ -107,6 +107,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, "#define XQ_PACKED_DOT 1");
     if (v->quant_vec4)
         ffnrt_defines_add(d, "#define QUANT_VEC4 1");
+    if (v->quant_w8)
+        ffnrt_defines_add(d, "#define WIDE_WORDS 1\n#define QUANT_W8 1");
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);
@@ -160,6 +162,8 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
 {
     const ffnrt_limits *lim = &ctx->limits;
     int gated = pr->gated, bias = pr->bias;
+    /* A plan's tensors (NULL) would be new ones, which start buffers. */
+    int codes_align32 = (!pr->w.w || pr->w.w->offset % 32 == 0) && (!gated || !pr->wv.w || pr->wv.w->offset % 32 == 0);
     const ffnrt_gemm_problem problem = {.m = pr->m,
                                         .n = pr->n,
                                         .k = pr->k,
@@ -170,7 +174,8 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
                                         .gated = pr->gated,
                                         .bias = pr->bias,
                                         .stats = pr->stats != NULL,
-                                        .accumulate = pr->accumulate};
+                                        .accumulate = pr->accumulate,
+                                        .codes_align32 = codes_align32};
     ffnrt_gemm_variant v;
     ffnrt_status st = ffnrt_choose_gemm_variant(ctx, c, &problem, &v, &ctx->error);
     if (st != FFNRT_OK)
