@@ -119,6 +119,8 @@ parsed "plan --op gelu --" "$ffnrt" plan --op gelu --
 check "plan -- --op gelu" 2 "" "unexpected argument --op" "$ffnrt" plan -- --op gelu
 check "devices --profiles --" 0 "vulkan-minimum" "" "$ffnrt" devices --profiles --
 check "devices -- --profiles" 2 "" "unexpected argument --profiles" "$ffnrt" devices -- --profiles
+check "devices --no-calibration --bogus" 2 "" "unexpected argument --bogus" "$ffnrt" devices --no-calibration --bogus
+check "devices --help names --no-calibration" 0 "--no-calibration" "" "$ffnrt" devices --help
 check "bench -- x" 2 "" "unexpected argument x" "$ffnrt" bench -- x
 check "bench --compare -- -a.json b.json: -a.json is a file" 2 "" "-a.json: cannot open" \
     "$ffnrt" bench --compare -- -a.json b.json

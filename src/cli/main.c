@@ -43,7 +43,7 @@ static int cmd_profiles(void)
 
 static int cmd_devices(int argc, char **argv)
 {
-    int profiles = 0;
+    int profiles = 0, calibrate = 1;
     cli_args args;
     cli_args_init(&args, argc, argv);
     const char *a;
@@ -51,11 +51,16 @@ static int cmd_devices(int argc, char **argv)
     while ((kind = cli_args_next(&args, &a)) != CLI_END) {
         if (kind == CLI_OPTION && strcmp(a, "--profiles") == 0) {
             profiles = 1;
+        } else if (kind == CLI_OPTION && strcmp(a, "--no-calibration") == 0) {
+            calibrate = 0;
         } else if (kind == CLI_OPTION && (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0)) {
-            printf("usage: ffnrt devices [--profiles]\n");
+            printf("usage: ffnrt devices [--profiles] [--no-calibration]\n"
+                   "  --no-calibration   list the devices without measuring them (the measurement runs a\n"
+                   "                     GEMM: minutes on an emulated or very slow device)\n");
             return 0;
         } else {
-            fprintf(stderr, "ffnrt devices: unexpected argument %s\nusage: ffnrt devices [--profiles]\n", a);
+            fprintf(stderr, "ffnrt devices: unexpected argument %s\nusage: ffnrt devices [--profiles] [--no-calibration]\n",
+                    a);
             return 2;
         }
     }
@@ -74,6 +79,10 @@ static int cmd_devices(int argc, char **argv)
         if (ffnrt_device_get_info(i, &d) != FFNRT_OK)
             continue;
         print_device(&d);
+        if (!calibrate) {
+            printf("    calibration: not measured (--no-calibration)\n");
+            continue;
+        }
         /* The figures the device choice and the cost model use: from the
          * disk cache, or measured now (a fraction of a second). */
         ffnrt_context_options o = FFNRT_CONTEXT_OPTIONS_INIT;
@@ -92,14 +101,25 @@ static int cmd_devices(int argc, char **argv)
         return 1;
     }
     /* Where compiled kernels are kept, as a context with the default
-     * options (and this environment) would use it. */
+     * options (and this environment) would use it; without calibration, a
+     * context on the first device, since the default choice between
+     * devices of one type measures them. */
     ffnrt_context *ctx = NULL;
+    ffnrt_context_options first = FFNRT_CONTEXT_OPTIONS_INIT;
     ffnrt_cache_stats cs;
     ffnrt_device_info chosen;
-    if (ffnrt_context_create(NULL, &ctx) == FFNRT_OK && ffnrt_context_cache_stats(ctx, &cs) == FFNRT_OK &&
-        ffnrt_context_get_device_info(ctx, &chosen) == FFNRT_OK) {
-        printf("default device: %s:%u %s (ffnrt plan says why, with the time each device is expected to take)\n", ffnrt_backend_name(chosen.backend), chosen.index,
-               chosen.name);
+    if (!calibrate && ffnrt_device_get_info(0, &chosen) == FFNRT_OK) {
+        first.backend = chosen.backend;
+        first.device_index = (int)chosen.index;
+    }
+    if (ffnrt_context_create(calibrate ? NULL : &first, &ctx) == FFNRT_OK &&
+        ffnrt_context_cache_stats(ctx, &cs) == FFNRT_OK && ffnrt_context_get_device_info(ctx, &chosen) == FFNRT_OK) {
+        if (calibrate)
+            printf("default device: %s:%u %s (ffnrt plan says why, with the time each device is expected to take)\n",
+                   ffnrt_backend_name(chosen.backend), chosen.index, chosen.name);
+        else
+            printf("default device: not chosen (--no-calibration; between devices of one type the choice measures "
+                   "them)\n");
         printf("disk cache: %s%s%s%s\n", cs.status, *cs.directory ? " (" : "", cs.directory,
                *cs.directory ? ")" : "");
     }
@@ -111,7 +131,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: ffnrt COMMAND\n"
                     "  devices [--profiles] list every device of every backend, with its limits and calibration\n"
-                    "                       figures (or the named limit profiles of real GPUs)\n"
+                    "                       figures (or the named limit profiles of real GPUs; --no-calibration:\n"
+                    "                       without measuring them)\n"
                     "  plan [options]       what the dispatcher chooses for an op, and why (ffnrt plan --help)\n"
                     "  run [options] OP X [X...]   apply an activation or GLU kind to numbers on the chosen device;\n"
                     "                       --stats prints the call's statistics, --fp32-control reruns it in\n"
