@@ -140,7 +140,8 @@ struct ffnrt_context {
     ffnrt_precision policy;
     ffnrt_precision_choice precision;
     ffnrt_half_conversion_choice half_conversion;
-    int plain_byte_dot; /* FFNRT_LIMITS byte_dot=0: the prelude's portable byte products (a fallback tested on x86) */
+    int plain_byte_dot; /* the prelude's portable byte products: 1 asked (FFNRT_LIMITS byte_dot=0, a fallback tested
+                         * on x86), 2 an OpenCL CPU driver on a host without AVX2 */
     int word_codes;     /* FFNRT_LIMITS vector_codes=0: block formats' codes read word by word (QUANT_VEC4 off), as
                          * devices with binding offsets under 16 bytes read them (a fallback tested on both drivers) */
     unsigned vetoes;                   /* FFNRT_QUIRK_* */

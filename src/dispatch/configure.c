@@ -41,7 +41,13 @@ ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
     ctx->policy = pr ? (ffnrt_precision)pr->v[0] : FFNRT_PRECISION_EXACT;
     ffnrt_precision_resolve(ctx->policy, &ctx->info, ctx->vetoes, &ctx->precision);
     ffnrt_half_conversion_for(&ctx->info, lreq.no_half_conversion, &ctx->half_conversion);
-    ctx->plain_byte_dot = lreq.no_byte_dot;
+    /* An OpenCL CPU driver compiles for this host: without AVX2 (an
+     * aarch64 host, say) the prelude's byte products are its plain
+     * vectors anyway, so the plan names that form and the kernels are the
+     * ones byte_dot=0 builds, not a second copy of them. */
+    int host_plain = ctx->info.backend == FFNRT_BACKEND_OPENCL && ctx->info.type == FFNRT_DEVICE_TYPE_CPU &&
+                     !ffnrt_cpu_has_avx2();
+    ctx->plain_byte_dot = lreq.no_byte_dot ? 1 : host_plain ? 2 : 0;
     ctx->word_codes = lreq.no_vector_codes;
     const ffnrt_setting *a = ffnrt_setting_get(s, FFNRT_KNOB_AUTOTUNE, NULL, NULL);
     ctx->autotune = a && a->v[0];

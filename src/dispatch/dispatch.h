@@ -157,7 +157,7 @@ typedef struct ffnrt_gemm_variant {
     int x_q8;          /* the integer path: x quantized to 8 bits a block, integer dot products */
     int x_bytes;       /* integer path: x's codes as bytes (XQ_BYTES): the blocked kernel's byte dot products,
                         * the matvec kernel's packed ones */
-    int x_bytes_plain; /* ... in plain vectors (XQ_BYTE_DOT_PLAIN: FFNRT_LIMITS byte_dot=0) */
+    int x_bytes_plain; /* ... in plain vectors (XQ_BYTE_DOT_PLAIN): 1 FFNRT_LIMITS byte_dot=0, 2 a host without AVX2 */
     int x_packed;      /* matvec, integer path: x's codes as bytes, packed 4 x 8-bit dot products (XQ_PACKED_DOT):
                         * the device info's int_dot_packed, 1 supported or 2 accelerated */
     int quant_vec4;    /* block formats: the code words (and the integer path's x blocks) read as 4-word vectors

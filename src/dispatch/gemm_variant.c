@@ -57,7 +57,7 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         /* The integer path's codes as bytes where the driver multiplies
          * bytes best (dispatch/kernel_params.inc, int_dot_bytes). */
         v.x_bytes = v.x_q8 && kp.blocked_int_dot_bytes;
-        v.x_bytes_plain = v.x_bytes && ctx->plain_byte_dot;
+        v.x_bytes_plain = v.x_bytes ? ctx->plain_byte_dot : 0;
         /* One kernel for decode and prefill: the shape follows the rows. */
         ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes);
         v.blocked = b;
@@ -149,7 +149,8 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
  * of 32 (quantize.kernel), ": one phrase a form, blocked and matvec alike. */
 static const char *integer_products_text(const ffnrt_gemm_variant *v)
 {
-    return v->x_bytes_plain ? "integer dot products of bytes in plain vectors (FFNRT_LIMITS byte_dot=0)"
+    return v->x_bytes_plain == 2 ? "integer dot products of bytes in plain vectors (the host CPU has no AVX2)"
+           : v->x_bytes_plain ? "integer dot products of bytes in plain vectors (FFNRT_LIMITS byte_dot=0)"
            : v->x_packed == 2 ? "packed 4 x 8-bit integer dot products (OpSDot, accelerated by the device)"
            : v->x_packed      ? "packed 4 x 8-bit integer dot products (OpSDot; the device does not accelerate "
                                 "them: its driver lowers them)"

@@ -309,5 +309,7 @@ void ffnrt_console_utf8(void);
 /* Whether the host CPU has F16C with the AVX state its encoding needs
  * enabled by the OS (x86 only: 0 on every other architecture). */
 int ffnrt_cpu_has_f16c(void);
+/* Whether it has AVX2, with the AVX state enabled (x86 only, as above). */
+int ffnrt_cpu_has_avx2(void);
 
 #endif /* FFNRT_PLATFORM_H */
