@@ -382,7 +382,8 @@ ParameterizedTest(kernel_group *g, ffn_quant, lowered_limits)
     test_context_done(ctx);
 }
 
-/* Whether the plan of c's layer at its token count reads codes 4 words at a time. */
+/* Whether the plan of c's layer at its token count says `what` (its codes
+ * read 4 words at a time, say). */
 static int plan_says(ffnrt_context *ctx, const qcase *c, const char *what)
 {
     ffnrt_ffn_desc desc = case_desc(c, FFNRT_FFN_PATH_FUSED);
