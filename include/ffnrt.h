@@ -397,7 +397,9 @@ FFNRT_API void ffnrt_plan_destroy(ffnrt_plan *plan); /* NULL is a no-op */
  * FFNRT_GEMM_BLOCK), "ffn.tuning" ("off": stored tuning results are not
  * used, "on"; FFNRT_TUNING), "ffn.int_dot" ("on": Q8_0, Q4_0, Q4_1, Q4_K
  * and Q6_K products round x to 8 bits and take integer dot products, "off";
- * FFNRT_FFN_INT_DOT).
+ * FFNRT_FFN_INT_DOT), "ffn.backward" ("fused": ffnrt_ffn_backward applies
+ * the activation's gradient in the epilogue of the product dy·W_out,
+ * "unfused": in a pass after it; FFNRT_FFN_BACKWARD).
  * NULL or "" lifts it. A malformed value is
  * FFNRT_ERROR_INVALID_ARGUMENT here; a value the device cannot run makes
  * the op fail with the reason. Device, precision and limits are set
@@ -875,7 +877,10 @@ typedef struct ffnrt_ffn_gradients {
  * tokens (or of x itself, with FFNRT_GRADIENTS_RECOMPUTE): given dy = dL/dy ([..., d_model], x's shape), writes dx = dL/dx
  * (NULL: not wanted) and the gradients asked for in grads (NULL: none).
  * Products accumulate in fp32 and every reduction has a fixed order, so
- * the same inputs give the same bits on a device (no atomics). 16-bit
+ * the same inputs give the same bits on a device (no atomics). The
+ * activation's (gating's) gradient runs in the epilogue of dy·W_out on
+ * GPUs, in a pass after it on CPU devices (the plan's
+ * "ffn.training.backward"; ffn.backward forces either). 16-bit
  * layers round dx, the gradients and the hidden gradients to their dtype
  * (docs/training.md states the bounds). The outputs must not overlap each
  * other, x, dy or the layer's weights. Tensors past the device's buffer

@@ -471,6 +471,66 @@ ParameterizedTest(ffnrt_backend *backend, train, sixteen_bit, .timeout = 900)
     test_context_done(ctx);
 }
 
+/* The plan's "ffn.training.backward" choice for case c: "fused" or
+ * "unfused" (the caller frees nothing; NULL: no such item). */
+static int plan_backward_fused(ffnrt_context *ctx, const train_case *c)
+{
+    ffnrt_ffn_desc desc = case_desc(c);
+    ffnrt_plan *plan = NULL;
+    cr_assert_eq(ffnrt_ffn_plan(ctx, &desc, c->t, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+    const char *choice = ffnrt_plan_choice(plan, "ffn.training.backward");
+    cr_assert(choice, "the plan has no ffn.training.backward item:\n%s", ffnrt_plan_text(plan));
+    int fused = strcmp(choice, "fused") == 0;
+    cr_assert(fused || strcmp(choice, "unfused") == 0, "ffn.training.backward: %s", choice);
+    ffnrt_plan_destroy(plan);
+    return fused;
+}
+
+/* The fused backward (ffn.backward forced fused): the activation's or the
+ * gating's gradient applied in the epilogue of dy·W_out (gemm.kernel's
+ * ACT_GRAD, GLU_GRAD), for every dense activation and every GLU kind, and
+ * in 16-bit storage: odd widths, whose output words are shared between a
+ * tile's rows (the atomic halves, both outputs of the gating), and widths
+ * past a tile (whole words from registers, then a partial tile). CPU
+ * devices take the element-wise pass by default (the plan says why), GPUs
+ * and the GPU profiles the epilogue; forcing either is the plan's word. */
+BACKEND_PARAMETERS(train, fused_backward)
+ParameterizedTest(ffnrt_backend *backend, train, fused_backward, .timeout = 900)
+{
+    ffnrt_context *ctx = test_context(*backend, NULL);
+    if (!ctx)
+        return;
+    const train_case probe = {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 24, 40, 33, 0, 0};
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    cr_expect_eq(plan_backward_fused(ctx, &probe), info.type != FFNRT_DEVICE_TYPE_CPU,
+                 "%s: the unforced choice is the element-wise pass on CPU devices only", ffnrt_backend_name(*backend));
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.backward", "unfused"), FFNRT_OK);
+    cr_expect(!plan_backward_fused(ctx, &probe), "forced unfused");
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.backward", "fused"), FFNRT_OK);
+    cr_expect(plan_backward_fused(ctx, &probe), "forced fused");
+    int n = 0;
+    for (int a = 0; a < FFNRT_ACT_COUNT; a++) {
+        if (a == FFNRT_ACT_PRELU)
+            continue;
+        train_case c = {FFNRT_FFN_DENSE, a, FFNRT_DTYPE_F32, 24, 40, n % 2 ? 5 : 33, n % 2, 0};
+        run_case(ctx, *backend, &c);
+        n++;
+    }
+    for (int k = 0; k < FFNRT_GLU_COUNT; k++) {
+        train_case c = {FFNRT_FFN_GATED, k, FFNRT_DTYPE_F32, 24, 40, k % 2 ? 5 : 33, (k + 1) % 2, k % 3 == 1};
+        run_case(ctx, *backend, &c);
+    }
+    static const train_case sixteen[] = {
+        {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F16, 23, 41, 7, 1, 0},
+        {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 23, 41, 7, 1, 1},
+        {FFNRT_FFN_GATED, FFNRT_GEGLU, FFNRT_DTYPE_BF16, 200, 130, 33, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof sixteen / sizeof sixteen[0]; i++)
+        run_case(ctx, *backend, &sixteen[i]);
+    test_context_done(ctx);
+}
+
 /* ffnrt_loss_cross_entropy of the rows x classes logits z (zt on the
  * device) against a double reference: the value within 1e-6, the
  * gradient (into dz) normwise within 1e-5 in fp32 and 4 u16 in fp16. */

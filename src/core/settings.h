@@ -44,6 +44,7 @@ typedef enum ffnrt_knob {
     FFNRT_KNOB_FFN_TUNING,  /* v[0] 1: stored tuning results are not used */
     FFNRT_KNOB_FFN_INT_DOT,  /* v[0] 1: block-format products quantize x to 8 bits (integer dot products); 0: never */
     FFNRT_KNOB_CHECK_FINITE, /* v[0] 1: a call whose finite inputs give a non-finite output fails */
+    FFNRT_KNOB_FFN_BACKWARD, /* v[0] ffnrt_ffn_path: the training backward's activation gradient (FUSED or UNFUSED) */
     FFNRT_KNOB_COUNT
 } ffnrt_knob;
 

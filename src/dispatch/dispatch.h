@@ -105,6 +105,10 @@ int ffnrt_ffn_int_dot_measured(ffnrt_weight_format f);
 ffnrt_status ffnrt_choose_ffn(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint64_t tokens,
                               const ffnrt_smem_reserve *stats, ffnrt_ffn_choice *c, ffnrt_plan *plan,
                               ffnrt_error *err);
+/* Whether ffnrt_ffn_backward applies the activation's (gating's) gradient
+ * in the epilogue of the product dy·W_out (1) or in its own element-wise
+ * pass after it (0); the plan's "ffn.training.backward" says why. */
+int ffnrt_choose_backward_fused(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, ffnrt_plan *plan);
 /* The largest tiles that fit the device, less `stats`, from its start (or
  * the forced ones, an error if they do not fit). */
 ffnrt_status ffnrt_choose_tiled(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, ffnrt_tiled_shape *out,
@@ -124,6 +128,8 @@ uint64_t ffnrt_tiled_smem_floats(ffnrt_tiled_shape t);
 
 /* One product y = epilogue(x · Wᵀ) of a layer, as the variant depends on
  * it: x [m, k], W [n, k] in `format` (its dtype's own for a dense one). */
+typedef enum ffnrt_grad_epilogue { FFNRT_GRAD_NONE = 0, FFNRT_GRAD_ACT, FFNRT_GRAD_GLU } ffnrt_grad_epilogue;
+
 typedef struct ffnrt_gemm_problem {
     uint64_t m, n, k;
     ffnrt_dtype dtype;
@@ -137,6 +143,10 @@ typedef struct ffnrt_gemm_problem {
     /* W's (and Wv's) code bindings start on 32-byte boundaries (their
      * tensors' offsets: the 8-word views, quant_w8). */
     int codes_align32;
+    /* The training backward's fused epilogue on du = dy·W_out, by act's
+     * gradient (gemm.kernel's ACT_GRAD, GLU_GRAD): none, y = du * phi'(pre),
+     * or the gating's two gradients. */
+    ffnrt_grad_epilogue grad;
 } ffnrt_gemm_problem;
 
 /* gemm.kernel's variant for one product, chosen whole here
@@ -177,6 +187,7 @@ typedef struct ffnrt_gemm_variant {
     int stats;      /* the statistics variant */
     int accumulate; /* y += the product (ACCUMULATE) */
     int outer;      /* blocked: K-major operands as outer products (OUTER, gemm_outer.inc) */
+    ffnrt_grad_epilogue grad; /* the backward's epilogue by act's gradient (ACT_GRAD, GLU_GRAD) */
 } ffnrt_gemm_variant;
 
 ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn_choice *c,

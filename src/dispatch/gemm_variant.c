@@ -24,6 +24,11 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
                          pr->act != FFNRT_ACT_COUNT))
         return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
                           "gemm.kernel: K-major operands take the blocked level and no epilogue (an internal error)");
+    if (pr->grad && (pr->gated || pr->bias || pr->stats || pr->accumulate || pr->kmajor || ql ||
+                     pr->act == FFNRT_ACT_COUNT || pr->act == FFNRT_ACT_PRELU))
+        return ffnrt_fail(err, FFNRT_ERROR_UNSUPPORTED,
+                          "gemm.kernel: the backward's epilogue takes one dense product and an activation without "
+                          "slopes (an internal error)");
     ffnrt_gemm_variant v = {0};
     v.level = c->kernel;
     v.storage = pr->dtype;
@@ -33,9 +38,12 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     v.bias = pr->bias;
     v.stats = pr->stats;
     v.accumulate = pr->accumulate;
+    v.grad = pr->grad;
     /* The epilogue's activation and gating product in the layer's
-     * arithmetic (a product with neither has none to choose). */
-    v.fp16_epilogue = c->fp16 && (pr->gated || pr->act != FFNRT_ACT_COUNT);
+     * arithmetic (a product with neither has none to choose). The
+     * backward's gradients stay fp32: the product's sum is rounded once,
+     * after them. */
+    v.fp16_epilogue = c->fp16 && !pr->grad && (pr->gated || pr->act != FFNRT_ACT_COUNT);
     uint64_t esize = ffnrt_dtype_size(pr->dtype);
     uint64_t align = ctx->limits.buffer_offset_alignment < 4 ? 4 : ctx->limits.buffer_offset_alignment;
     /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
@@ -188,7 +196,15 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
         snprintf(shape, sizeof shape, "tiled: %ux%ux%u, %ux%u a work-item", v->tiled.bm, v->tiled.bn, v->tiled.bk,
                  v->tiled.tm, v->tiled.tn);
     int has_epilogue = v->gated || v->act != FFNRT_ACT_COUNT;
-    snprintf(buf, cap, "%s; %s storage, %s weights%s%s; epilogue %s%s%s%s%s; %u work-items, %llu float%s of shared memory%s",
+    const char *act_name = ffnrt_op_row_of(v->act) ? ffnrt_op_row_of(v->act)->name : "none";
+    char epilogue[96];
+    if (v->grad == FFNRT_GRAD_ACT)
+        snprintf(epilogue, sizeof epilogue, "times %s'(pre)", act_name);
+    else if (v->grad == FFNRT_GRAD_GLU)
+        snprintf(epilogue, sizeof epilogue, "the gating's gradients by %s (gate and value)", act_name);
+    else
+        snprintf(epilogue, sizeof epilogue, "%s%s", act_name, v->gated ? " x value" : "");
+    snprintf(buf, cap, "%s; %s storage, %s weights%s%s; epilogue %s%s%s%s; %u work-items, %llu float%s of shared memory%s",
              shape,
              ffnrt_dtype_name(v->storage), ql ? ffnrt_weight_format_name(v->weights) : "dense",
              ql ? (v->level == FFNRT_KERNEL_TILED ? " dequantized into the staged tiles"
@@ -198,8 +214,7 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
              v->quant_w8     ? ", codes read 8 words at a time (64-bit views)"
              : v->quant_vec4 ? (v->x_q8 ? ", codes and x's blocks read 4 words at a time" : ", codes read 4 words at a time")
                              : "",
-             ffnrt_op_row_of(v->act) ? ffnrt_op_row_of(v->act)->name : "none", v->gated ? " x value" : "",
-             v->bias ? ", bias" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
+             epilogue, v->bias ? ", bias" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
              v->accumulate ? ", added to y" : "",
              v->workgroup, (unsigned long long)v->smem_floats, v->smem_floats == 1 ? "" : "s",
              v->stats ? ", statistics variant" : "");

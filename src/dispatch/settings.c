@@ -262,6 +262,7 @@ static const knob_row knobs[FFNRT_KNOB_COUNT] = {
     [FFNRT_KNOB_FFN_TUNING] = {"ffn.tuning", "FFNRT_TUNING", 1, parse_tuning},
     [FFNRT_KNOB_FFN_INT_DOT] = {"ffn.int_dot", "FFNRT_FFN_INT_DOT", 1, parse_bool},
     [FFNRT_KNOB_CHECK_FINITE] = {"check.finite", "FFNRT_CHECK_FINITE", 1, parse_bool},
+    [FFNRT_KNOB_FFN_BACKWARD] = {"ffn.backward", "FFNRT_FFN_BACKWARD", 1, parse_path},
 };
 
 const char *ffnrt_knob_name(ffnrt_knob k) { return (unsigned)k < FFNRT_KNOB_COUNT ? knobs[k].name : "?"; }

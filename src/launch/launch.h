@@ -174,6 +174,11 @@ typedef struct ffnrt_gemm_launch {
     int accumulate;               /* y += the product */
     uint64_t y_first;             /* element index of y[0][0] in y (rows of a stacked matrix) */
     ffnrt_tensor *xq;             /* the integer path's scratch: ffnrt_xq_words(m, k) words at least */
+    /* The backward's fused epilogue (act's gradient; y_first 0): pre, and
+     * for the gating value and y2, [m, n] each as y. */
+    ffnrt_grad_epilogue grad;
+    const ffnrt_tensor *pre, *value;
+    ffnrt_tensor *y2;
 } ffnrt_gemm_launch;
 
 /* A binding of `count` elements of t from element `first`: the offset is

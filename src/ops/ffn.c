@@ -141,7 +141,8 @@ static ffnrt_gemm_launch product(const ffn_run *r, const ffnrt_tensor *x, uint64
                                  ffnrt_activation act, float alpha, float beta, const ffn_kernel_stats *ks)
 {
     ffnrt_gemm_launch g = {x,    r->tokens, k,     w,    wv, n, y, act, alpha, beta, r->d->dtype, gated,
-                           bias, ks ? ks->run : NULL, 0, 0, r->l ? r->l->xq : NULL};
+                           bias, ks ? ks->run : NULL, 0, 0, r->l ? r->l->xq : NULL, FFNRT_GRAD_NONE, NULL, NULL,
+                           NULL};
     return g;
 }
 
@@ -588,6 +589,7 @@ ffnrt_status ffnrt_ffn_plan(ffnrt_context *ctx, const ffnrt_ffn_desc *desc, int6
                            ffnrt_ffn_gated(desc) ? "the gate, the value and their product" : "the pre-activation and phi of it",
                            outer ? "; here dW runs as outer products on dz and in as they lie (gemm_outer.inc), without "
                                    "their transposes" : "");
+            ffnrt_choose_backward_fused(ctx, desc, plan);
             snprintf(what, sizeof what, "+%.3g GFLOP a step, 0 MB kept", 1e-9 * (double)cost.recompute_flops);
             ffnrt_plan_add(plan, "ffn.training.recompute", what,
                            "with FFNRT_GRADIENTS_RECOMPUTE the backward runs the first product%s and the %s again "

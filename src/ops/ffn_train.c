@@ -147,7 +147,19 @@ typedef struct bw_run {
     int accumulate;
     uint64_t ns;
     const char *fn;
+    int fused; /* the activation's (gating's) gradient in dy·W_out's epilogue (ffnrt_choose_backward_fused) */
 } bw_run;
+
+/* The fused backward's epilogue on the product du = dy·W_out: act's
+ * gradient at pre, or the gating's (dgate into the product's y, dvalue
+ * into y2); NULL where the product has none. */
+typedef struct bw_epilogue {
+    ffnrt_grad_epilogue grad;
+    ffnrt_activation act;
+    float alpha, beta;
+    const ffnrt_tensor *pre, *value;
+    ffnrt_tensor *y2;
+} bw_epilogue;
 
 /* y [cols, y_stride] = xᵀ for x [rows, cols] from element x_first of x;
  * y_stride is rows, or rows + 1 with a zero at each row's end. */
@@ -190,15 +202,19 @@ static ffnrt_status transpose(bw_run *r, const ffnrt_tensor *x, uint64_t x_first
 }
 
 /* y [m, n] (from element y_first; += when accumulate) = a [m, k] · w [n, k]ᵀ,
- * one product in its own batch. */
+ * with epilogue e where not NULL, one product in its own batch. */
 static ffnrt_status product(bw_run *r, const ffnrt_ffn_choice *c, const ffnrt_tensor *a, uint64_t m, uint64_t k,
                             const ffnrt_tensor *w, uint64_t n, ffnrt_tensor *y, uint64_t y_first, int accumulate,
-                            const char *name)
+                            const bw_epilogue *e, const char *name)
 {
     ffnrt_context *ctx = r->ctx;
     ffnrt_gemm_operand wo = {w, 0, NULL, 0, NULL, FFNRT_WEIGHT_F32}, none = {0};
     ffnrt_gemm_launch g = {a, m, k, wo, none, n, y, FFNRT_ACT_COUNT, 0, 0, r->l->desc.dtype, 0, 0, NULL,
-                           accumulate, y_first, NULL};
+                           accumulate, y_first, NULL, FFNRT_GRAD_NONE, NULL, NULL, NULL};
+    if (e) {
+        g.grad = e->grad, g.act = e->act, g.alpha = e->alpha, g.beta = e->beta;
+        g.pre = e->pre, g.value = e->value, g.y2 = e->y2;
+    }
     ffnrt_status st = ffnrt_batch_begin(ctx);
     if (st != FFNRT_OK)
         return st;
@@ -258,22 +274,23 @@ static ffnrt_status weight_gradients(bw_run *r, const ffnrt_tensor *dz, uint64_t
     }
     snprintf(what, sizeof what, "%s.weight_gradient", name);
     if (st == FFNRT_OK && g->w)
-        st = product(r, &r->by_features, dzT, n_out, r->kt, inT, k_in, g->w, g->w_first, r->accumulate, what);
+        st = product(r, &r->by_features, dzT, n_out, r->kt, inT, k_in, g->w, g->w_first, r->accumulate, NULL, what);
     snprintf(what, sizeof what, "%s.bias_gradient", name);
     if (st == FFNRT_OK && g->b)
         st = product(r, &r->by_features, dzT, n_out, r->kt, r->l->bw[FFN_BW_ONES], 1, g->b, g->b_first,
-                     r->accumulate, what);
+                     r->accumulate, NULL, what);
     return st;
 }
 
 /* dx [t, k_in] (+= when accumulate) = dz [t, n_out] · W [n_out, k_in], W
- * being operand o's rows. In 16-bit storage an odd n_out is padded to
+ * being operand o's rows, with epilogue e (or NULL). In 16-bit storage an odd n_out is padded to
  * whole words, K = n_out + 1 with a zero in both operands: Wᵀ takes the
  * pad as it is transposed, dz by two transposes through dzT (its [n_out,
  * kt] scratch, free here), as the transposes by tiles split at the buffer
  * range where the element-wise one, unpadded, binds W whole. */
 static ffnrt_status input_gradient(bw_run *r, const ffnrt_tensor *dz, ffnrt_tensor *dzT, const ffnrt_gemm_operand *o,
-                                   uint64_t n_out, uint64_t k_in, ffnrt_tensor *dx, int accumulate, const char *name)
+                                   uint64_t n_out, uint64_t k_in, ffnrt_tensor *dx, int accumulate,
+                                   const bw_epilogue *e, const char *name)
 {
     ffnrt_tensor *wt = r->l->bw[FFN_BW_WT];
     uint64_t k = ffnrt_ffn_gradient_k(&r->l->desc, n_out);
@@ -287,7 +304,7 @@ static ffnrt_status input_gradient(bw_run *r, const ffnrt_tensor *dz, ffnrt_tens
     }
     if (st == FFNRT_OK)
         st = transpose(r, o->w, o->w_row0 * k_in, n_out, k_in, wt, k);
-    return st == FFNRT_OK ? product(r, &r->by_tokens, dz, r->t, k, wt, k_in, dx, 0, accumulate, name) : st;
+    return st == FFNRT_OK ? product(r, &r->by_tokens, dz, r->t, k, wt, k_in, dx, 0, accumulate, e, name) : st;
 }
 
 static ffnrt_status backward_dense(bw_run *r, const ffnrt_tensor *x, const ffnrt_tensor *dy, ffnrt_tensor *dx,
@@ -300,16 +317,19 @@ static ffnrt_status backward_dense(bw_run *r, const ffnrt_tensor *x, const ffnrt
     ffnrt_status st = weight_gradients(r, dy, r->dm, l->h, r->h, td, th, &a_ready, g_out, "down");
     if (st != FFNRT_OK || (!g_in->w && !g_in->b && !dx))
         return st;
-    /* dh = (dy·W_out) * phi'(pre), in place. */
-    st = input_gradient(r, dy, td, &l->out, r->dm, r->h, dh, 0, "down.input_gradient");
-    if (st == FFNRT_OK) {
-        st = ffnrt_op_activation(r->ctx, &l->desc.activation, l->pre, dh, dh, r->fn, NULL);
+    /* dh = (dy·W_out) * phi'(pre): in the product's epilogue, or in place
+     * after it. */
+    const ffnrt_activation_desc *a = &l->desc.activation;
+    bw_epilogue e = {FFNRT_GRAD_ACT, a->kind, a->alpha, a->beta, l->pre, NULL, NULL};
+    st = input_gradient(r, dy, td, &l->out, r->dm, r->h, dh, 0, r->fused ? &e : NULL, "down.input_gradient");
+    if (st == FFNRT_OK && !r->fused) {
+        st = ffnrt_op_activation(r->ctx, a, l->pre, dh, dh, r->fn, NULL);
         r->ns += r->ctx->last_op_ns;
     }
     if (st == FFNRT_OK)
         st = weight_gradients(r, dh, r->h, x, r->dm, th, td, &x_ready, g_in, "up");
     if (st == FFNRT_OK && dx)
-        st = input_gradient(r, dh, th, &l->in, r->h, r->dm, dx, 0, "up.input_gradient");
+        st = input_gradient(r, dh, th, &l->in, r->h, r->dm, dx, 0, NULL, "up.input_gradient");
     return st;
 }
 
@@ -323,9 +343,12 @@ static ffnrt_status backward_gated(bw_run *r, const ffnrt_tensor *x, const ffnrt
     ffnrt_status st = weight_gradients(r, dy, r->dm, l->h, r->h, td, th, &u_ready, g_out, "down");
     if (st != FFNRT_OK || (!g_gate->w && !g_gate->b && !g_value->w && !g_value->b && !dx))
         return st;
-    /* du = dy·W_out into dg, then dg, dv = the gating's gradients. */
-    st = input_gradient(r, dy, td, &l->out, r->dm, r->h, dg, 0, "down.input_gradient");
-    if (st == FFNRT_OK) {
+    /* du = dy·W_out, and dg, dv = the gating's gradients: in the
+     * product's epilogue, or after it from du in dg. */
+    bw_epilogue e = {FFNRT_GRAD_GLU, ffnrt_glu_gate_activation(l->desc.glu.kind), 0.0f, l->desc.glu.beta, l->g, l->v,
+                     dv};
+    st = input_gradient(r, dy, td, &l->out, r->dm, r->h, dg, 0, r->fused ? &e : NULL, "down.input_gradient");
+    if (st == FFNRT_OK && !r->fused) {
         st = ffnrt_op_glu_backward_split(r->ctx, &l->desc.glu, l->g, l->v, dg, dg, dv, r->fn, NULL);
         r->ns += r->ctx->last_op_ns;
     }
@@ -334,9 +357,9 @@ static ffnrt_status backward_gated(bw_run *r, const ffnrt_tensor *x, const ffnrt
     if (st == FFNRT_OK)
         st = weight_gradients(r, dv, r->h, x, r->dm, th, td, &x_ready, g_value, "value");
     if (st == FFNRT_OK && dx)
-        st = input_gradient(r, dg, th, &l->gate, r->h, r->dm, dx, 0, "gate.input_gradient");
+        st = input_gradient(r, dg, th, &l->gate, r->h, r->dm, dx, 0, NULL, "gate.input_gradient");
     if (st == FFNRT_OK && dx)
-        st = input_gradient(r, dv, th, &l->value, r->h, r->dm, dx, 1, "value.input_gradient");
+        st = input_gradient(r, dv, th, &l->value, r->h, r->dm, dx, 1, NULL, "value.input_gradient");
     return st;
 }
 
@@ -405,7 +428,7 @@ ffnrt_status ffnrt_ffn_backward(ffnrt_ffn *layer, const ffnrt_tensor *x, const f
                         layer->saved_tokens ? "" : " (the layer keeps none now)");
     int checked = st == FFNRT_OK; /* a refused call changes nothing the layer holds */
     bw_run r = {ctx, layer, tokens, (uint64_t)d->d_model, (uint64_t)d->hidden, ffnrt_ffn_gradient_k(d, tokens), {0}, {0},
-                (flags & FFNRT_GRADIENTS_ACCUMULATE) != 0, 0, fn};
+                (flags & FFNRT_GRADIENTS_ACCUMULATE) != 0, 0, fn, ffnrt_choose_backward_fused(ctx, d, NULL)};
     if (st == FFNRT_OK)
         st = backward_buffers(layer, tokens);
     if (st == FFNRT_OK)
