@@ -403,22 +403,36 @@ static void run_case(ffnrt_context *ctx, ffnrt_backend backend, const train_case
 
 /* ------------------------------------------------------------------ tests */
 
+/* Every dense activation (PReLU's learned slopes are not a layer's),
+ * biases on and off, tokens 5 and 33. */
+static void every_dense_fp32(ffnrt_context *ctx, ffnrt_backend backend)
+{
+    int n = 0;
+    for (int a = 0; a < FFNRT_ACT_COUNT; a++) {
+        if (a == FFNRT_ACT_PRELU)
+            continue;
+        train_case c = {FFNRT_FFN_DENSE, a, FFNRT_DTYPE_F32, 24, 40, n % 2 ? 5 : 33, n % 2, 0};
+        run_case(ctx, backend, &c);
+        n++;
+    }
+}
+
+/* Every GLU kind; biases, stacked weights and tokens cycling. */
+static void every_gated_fp32(ffnrt_context *ctx, ffnrt_backend backend)
+{
+    for (int k = 0; k < FFNRT_GLU_COUNT; k++) {
+        train_case c = {FFNRT_FFN_GATED, k, FFNRT_DTYPE_F32, 24, 40, k % 2 ? 5 : 33, (k + 1) % 2, k % 3 == 1};
+        run_case(ctx, backend, &c);
+    }
+}
+
 BACKEND_PARAMETERS(train, dense_fp32)
 ParameterizedTest(ffnrt_backend *backend, train, dense_fp32, .timeout = 900)
 {
     ffnrt_context *ctx = test_context(*backend, NULL);
     if (!ctx)
         return;
-    /* Every dense activation (PReLU's learned slopes are not a layer's),
-     * biases on and off, tokens 5 and 33. */
-    int n = 0;
-    for (int a = 0; a < FFNRT_ACT_COUNT; a++) {
-        if (a == FFNRT_ACT_PRELU)
-            continue;
-        train_case c = {FFNRT_FFN_DENSE, a, FFNRT_DTYPE_F32, 24, 40, n % 2 ? 5 : 33, n % 2, 0};
-        run_case(ctx, *backend, &c);
-        n++;
-    }
+    every_dense_fp32(ctx, *backend);
     test_context_done(ctx);
 }
 
@@ -428,11 +442,7 @@ ParameterizedTest(ffnrt_backend *backend, train, gated_fp32, .timeout = 900)
     ffnrt_context *ctx = test_context(*backend, NULL);
     if (!ctx)
         return;
-    /* Every GLU kind; biases, stacked weights and tokens cycling. */
-    for (int k = 0; k < FFNRT_GLU_COUNT; k++) {
-        train_case c = {FFNRT_FFN_GATED, k, FFNRT_DTYPE_F32, 24, 40, k % 2 ? 5 : 33, (k + 1) % 2, k % 3 == 1};
-        run_case(ctx, *backend, &c);
-    }
+    every_gated_fp32(ctx, *backend);
     /* Widths past a transpose's tile, whole tiles and partial ones: rows
      * of a multiple of 4 elements (moved as 4 x 4 blocks where the driver
      * prefers them) and not; and matrices of whole tiles only (64 x 32). */
@@ -509,18 +519,8 @@ ParameterizedTest(ffnrt_backend *backend, train, fused_backward, .timeout = 900)
     cr_expect(!plan_backward_fused(ctx, &probe), "forced unfused");
     cr_assert_eq(ffnrt_context_force(ctx, "ffn.backward", "fused"), FFNRT_OK);
     cr_expect(plan_backward_fused(ctx, &probe), "forced fused");
-    int n = 0;
-    for (int a = 0; a < FFNRT_ACT_COUNT; a++) {
-        if (a == FFNRT_ACT_PRELU)
-            continue;
-        train_case c = {FFNRT_FFN_DENSE, a, FFNRT_DTYPE_F32, 24, 40, n % 2 ? 5 : 33, n % 2, 0};
-        run_case(ctx, *backend, &c);
-        n++;
-    }
-    for (int k = 0; k < FFNRT_GLU_COUNT; k++) {
-        train_case c = {FFNRT_FFN_GATED, k, FFNRT_DTYPE_F32, 24, 40, k % 2 ? 5 : 33, (k + 1) % 2, k % 3 == 1};
-        run_case(ctx, *backend, &c);
-    }
+    every_dense_fp32(ctx, *backend);
+    every_gated_fp32(ctx, *backend);
     static const train_case sixteen[] = {
         {FFNRT_FFN_DENSE, FFNRT_ACT_GELU, FFNRT_DTYPE_F16, 23, 41, 7, 1, 0},
         {FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F16, 23, 41, 7, 1, 1},
