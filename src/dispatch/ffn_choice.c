@@ -473,25 +473,20 @@ int ffnrt_choose_backward_fused(const ffnrt_context *ctx, const ffnrt_ffn_desc *
     /* Measured on CPU drivers (one process alternating both, dense GELU
      * 768 x 3072 and SwiGLU 512 x 1376, 64 and 512 tokens, f32 and f16):
      * fused ran at 0.80-0.94x the unfused speed on PoCL and 0.90-1.10x on
-     * lavapipe. There each work-item's block of outputs
-     * reads pre (and the value) in strided gathers, with the gradient's
-     * arithmetic unrolled over the block, where the pass reads them as
-     * contiguous vectors. GPU kernels store through the workgroup's tile,
-     * consecutive items on consecutive elements, and save the pass's
-     * bytes. */
+     * lavapipe, and the same with the outputs staged through shared
+     * memory and stored by the group (docs/training.md, "The fused
+     * backward"). GPUs save the pass's bytes and a dispatch. */
     int fused = ctx->info.type != FFNRT_DEVICE_TYPE_CPU;
     if (fused)
         ffnrt_plan_add(plan, "ffn.training.backward", "fused",
-                       "%s in the epilogue of the product dy·W_out, stored by the workgroup's tile: the same "
-                       "arithmetic, without the element-wise pass that reads dy·W_out back with the saved "
+                       "%s in the epilogue of the product dy·W_out: the same arithmetic, without the element-wise pass that reads dy·W_out back with the saved "
                        "pre-activation%s and writes the result",
                        what, is_gated(d) ? "s" : "");
     else
         ffnrt_plan_add(plan, "ffn.training.backward", "unfused",
-                       "%s in an element-wise pass after dy·W_out: on CPU drivers the fused epilogue ran at "
-                       "0.80-0.94x the speed (PoCL) and 0.90-1.10x (lavapipe), its reads of the saved "
-                       "pre-activation%s strided by each work-item's block where the pass reads them as vectors",
-                       what, is_gated(d) ? "s" : "");
+                       "%s in an element-wise pass after dy·W_out: measured on CPU drivers, the backward with "
+                       "the fused epilogue ran at 0.80-0.94x this one's speed (PoCL) and 0.90-1.10x (lavapipe)",
+                       what);
     return fused;
 }
 
