@@ -283,11 +283,12 @@ static ffnrt_status weight_gradients(bw_run *r, const ffnrt_tensor *dz, uint64_t
 }
 
 /* dx [t, k_in] (+= when accumulate) = dz [t, n_out] · W [n_out, k_in], W
- * being operand o's rows, with epilogue e (or NULL). In 16-bit storage an odd n_out is padded to
- * whole words, K = n_out + 1 with a zero in both operands: Wᵀ takes the
- * pad as it is transposed, dz by two transposes through dzT (its [n_out,
- * kt] scratch, free here), as the transposes by tiles split at the buffer
- * range where the element-wise one, unpadded, binds W whole. */
+ * being operand o's rows, with epilogue e (or NULL). In 16-bit storage an
+ * odd n_out is padded to whole words, K = n_out + 1 with a zero in both
+ * operands: Wᵀ takes the pad as it is transposed, dz by two transposes
+ * through dzT (its [n_out, kt] scratch, free here), as the transposes by
+ * tiles split at the buffer range where the element-wise one, unpadded,
+ * binds W whole. */
 static ffnrt_status input_gradient(bw_run *r, const ffnrt_tensor *dz, ffnrt_tensor *dzT, const ffnrt_gemm_operand *o,
                                    uint64_t n_out, uint64_t k_in, ffnrt_tensor *dx, int accumulate,
                                    const bw_epilogue *e, const char *name)
