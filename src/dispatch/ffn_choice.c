@@ -473,9 +473,10 @@ int ffnrt_choose_backward_fused(const ffnrt_context *ctx, const ffnrt_ffn_desc *
     /* Measured on CPU drivers (one process alternating both, dense GELU
      * 768 x 3072 and SwiGLU 512 x 1376, 64 and 512 tokens, f32 and f16):
      * fused ran at 0.80-0.94x the unfused speed on PoCL and 0.90-1.10x on
-     * lavapipe, and the same with the outputs staged through shared
-     * memory and stored by the group (docs/training.md, "The fused
-     * backward"). GPUs save the pass's bytes and a dispatch. */
+     * lavapipe: PoCL runs the pass 8 work-items a vector, and the
+     * register-blocked product's epilogue one element at a time
+     * (docs/training.md, "The fused backward"). GPUs save the pass's
+     * bytes and a dispatch. */
     int fused = ctx->info.type != FFNRT_DEVICE_TYPE_CPU;
     if (fused)
         ffnrt_plan_add(plan, "ffn.training.backward", "fused",
