@@ -480,8 +480,8 @@ int ffnrt_choose_backward_fused(const ffnrt_context *ctx, const ffnrt_ffn_desc *
     int fused = ctx->info.type != FFNRT_DEVICE_TYPE_CPU;
     if (fused)
         ffnrt_plan_add(plan, "ffn.training.backward", "fused",
-                       "%s in the epilogue of the product dy·W_out: the same arithmetic, without the element-wise pass that reads dy·W_out back with the saved "
-                       "pre-activation%s and writes the result",
+                       "%s in the epilogue of the product dy·W_out: the same arithmetic, without the element-wise "
+                       "pass that reads dy·W_out back with the saved pre-activation%s and writes the result",
                        what, is_gated(d) ? "s" : "");
     else
         ffnrt_plan_add(plan, "ffn.training.backward", "unfused",

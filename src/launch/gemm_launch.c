@@ -29,7 +29,6 @@ typedef struct gemm_params {
     uint32_t m, n, k, x_base, w_base, wv_base, y_base, ldy, bias_base, bv_base;
     float alpha, beta;
     uint32_t ws_base, wvs_base;
-    uint32_t pre_base, value_base, y2_base;
 } gemm_params;
 
 ffnrt_binding ffnrt_bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *t, uint64_t first, uint64_t count,
@@ -275,7 +274,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         for (uint64_t n0 = 0; n0 < pr->n && st == FFNRT_OK; n0 += n_chunk) {
             uint64_t nc = pr->n - n0 < n_chunk ? pr->n - n0 : n_chunk;
             gemm_params p = {(uint32_t)mc, (uint32_t)nc, (uint32_t)pr->k, 0, 0, 0, 0, (uint32_t)pr->n, 0, 0,
-                                pr->alpha, pr->beta, 0, 0, 0, 0, 0};
+                                pr->alpha, pr->beta, 0, 0};
             /* W's words a row: its elements, or its code words (scales apart). */
             uint64_t wpr = ql ? code_words : pr->k;
             ffnrt_binding b[9];
@@ -297,13 +296,17 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
             if (ql && gated)
                 b[nb++] = ffnrt_bind_elements(ctx, pr->wv.ws, (pr->wv.w_row0 + n0) * scale_words, nc * scale_words,
                                               &p.wvs_base);
-            /* The backward epilogue's operands, bound as y is (so their
-             * bases share its parity: 16-bit words line up). */
-            if (pr->grad)
-                b[nb++] = ffnrt_bind_elements(ctx, pr->pre, m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.pre_base);
-            if (pr->grad == FFNRT_GRAD_GLU) {
-                b[nb++] = ffnrt_bind_elements(ctx, pr->value, m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.value_base);
-                b[nb++] = ffnrt_bind_elements(ctx, pr->y2, m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y2_base);
+            /* The backward epilogue's operands, bound from y's element
+             * (y_first is 0), so their base is y's: the kernel indexes
+             * them as it indexes y. */
+            const ffnrt_tensor *like_y[3] = {pr->pre, pr->value, pr->y2};
+            for (int g = 0; g < (pr->grad == FFNRT_GRAD_GLU ? 3 : pr->grad ? 1 : 0); g++) {
+                uint32_t base;
+                b[nb++] = ffnrt_bind_elements(ctx, like_y[g], m0 * pr->n + n0, (mc - 1) * pr->n + nc, &base);
+                if (base != p.y_base)
+                    return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
+                                      "gemm.kernel: the backward's epilogue operands bound unlike y (an internal "
+                                      "error)");
             }
             struct {
                 gemm_params g;
@@ -370,7 +373,7 @@ static int outer_setup(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, cons
     if (!outer_shape(ctx, c, o->m, o->n, o->k, o->dtype, o->accumulate, v, groups))
         return 0;
     *p = (gemm_params){(uint32_t)o->m, (uint32_t)o->n, (uint32_t)o->k, 0, 0, 0, 0, (uint32_t)o->n, 0, 0,
-                       0.0f, 0.0f, 0, 0, 0, 0, 0};
+                       0.0f, 0.0f, 0, 0};
     b[0] = ffnrt_bind_elements(ctx, o->x, o->x_first, o->m * o->k, &p->x_base);
     b[1] = ffnrt_bind_elements(ctx, o->w, o->w_first, o->k * o->n, &p->w_base);
     b[2] = ffnrt_bind_elements(ctx, o->y, o->y_first, o->m * o->n, &p->y_base);
