@@ -173,8 +173,10 @@ typedef struct ffnrt_context_options {
      * disable_half_conversion, below); FFNRT_LIMITS alone also takes
      * max_memory (a device-memory budget), byte_dot=0 (the integer
      * path's byte products in plain vectors, as on CPUs other than x86),
-     * vector_codes=0 (block formats' codes read word by word) and
-     * int64_words=0 (no 64-bit words in kernels, as without shaderInt64). */
+     * vector_codes=0 (block formats' codes read word by word),
+     * int64_words=0 (no 64-bit words in kernels, as without shaderInt64)
+     * and max_bindings (storage buffers a kernel may bind: 4 on some
+     * mobile drivers). */
     uint64_t max_buffer_range;
     uint32_t max_workgroup_count;
     uint32_t max_workgroup_size;

@@ -840,7 +840,7 @@ Test(dispatch, limits_parse_and_apply)
     cr_expect_eq(ffnrt_limits_parse("int64_words=3", &req, &err), FFNRT_ERROR_INVALID_ARGUMENT);
     ffnrt_device_info info = made_up(FFNRT_BACKEND_VULKAN, FFNRT_DEVICE_TYPE_CPU, 0x10005, "llvmpipe");
     info.fp16_arithmetic = 1;
-    ffnrt_limits lim = {1ull << 27, 1ull << 30, 16, 1024, {65535, 65535, 65535}, 1};
+    ffnrt_limits lim = {1ull << 27, 1ull << 30, 16, 1024, {65535, 65535, 65535}, 1, 12};
     char notes[512];
     req = (ffnrt_limit_request){0};
     const ffnrt_profile *mali = ffnrt_profile_find("mali-g52");
@@ -858,6 +858,14 @@ Test(dispatch, limits_parse_and_apply)
     cr_expect_eq(lim.int64_words, 0);
     cr_expect(strstr(notes, "int64_words=0") != NULL, "%s", notes);
     req.no_int64_words = 0;
+    /* max_bindings lowers the storage buffers a kernel may bind (older
+     * mobile drivers allow 4), and says so. */
+    cr_assert_eq(ffnrt_limits_parse("max_bindings=4", &req, &err), FFNRT_OK);
+    cr_expect_eq(req.max_bindings, 4);
+    cr_assert_eq(ffnrt_limits_apply(&info, &lim, &req, NULL, notes, sizeof notes, &err), FFNRT_OK, "%s", err.message);
+    cr_expect_eq(lim.max_bindings, 4);
+    cr_expect(strstr(notes, "max_bindings 12 -> 4") != NULL, "%s", notes);
+    req.max_bindings = 0;
     req.max_workgroup_size = 4096;
     cr_expect_eq(ffnrt_limits_apply(&info, &lim, &req, NULL, notes, sizeof notes, &err), FFNRT_ERROR_INVALID_ARGUMENT,
                  "asking above the device's limit is an error");

@@ -472,6 +472,52 @@ ParameterizedTest(ffnrt_backend *b, ffn, lowered_limits)
     run_cases(cases, sizeof cases / sizeof cases[0], &o);
 }
 
+/* A device that binds 4 storage buffers a kernel (Vulkan's minimum, and
+ * older mobile drivers'; max_bindings lowers the CPU drivers' to it): the
+ * product kernels leave out the bias bindings they would otherwise carry
+ * for a layer without biases, and a gated layer with biases runs its two
+ * products apart, each within the limit. Both paths asked of each layer
+ * still run and agree with the reference (a kernel past the limit is
+ * refused), and the plan says why. */
+ParameterizedTestParameters(ffn, binding_limit)
+{
+    static ffnrt_backend backends[TEST_BACKENDS];
+    memcpy(backends, test_backends, sizeof backends);
+    return cr_make_param_array(ffnrt_backend, backends, TEST_BACKENDS);
+}
+
+ParameterizedTest(ffnrt_backend *b, ffn, binding_limit)
+{
+    ffnrt_context *ctx = test_context_with_limits(*b, "max_bindings=4");
+    if (!ctx)
+        return;
+    ffnrt_ffn_kind D = FFNRT_FFN_DENSE, G = FFNRT_FFN_GATED;
+    ffn_case cases[] = {
+        {*b, G, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 32, 48, 9, 0, 0, 0, FFNRT_MATMUL_AUTO},
+        {*b, G, FFNRT_GEGLU, FFNRT_DTYPE_F16, 32, 48, 1, 1, 1, 0, FFNRT_MATMUL_AUTO},
+        {*b, D, FFNRT_ACT_GELU, FFNRT_DTYPE_F32, 33, 40, 5, 1, 0, 0, FFNRT_MATMUL_AUTO},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        run_case(ctx, &cases[i]);
+    for (int bias = 0; bias < 2; bias++) {
+        ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(G, 32, 48);
+        d.bias = bias;
+        d.path = FFNRT_FFN_PATH_FUSED;
+        ffnrt_plan *plan = NULL;
+        cr_assert_eq(ffnrt_ffn_plan(ctx, &d, 9, &plan), FFNRT_OK, "%s", ffnrt_last_error_message());
+        const char *text = ffnrt_plan_text(plan);
+        if (bias)
+            cr_expect(strstr(text, "binds 6 storage buffers and the device allows 4 (max_bindings) (fused, asked by "
+                                   "desc.path, cannot run)"),
+                      "%s", text);
+        else
+            cr_expect(strstr(text, "no bias bindings (max_bindings)") && strstr(text, "because forced by desc.path"),
+                      "%s", text);
+        ffnrt_plan_destroy(plan);
+    }
+    test_context_done(ctx);
+}
+
 /* Both families of product kernels on every device, forced with
  * FFNRT_GEMM_KERNEL (read when a layer is created): the register-blocked
  * one (CPU devices' default) and the shared-memory tiled and lane-reduced

@@ -60,6 +60,10 @@ typedef struct ffnrt_limits {
      * at device creation where the device has it): the GLSL prelude's
      * 8-word views (WIDE_WORDS). 0 on OpenCL, whose prelude has none. */
     int int64_words;
+    /* Storage buffers one kernel may bind (Vulkan's
+     * maxPerStageDescriptorStorageBuffers, which may be 4 on older mobile
+     * drivers), within ffnrt's own most. */
+    uint32_t max_bindings;
 } ffnrt_limits;
 
 typedef struct ffnrt_open_options {

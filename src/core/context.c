@@ -398,6 +398,14 @@ ffnrt_status ffnrt_context_kernel(ffnrt_context *ctx, const char *file, const ch
             *out = ctx->kernels[i].kernel;
             return FFNRT_OK;
         }
+    /* The limit as lowered (max_bindings), so that a test on a device with
+     * more sees what a device with fewer refuses. */
+    if (ctx->limits.max_bindings && buffer_count > ctx->limits.max_bindings) {
+        free(key_copy);
+        return ffnrt_fail(&ctx->error, FFNRT_ERROR_LIMIT_EXCEEDED,
+                          "kernel %s binds %u storage buffers; the device allows %u (max_bindings)", entry,
+                          buffer_count, ctx->limits.max_bindings);
+    }
     if (ctx->kernel_count == ctx->kernel_capacity) {
         size_t cap = ctx->kernel_capacity ? 2 * ctx->kernel_capacity : 16;
         ffnrt_kernel_entry *grown = realloc(ctx->kernels, cap * sizeof *grown);

@@ -24,7 +24,8 @@ ffnrt_status ffnrt_configure(ffnrt_context *ctx, ffnrt_error *err)
                                 (int)lim[FFNRT_LIMIT_NO_HALF_CONVERSION],
                                 (int)lim[FFNRT_LIMIT_NO_BYTE_DOT],
                                 (int)lim[FFNRT_LIMIT_NO_VECTOR_CODES],
-                                (int)lim[FFNRT_LIMIT_NO_INT64_WORDS]};
+                                (int)lim[FFNRT_LIMIT_NO_INT64_WORDS],
+                                lim[FFNRT_LIMIT_MAX_BINDINGS]};
     const ffnrt_setting *p = ffnrt_setting_get(s, FFNRT_KNOB_PROFILE, NULL, NULL);
     const ffnrt_profile *profile = p && ffnrt_strcasecmp(p->text, "none") != 0 ? ffnrt_profile_find(p->text) : NULL;
     ctx->profile = profile;

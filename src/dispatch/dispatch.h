@@ -185,13 +185,20 @@ typedef struct ffnrt_gemm_variant {
     uint32_t columns_per_group; /* outputs a group covers */
     uint64_t smem_floats;
     int stats;      /* the statistics variant */
-    int accumulate; /* y += the product (ACCUMULATE) */
+    int accumulate; /* y += the product (a parameter of the kernel, p.accumulate) */
+    /* A forward product without a bias and without the bias bindings
+     * (NO_BIAS_BINDINGS), where they would pass the device's max_bindings;
+     * elsewhere every forward product has them, and p.add_bias says
+     * whether they hold a bias, so layers with and without share kernels. */
+    int no_bias_bindings;
     int outer;      /* blocked: K-major operands as outer products (OUTER, gemm_outer.inc) */
     ffnrt_grad_epilogue grad; /* the backward's epilogue by act's gradient (ACT_GRAD, GLU_GRAD) */
 } ffnrt_gemm_variant;
 
 ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn_choice *c,
                                        const ffnrt_gemm_problem *pr, ffnrt_gemm_variant *out, ffnrt_error *err);
+/* Storage buffers gemm.kernel binds for a forward product. */
+uint32_t ffnrt_gemm_forward_bindings(int gated, int bias_bound, int quant, int stats);
 /* The whole variant in words, for the plan (no "fp16" unless the epilogue
  * runs in fp16: the plan's arithmetic claim is read from it). */
 void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap);
@@ -309,12 +316,13 @@ typedef struct ffnrt_limit_request {
     int no_vector_codes;    /* block formats' code words read word by word, never as 4-word vectors (QUANT_VEC4),
                              * as on devices whose binding offsets are not 16-byte aligned */
     int no_int64_words;     /* no 64-bit words in kernels (the 8-word views), as on devices without shaderInt64 */
+    uint64_t max_bindings;  /* storage buffers a kernel may bind (4 on some mobile drivers) */
 } ffnrt_limit_request;
 
 /* FFNRT_LIMITS="max_buffer_range=65536,max_shared_memory=16384,
  * max_workgroup_count=64,max_workgroup_size=32,fp16_arithmetic=0,
  * storage_16bit=0,max_memory=1048576,half_conversion=0,byte_dot=0,
- * vector_codes=0,int64_words=0": merged
+ * vector_codes=0,int64_words=0,max_bindings=4": merged
  * into req. */
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err);
 

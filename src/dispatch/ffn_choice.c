@@ -515,6 +515,20 @@ static void choose_path(const ffnrt_context *ctx, const ffnrt_ffn_desc *d, uint6
                        ffnrt_weight_format_name(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_VALUE)), asked);
         return;
     }
+    /* The fused gated kernel binds both weights (and both biases, both
+     * scales); a device whose binding limit is below that (4 on some older
+     * mobile drivers) runs the two products apart, each within it. */
+    uint32_t fused_bindings = ffnrt_gemm_forward_bindings(
+        is_gated(d), d->bias, ffnrt_quant_layout_of(ffnrt_ffn_format(d, FFNRT_FFN_MATRIX_IN)) != NULL, 0);
+    if (is_gated(d) && ctx->limits.max_bindings && fused_bindings > ctx->limits.max_bindings) {
+        c->unfused = 1;
+        char asked[96] = "";
+        if (s && s->v[0] == FFNRT_FFN_PATH_FUSED)
+            snprintf(asked, sizeof asked, " (fused, asked by %s, cannot run)", why_set(s));
+        ffnrt_plan_add(plan, "ffn.path", "unfused", "the fused gated kernel binds %u storage buffers and the device "
+                       "allows %u (max_bindings)%s", fused_bindings, ctx->limits.max_bindings, asked);
+        return;
+    }
     if (s) {
         c->unfused = s->v[0] == FFNRT_FFN_PATH_UNFUSED;
         if (s->source == FFNRT_FROM_TUNED)

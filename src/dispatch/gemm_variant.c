@@ -10,6 +10,14 @@
 
 #include <stdio.h>
 
+uint32_t ffnrt_gemm_forward_bindings(int gated, int bias_bound, int quant, int stats)
+{
+    /* x, W, y; then Wv, the biases, the scales, the statistics buffer (the
+     * order of gemm.kernel's bindings). */
+    uint32_t products = gated ? 2 : 1;
+    return 3 + (products - 1) + (bias_bound ? products : 0) + (quant ? products : 0) + (stats ? 1 : 0);
+}
+
 ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn_choice *c,
                                        const ffnrt_gemm_problem *pr, ffnrt_gemm_variant *out, ffnrt_error *err)
 {
@@ -39,6 +47,10 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     v.stats = pr->stats;
     v.accumulate = pr->accumulate;
     v.grad = pr->grad;
+    if (!pr->grad && !pr->kmajor && !pr->bias) {
+        uint32_t with_bias = ffnrt_gemm_forward_bindings(pr->gated, 1, ql != NULL, pr->stats);
+        v.no_bias_bindings = ctx->limits.max_bindings && with_bias > ctx->limits.max_bindings;
+    }
     /* The epilogue's activation and gating product in the layer's
      * arithmetic (a product with neither has none to choose). The
      * backward's gradients stay fp32: the product's sum is rounded once,
@@ -214,7 +226,7 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
              v->quant_w8     ? ", codes read 8 words at a time (64-bit views)"
              : v->quant_vec4 ? (v->x_q8 ? ", codes and x's blocks read 4 words at a time" : ", codes read 4 words at a time")
                              : "",
-             epilogue, v->bias ? ", bias" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
+             epilogue, v->bias ? ", bias" : v->no_bias_bindings ? ", no bias bindings (max_bindings)" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
              v->accumulate ? ", added to y" : "",
              v->workgroup, (unsigned long long)v->smem_floats, v->smem_floats == 1 ? "" : "s",
              v->stats ? ", statistics variant" : "");

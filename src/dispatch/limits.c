@@ -44,6 +44,7 @@ static const limit_key limit_keys[] = {
     {"byte_dot", offsetof(ffnrt_limit_request, no_byte_dot), 1},
     {"vector_codes", offsetof(ffnrt_limit_request, no_vector_codes), 1},
     {"int64_words", offsetof(ffnrt_limit_request, no_int64_words), 1},
+    {"max_bindings", offsetof(ffnrt_limit_request, max_bindings), 0},
 };
 
 ffnrt_status ffnrt_limits_parse(const char *spec, ffnrt_limit_request *req, ffnrt_error *err)
@@ -119,7 +120,7 @@ ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, cons
     uint64_t range = lim->max_buffer_range, smem = info->shared_memory_size;
     uint64_t count = lim->max_workgroup_count[0] < lim->max_workgroup_count[1] ? lim->max_workgroup_count[0]
                                                                               : lim->max_workgroup_count[1];
-    uint64_t wg = lim->max_workgroup_size, align = lim->buffer_offset_alignment;
+    uint64_t wg = lim->max_workgroup_size, align = lim->buffer_offset_alignment, bindings = lim->max_bindings;
     ffnrt_status st = lower_by_caller(&range, req->max_buffer_range, "max_buffer_range", notes, cap, err);
     if (st == FFNRT_OK)
         st = lower_by_caller(&smem, req->max_shared_memory, "max_shared_memory", notes, cap, err);
@@ -127,6 +128,8 @@ ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, cons
         st = lower_by_caller(&count, req->max_workgroup_count, "max_workgroup_count", notes, cap, err);
     if (st == FFNRT_OK)
         st = lower_by_caller(&wg, req->max_workgroup_size, "max_workgroup_size", notes, cap, err);
+    if (st == FFNRT_OK)
+        st = lower_by_caller(&bindings, req->max_bindings, "max_bindings", notes, cap, err);
     if (st != FFNRT_OK)
         return st;
     if (req->no_fp16_arithmetic && info->fp16_arithmetic) {
@@ -185,6 +188,7 @@ ffnrt_status ffnrt_limits_apply(ffnrt_device_info *info, ffnrt_limits *lim, cons
     lim->max_workgroup_count[0] = lim->max_workgroup_count[1] = (uint32_t)count;
     lim->max_workgroup_size = (uint32_t)wg;
     lim->buffer_offset_alignment = align;
+    lim->max_bindings = (uint32_t)bindings;
     info->shared_memory_size = smem;
     /* The info users see reports the limits ffnrt plans with. */
     info->max_buffer_range = range;

@@ -220,7 +220,8 @@ static ffnrt_status parse_limits(const char *text, ffnrt_setting *out, char *why
                                      req.max_workgroup_size, (uint64_t)req.no_fp16_arithmetic,
                                      (uint64_t)req.no_16bit_storage, req.max_memory,
                                      (uint64_t)req.no_half_conversion, (uint64_t)req.no_byte_dot,
-                                     (uint64_t)req.no_vector_codes, (uint64_t)req.no_int64_words};
+                                     (uint64_t)req.no_vector_codes, (uint64_t)req.no_int64_words,
+                                     req.max_bindings};
     memcpy(out->v, v, sizeof v);
     return FFNRT_OK;
 }
@@ -374,7 +375,7 @@ ffnrt_status ffnrt_settings_init(ffnrt_settings *s, const ffnrt_context_options 
                                           o->max_workgroup_count, o->max_workgroup_size,
                                           (uint64_t)(o->disable_fp16_arithmetic != 0),
                                           (uint64_t)(o->disable_16bit_storage != 0), 0,
-                                          (uint64_t)(o->disable_half_conversion != 0), 0, 0, 0};
+                                          (uint64_t)(o->disable_half_conversion != 0), 0, 0, 0, 0};
     for (int i = 0; i < FFNRT_LIMIT_COUNT; i++)
         if (limits[i]) {
             set_option(&c[FFNRT_KNOB_LIMITS], "max_* / disable_*", "", 0, 0);

@@ -29,6 +29,7 @@ typedef struct gemm_params {
     uint32_t m, n, k, x_base, w_base, wv_base, y_base, ldy, bias_base, bv_base;
     float alpha, beta;
     uint32_t ws_base, wvs_base;
+    uint32_t add_bias, accumulate; /* parameters, not defines: one kernel for both of each */
 } gemm_params;
 
 ffnrt_binding ffnrt_bind_elements(const ffnrt_context *ctx, const ffnrt_tensor *t, uint64_t first, uint64_t count,
@@ -92,12 +93,10 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
     ffnrt_defines_activation(d, v->act);
     if (v->gated)
         ffnrt_defines_add(d, "#define GATED 1");
-    if (v->bias)
-        ffnrt_defines_add(d, "#define BIAS 1");
-    if (v->accumulate)
-        ffnrt_defines_add(d, "#define ACCUMULATE 1");
     if (v->grad)
         ffnrt_defines_add(d, v->grad == FFNRT_GRAD_GLU ? "#define GLU_GRAD 1" : "#define ACT_GRAD 1");
+    if (v->no_bias_bindings)
+        ffnrt_defines_add(d, "#define NO_BIAS_BINDINGS 1");
     ffnrt_defines_arithmetic(d, v->fp16_epilogue);
     if (v->x_q8)
         ffnrt_defines_add(d, "#define X_Q8 1");
@@ -194,8 +193,12 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
     if (pr->grad && !plan && (pr->y_first || !pr->pre || (pr->grad == FFNRT_GRAD_GLU && (!pr->value || !pr->y2))))
         return ffnrt_fail(&ctx->error, FFNRT_ERROR_INVALID_ARGUMENT,
                           "gemm.kernel: the backward's epilogue without its operands (an internal error)");
-    uint32_t buffers = 3 + (uint32_t)gated + (uint32_t)bias * (1 + (uint32_t)gated) + (ql ? 1 + (uint32_t)gated : 0) +
-                       (pr->grad == FFNRT_GRAD_GLU ? 3 : pr->grad ? 1 : 0);
+    /* A forward product's bindings (its biases bound whether used or not,
+     * but for no_bias_bindings), or x, W, y and the backward epilogue's
+     * operands. */
+    int bias_bound = !pr->grad && !v.no_bias_bindings;
+    uint32_t buffers = pr->grad ? 3 + (pr->grad == FFNRT_GRAD_GLU ? 3 : 1)
+                                : ffnrt_gemm_forward_bindings(gated, bias_bound, ql != NULL, 0);
     uint32_t bindings = buffers, params_size = sizeof(gemm_params);
     if (pr->stats) {
         /* The statistics variant: one more binding (after the scales), the
@@ -274,7 +277,7 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
         for (uint64_t n0 = 0; n0 < pr->n && st == FFNRT_OK; n0 += n_chunk) {
             uint64_t nc = pr->n - n0 < n_chunk ? pr->n - n0 : n_chunk;
             gemm_params p = {(uint32_t)mc, (uint32_t)nc, (uint32_t)pr->k, 0, 0, 0, 0, (uint32_t)pr->n, 0, 0,
-                                pr->alpha, pr->beta, 0, 0};
+                                pr->alpha, pr->beta, 0, 0, (uint32_t)bias, (uint32_t)pr->accumulate};
             /* W's words a row: its elements, or its code words (scales apart). */
             uint64_t wpr = ql ? code_words : pr->k;
             ffnrt_binding b[9];
@@ -287,10 +290,11 @@ ffnrt_status ffnrt_launch_gemm(ffnrt_context *ctx, const ffnrt_ffn_choice *c, co
             b[nb++] = ffnrt_bind_elements(ctx, pr->y, pr->y_first + m0 * pr->n + n0, (mc - 1) * pr->n + nc, &p.y_base);
             if (gated)
                 b[nb++] = ffnrt_bind_elements(ctx, pr->wv.w, (pr->wv.w_row0 + n0) * wpr, nc * wpr, &p.wv_base);
-            if (bias)
-                b[nb++] = ffnrt_bind_elements(ctx, pr->w.b, pr->w.b_first + n0, nc, &p.bias_base);
-            if (bias && gated)
-                b[nb++] = ffnrt_bind_elements(ctx, pr->wv.b, pr->wv.b_first + n0, nc, &p.bv_base);
+            /* Without a bias, x's binding stands in (never read). */
+            if (bias_bound)
+                b[nb++] = bias ? ffnrt_bind_elements(ctx, pr->w.b, pr->w.b_first + n0, nc, &p.bias_base) : b[0];
+            if (bias_bound && gated)
+                b[nb++] = bias ? ffnrt_bind_elements(ctx, pr->wv.b, pr->wv.b_first + n0, nc, &p.bv_base) : b[0];
             if (ql)
                 b[nb++] = ffnrt_bind_elements(ctx, pr->w.ws, (pr->w.w_row0 + n0) * scale_words, nc * scale_words, &p.ws_base);
             if (ql && gated)
@@ -373,7 +377,7 @@ static int outer_setup(const ffnrt_context *ctx, const ffnrt_ffn_choice *c, cons
     if (!outer_shape(ctx, c, o->m, o->n, o->k, o->dtype, o->accumulate, v, groups))
         return 0;
     *p = (gemm_params){(uint32_t)o->m, (uint32_t)o->n, (uint32_t)o->k, 0, 0, 0, 0, (uint32_t)o->n, 0, 0,
-                       0.0f, 0.0f, 0, 0};
+                       0.0f, 0.0f, 0, 0, 0, (uint32_t)o->accumulate};
     b[0] = ffnrt_bind_elements(ctx, o->x, o->x_first, o->m * o->k, &p->x_base);
     b[1] = ffnrt_bind_elements(ctx, o->w, o->w_first, o->k * o->n, &p->w_base);
     b[2] = ffnrt_bind_elements(ctx, o->y, o->y_first, o->m * o->n, &p->y_base);

@@ -189,6 +189,7 @@ static void cl_fill_info(cl_device_id d, uint32_t index, ffnrt_device_info *info
         for (int i = 0; i < 3; i++)
             lim->max_workgroup_count[i] = info->max_workgroup_count[i];
         lim->int64_words = 0; /* prelude_opencl.cl has no 8-word views */
+        lim->max_bindings = 32; /* OpenCL has no such limit: buffers are kernel arguments */
     }
 }
 

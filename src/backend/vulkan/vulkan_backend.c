@@ -374,6 +374,8 @@ static void vk_fill_info(vk_instance *vi, VkPhysicalDevice pd, uint32_t index, f
         for (int i = 0; i < 3; i++)
             lim->max_workgroup_count[i] = info->max_workgroup_count[i];
         lim->int64_words = q.features.features.shaderInt64 != 0;
+        uint32_t stage = l->maxPerStageDescriptorStorageBuffers;
+        lim->max_bindings = stage && stage < MAX_BINDINGS ? stage : MAX_BINDINGS;
     }
 }
 
