@@ -191,6 +191,9 @@ typedef struct ffnrt_gemm_variant {
      * elsewhere every forward product has them, and p.add_bias says
      * whether they hold a bias, so layers with and without share kernels. */
     int no_bias_bindings;
+    /* The bias and the accumulation compiled in (FIXED_EPILOGUE, BIAS,
+     * ACCUMULATE) rather than parameters: kernel_params' masked_branches. */
+    int fixed_epilogue;
     int outer;      /* blocked: K-major operands as outer products (OUTER, gemm_outer.inc) */
     ffnrt_grad_epilogue grad; /* the backward's epilogue by act's gradient (ACT_GRAD, GLU_GRAD) */
 } ffnrt_gemm_variant;
@@ -357,8 +360,10 @@ typedef struct ffnrt_kernel_params {
     uint32_t sumsq_runs;                    /* sums of squares: a run of elements a work-item (SUMSQ_RUNS) */
     uint32_t sumsq_subgroup;                /* sums of squares: a group of one subgroup, its SIMD vector */
     uint32_t blocked_outer;                 /* the backward's products on K-major operands (gemm_outer.inc) */
-    uint32_t ew_whole_only;                 /* element-wise launches of whole groups: a variant without bounds
-                                             * tests (EW_WHOLE_ONLY) */
+    uint32_t masked_branches;               /* the driver runs both sides of a uniform branch: element-wise
+                                             * launches of whole groups take a variant without bounds tests
+                                             * (EW_WHOLE_ONLY), products their epilogue's choices compiled in
+                                             * (FIXED_EPILOGUE) */
     uint32_t wide_words;                    /* with it, 8 words an access through 64-bit views (WIDE_WORDS) */
 } ffnrt_kernel_params;
 

@@ -47,9 +47,19 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     v.stats = pr->stats;
     v.accumulate = pr->accumulate;
     v.grad = pr->grad;
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    /* The bias and the accumulation: parameters, so that products with and
+     * without share a kernel, but compiled in on drivers that run both
+     * sides of a uniform branch (kernel_params.inc's masked_branches says
+     * what the tests cost there). The bias bindings: a forward product's,
+     * but where nothing would be bound to them (compiled in without a
+     * bias) or where they would pass the device's binding limit. */
+    v.fixed_epilogue = kp.masked_branches != 0;
     if (!pr->grad && !pr->kmajor && !pr->bias) {
         uint32_t with_bias = ffnrt_gemm_forward_bindings(pr->gated, 1, ql != NULL, pr->stats);
-        v.no_bias_bindings = ctx->limits.max_bindings && with_bias > ctx->limits.max_bindings;
+        v.no_bias_bindings =
+            v.fixed_epilogue || (ctx->limits.max_bindings && with_bias > ctx->limits.max_bindings);
     }
     /* The epilogue's activation and gating product in the layer's
      * arithmetic (a product with neither has none to choose). The
@@ -61,8 +71,6 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     /* Element offsets of x and W rows stay multiples of 4 (fp32: 16-byte
      * binding offsets) or 2 (16-bit words) when K is. */
     int aligned_bases = esize == 4 ? align % 16 == 0 : align % 4 == 0;
-    ffnrt_kernel_params kp;
-    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
     /* The integer path (the choice's, for the blocked and matrix-vector
      * levels); products with statistics keep the float path, since those
      * read x itself for its non-finite counts. */
@@ -216,6 +224,14 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
         snprintf(epilogue, sizeof epilogue, "the gating's gradients by %s (gate and value)", act_name);
     else
         snprintf(epilogue, sizeof epilogue, "%s%s", act_name, v->gated ? " x value" : "");
+    /* The bias: compiled in (fixed_epilogue), a parameter, or left out
+     * with its bindings (the binding limit). */
+    int forward = !v->grad && !v->outer;
+    const char *bias = !forward            ? ""
+                       : v->fixed_epilogue ? (v->bias ? ", bias (compiled in)" : ", no bias (compiled in)")
+                       : v->bias           ? ", bias"
+                       : v->no_bias_bindings ? ", no bias bindings (max_bindings)"
+                                             : "";
     snprintf(buf, cap, "%s; %s storage, %s weights%s%s; epilogue %s%s%s%s; %u work-items, %llu float%s of shared memory%s",
              shape,
              ffnrt_dtype_name(v->storage), ql ? ffnrt_weight_format_name(v->weights) : "dense",
@@ -226,7 +242,7 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
              v->quant_w8     ? ", codes read 8 words at a time (64-bit views)"
              : v->quant_vec4 ? (v->x_q8 ? ", codes and x's blocks read 4 words at a time" : ", codes read 4 words at a time")
                              : "",
-             epilogue, v->bias ? ", bias" : v->no_bias_bindings ? ", no bias bindings (max_bindings)" : "", has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
+             epilogue, bias, has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
              v->accumulate ? ", added to y" : "",
              v->workgroup, (unsigned long long)v->smem_floats, v->smem_floats == 1 ? "" : "s",
              v->stats ? ", statistics variant" : "");

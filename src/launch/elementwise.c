@@ -102,7 +102,7 @@ static int all_groups_whole(const ffnrt_ew_launch *l, uint64_t chunk, uint64_t e
 }
 
 /* On drivers that run both sides of a uniform branch (llvmpipe masks its
- * SIMD lanes instead; kernel_params.inc's ew_whole_only), a launch whose
+ * SIMD lanes instead; kernel_params.inc's masked_branches), a launch whose
  * groups are all whole takes a variant without the bounds tests
  * (storage.inc's EW_WHOLE_ONLY), and the kernels with an 8-word form
  * (optimizer.kernel's, fp32 parameters without a master copy) take 8
@@ -114,7 +114,7 @@ static void choose_whole_groups(const ffnrt_context *ctx, const ffnrt_ew_launch 
 {
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
-    if (!kp.ew_whole_only || l->stats || v->slope_lookup || v->row_multiple > 1 || chunk == 0)
+    if (!kp.masked_branches || l->stats || v->slope_lookup || v->row_multiple > 1 || chunk == 0)
         return;
     const ffnrt_ew_op *o = &v->op;
     int wide_form = o->family == FFNRT_EW_OPTIMIZER && o->dtype == FFNRT_DTYPE_F32 && !o->master;

@@ -97,6 +97,9 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, v->grad == FFNRT_GRAD_GLU ? "#define GLU_GRAD 1" : "#define ACT_GRAD 1");
     if (v->no_bias_bindings)
         ffnrt_defines_add(d, "#define NO_BIAS_BINDINGS 1");
+    if (v->fixed_epilogue)
+        ffnrt_defines_add(d, "#define FIXED_EPILOGUE 1%s%s", v->bias ? "\n#define BIAS 1" : "",
+                          v->accumulate ? "\n#define ACCUMULATE 1" : "");
     ffnrt_defines_arithmetic(d, v->fp16_epilogue);
     if (v->x_q8)
         ffnrt_defines_add(d, "#define X_Q8 1");
