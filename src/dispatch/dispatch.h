@@ -185,11 +185,12 @@ typedef struct ffnrt_gemm_variant {
     uint32_t columns_per_group; /* outputs a group covers */
     uint64_t smem_floats;
     int stats;      /* the statistics variant */
-    int accumulate; /* y += the product (a parameter of the kernel, p.accumulate) */
+    int accumulate; /* y += the product (p.accumulate, or ACCUMULATE under fixed_epilogue) */
     /* A forward product without a bias and without the bias bindings
-     * (NO_BIAS_BINDINGS), where they would pass the device's max_bindings;
-     * elsewhere every forward product has them, and p.add_bias says
-     * whether they hold a bias, so layers with and without share kernels. */
+     * (NO_BIAS_BINDINGS), under fixed_epilogue or where they would pass
+     * the device's max_bindings; elsewhere every forward product has them,
+     * and p.add_bias says whether they hold a bias, so layers with and
+     * without share kernels. */
     int no_bias_bindings;
     /* The bias and the accumulation compiled in (FIXED_EPILOGUE, BIAS,
      * ACCUMULATE) rather than parameters: kernel_params' masked_branches. */
