@@ -20,9 +20,11 @@ void ffnrt_plan_add_context(ffnrt_plan *plan, ffnrt_context *ctx)
     ffnrt_plan_add(plan, "profile", choice, "%s",
                    ctx->profile ? ctx->profile->models : "the device's own limits (FFNRT_PROFILE or options.profile to model a GPU)");
     snprintf(choice, sizeof choice,
-             "range %" PRIu64 " B, shared %" PRIu64 " B, workgroup %u, groups %u, align %" PRIu64 ", subgroup %u",
+             "range %" PRIu64 " B, shared %" PRIu64 " B, workgroup %u, groups %u, align %" PRIu64
+             ", subgroup %u, bindings %u",
              ctx->limits.max_buffer_range, d->shared_memory_size, ctx->limits.max_workgroup_size,
-             ctx->limits.max_workgroup_count[0], ctx->limits.buffer_offset_alignment, d->subgroup_size);
+             ctx->limits.max_workgroup_count[0], ctx->limits.buffer_offset_alignment, d->subgroup_size,
+             ctx->limits.max_bindings);
     ffnrt_plan_add(plan, "limits", choice, "%s", ctx->limit_notes[0] ? ctx->limit_notes : "the device's own");
     static const char *const policy_names[] = {"exact", "balanced", "fast"};
     snprintf(choice, sizeof choice, "%s: storage %s, arithmetic %s", policy_names[ctx->policy],
