@@ -178,7 +178,7 @@ typedef struct ffnrt_gemm_variant {
     int k_tail;        /* blocked, dense weights: K is not a multiple of 4 (K_TAIL) */
     ffnrt_blocked_shape blocked;
     ffnrt_matvec_shape matvec;
-    uint32_t tokens; /* matrix-vector: tokens a dispatch */
+    uint32_t tokens; /* matrix-vector: the most tokens a dispatch takes (rounded up to a power of two) */
     ffnrt_tiled_shape tiled;
     uint32_t workgroup;        /* work-items a group */
     uint32_t rows_per_group;   /* rows of x (tokens) a group covers (the statistics' row sums) */

@@ -115,7 +115,16 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         break;
     }
     case FFNRT_KERNEL_MATVEC: {
-        v.tokens = (uint32_t)(pr->m < c->matvec_tokens ? pr->m : c->matvec_tokens);
+        /* Tokens a dispatch: every row up to matvec_tokens, rounded up to
+         * a power of two as the blocked TM is: each TOKENS is another
+         * kernel to compile (a first-use cost on every device), while the
+         * rows past p.M cost a register and a shared-memory slot each,
+         * never another read of W. So 3 tokens share the 4-token kernel
+         * and 5 to 8 the 8-token one. */
+        v.tokens = 1;
+        while (v.tokens < pr->m && v.tokens < c->matvec_tokens)
+            v.tokens *= 2;
+        v.tokens = v.tokens < c->matvec_tokens ? v.tokens : c->matvec_tokens;
         /* The integer path by packed 4 x 8-bit dot products where the
          * device has them (Vulkan's shaderIntegerDotProduct: the GLSL
          * prelude's SDOT_4X8), on x's codes as bytes. Taken wherever
@@ -207,8 +216,8 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
                  v->vec_acc ? ", vector accumulators" : "",
                  v->large_block ? ", outputs staged in shared memory" : "");
     else if (v->level == FFNRT_KERNEL_MATVEC)
-        snprintf(shape, sizeof shape, "matvec: %u rows x %u lanes a group, %u tokens a dispatch%s", v->matvec.rows,
-                 v->matvec.lanes, v->tokens,
+        snprintf(shape, sizeof shape, "matvec: %u rows x %u lanes a group, at most %u token%s a dispatch%s",
+                 v->matvec.rows, v->matvec.lanes, v->tokens, v->tokens == 1 ? "" : "s",
                  v->x_q8       ? int_path
                  : v->aligned4 ? ", vector loads"
                                : "");
