@@ -183,7 +183,11 @@ ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, co
     ffnrt_status st = rows_a_block(ctx, n, ffnrt_dtype_size(x->dtype), ctx->limits.max_workgroup_count[0], "x", &block);
     if (st != FFNRT_OK)
         return st;
-    uint32_t wg = reduce_workgroup(ctx);
+    /* The group from the device's row of kernel_params.inc: 256 on GPUs,
+     * fewer on CPU drivers, where the tree's barriers cost. */
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    uint32_t wg = kp.rms_norm_wg < ctx->limits.max_workgroup_size ? kp.rms_norm_wg : ctx->limits.max_workgroup_size;
     ffnrt_defines defines = {0};
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
     ffnrt_defines_storage(&defines, x->dtype, ctx->half_conversion.kind);
