@@ -366,7 +366,7 @@ typedef struct ffnrt_kernel_params {
                                              * (EW_WHOLE_ONLY), products their epilogue's choices compiled in
                                              * (FIXED_EPILOGUE) */
     uint32_t wide_words;                    /* with it, 8 words an access through 64-bit views (WIDE_WORDS) */
-    uint32_t rms_norm_wg;                   /* RMSNorm's work-items a group (a group a row) */
+    uint32_t row_reduce_wg;                 /* RMSNorm's and cross-entropy's group (one a row) */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

@@ -24,6 +24,16 @@ static uint32_t reduce_workgroup(const ffnrt_context *ctx)
     return ctx->limits.max_workgroup_size < REDUCE_WORKGROUP ? ctx->limits.max_workgroup_size : REDUCE_WORKGROUP;
 }
 
+/* The group of the reductions that take one a row (RMSNorm, softmax
+ * cross-entropy), from the device's row of kernel_params.inc: 256 on
+ * GPUs, fewer on CPU drivers, where the tree's barriers cost. */
+static uint32_t row_workgroup(const ffnrt_context *ctx)
+{
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
+    return kp.row_reduce_wg < ctx->limits.max_workgroup_size ? kp.row_reduce_wg : ctx->limits.max_workgroup_size;
+}
+
 /* *rows: rows of n elements of esize bytes in a block that one binding
  * holds wherever it starts (and whose indices fit 32 bits), at most cap;
  * LIMIT_EXCEEDED where one row does not fit. */
@@ -142,7 +152,7 @@ ffnrt_status ffnrt_launch_cross_entropy(ffnrt_context *ctx, const ffnrt_tensor *
                                    &block);
     if (st != FFNRT_OK)
         return st;
-    uint32_t wg = reduce_workgroup(ctx);
+    uint32_t wg = row_workgroup(ctx);
     ffnrt_defines defines = {0};
     ffnrt_defines_add(&defines, "#define CROSS_ENTROPY 1");
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
@@ -183,11 +193,7 @@ ffnrt_status ffnrt_launch_rms_norm(ffnrt_context *ctx, const ffnrt_tensor *x, co
     ffnrt_status st = rows_a_block(ctx, n, ffnrt_dtype_size(x->dtype), ctx->limits.max_workgroup_count[0], "x", &block);
     if (st != FFNRT_OK)
         return st;
-    /* The group from the device's row of kernel_params.inc: 256 on GPUs,
-     * fewer on CPU drivers, where the tree's barriers cost. */
-    ffnrt_kernel_params kp;
-    ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
-    uint32_t wg = kp.rms_norm_wg < ctx->limits.max_workgroup_size ? kp.rms_norm_wg : ctx->limits.max_workgroup_size;
+    uint32_t wg = row_workgroup(ctx);
     ffnrt_defines defines = {0};
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
     ffnrt_defines_storage(&defines, x->dtype, ctx->half_conversion.kind);
