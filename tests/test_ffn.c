@@ -600,6 +600,61 @@ ParameterizedTest(kernel_group *g, ffn, kernels)
     }
 }
 
+/* The matrix-vector kernel is compiled for a power of two of tokens a
+ * dispatch: 3 tokens run the 4-token kernel (the row past the count
+ * skipped), 5 to 8 the 8-token one, so an app whose decode batch varies
+ * builds a kernel a class, not a count. Each count is checked against the
+ * reference on both paths (run_case); then a fused layer alone, in a
+ * context of its own, counts the kernels each new count builds. */
+BACKEND_PARAMETERS(ffn, matvec_token_classes)
+
+ParameterizedTest(ffnrt_backend *b, ffn, matvec_token_classes)
+{
+    static const int tokens[] = {3, 4, 5, 7, 8};
+    static const int builds[] = {1, 0, 1, 0, 0}; /* new kernels expected at each count */
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
+        ffn_case c = {*b, FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 32, 48, tokens[i], 1, 0, 0,
+                      FFNRT_MATMUL_MATVEC};
+        run_case(ctx, &c);
+    }
+    test_context_done(ctx);
+
+    ctx = test_context(*b, NULL);
+    cr_assert(ctx, "%s", ffnrt_last_error_message());
+    ffn_case c = {*b, FFNRT_FFN_GATED, FFNRT_SWIGLU, FFNRT_DTYPE_F32, 32, 48, 8, 0, 0, 0, FFNRT_MATMUL_MATVEC};
+    ffn_data f = make_data(&c);
+    ffnrt_ffn_weights w = {0};
+    w.w_gate = f.a[W_GATE].stored, w.w_value = f.a[W_VALUE].stored, w.w_out = f.a[W_OUT].stored;
+    ffnrt_ffn_desc desc = case_desc(&c, FFNRT_FFN_PATH_FUSED);
+    ffnrt_ffn *layer = NULL;
+    cr_assert_eq(ffnrt_ffn_create(ctx, &desc, &w, &layer), FFNRT_OK, "%s", ffnrt_last_error_message());
+    uint64_t built = 0;
+    for (size_t i = 0; i < sizeof tokens / sizeof tokens[0]; i++) {
+        int64_t shape[2] = {tokens[i], c.d_model};
+        ffnrt_tensor *x = NULL, *y = NULL;
+        cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &x), FFNRT_OK);
+        cr_assert_eq(ffnrt_tensor_create(ctx, FFNRT_DTYPE_F32, 2, shape, &y), FFNRT_OK);
+        cr_assert_eq(ffnrt_tensor_write(x, f.a[X].stored, ffnrt_tensor_bytes(x)), FFNRT_OK);
+        cr_assert_eq(ffnrt_ffn_forward(layer, x, y), FFNRT_OK, "%s", ffnrt_last_error_message());
+        ffnrt_kernel_stats k;
+        cr_assert_eq(ffnrt_context_kernel_stats(ctx, &k), FFNRT_OK);
+        if (i > 0)
+            cr_expect(builds[i] ? k.built > built : k.built == built,
+                      "%s: %d tokens built %llu kernels after %d tokens' %llu (expected %s)", ffnrt_backend_name(*b),
+                      tokens[i], (unsigned long long)k.built, tokens[i - 1], (unsigned long long)built,
+                      builds[i] ? "more" : "none new");
+        built = k.built;
+        ffnrt_tensor_destroy(x);
+        ffnrt_tensor_destroy(y);
+    }
+    ffnrt_ffn_destroy(layer);
+    free_data(&f);
+    test_context_done(ctx);
+}
+
 /* ----------------------------------------------------------- accounting */
 
 Test(ffn, accounting)
