@@ -207,6 +207,10 @@ uint32_t ffnrt_gemm_forward_bindings(int gated, int bias_bound, int quant, int s
  * runs in fp16: the plan's arithmetic claim is read from it). */
 void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap);
 uint64_t ffnrt_matvec_smem_floats(ffnrt_matvec_shape s, uint32_t tokens);
+/* The rows (tokens) a product kernel is compiled for: m rounded up to a
+ * power of two, at most cap, so nearby counts share one kernel (the
+ * kernels skip the rows past p.M). */
+uint32_t ffnrt_rows_class(uint64_t m, uint32_t cap);
 uint32_t ffnrt_ffn_matvec_tokens(const ffnrt_context *ctx, const ffnrt_ffn_desc *d);
 /* A layer's weight matrices, and the block format each is stored in:
  * FFNRT_WEIGHT_F32 (0) for one in the layer's dtype. */

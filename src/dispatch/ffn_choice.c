@@ -151,6 +151,14 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, const ffnrt_smem_rese
 
 /* ---------------------------------------------------------------- blocked */
 
+uint32_t ffnrt_rows_class(uint64_t m, uint32_t cap)
+{
+    uint32_t rows = 1;
+    while (rows < m && rows < cap)
+        rows *= 2;
+    return rows < cap ? rows : cap;
+}
+
 /* BLOCKED shape for m rows of x and n outputs, from the device's kernel
  * params (dispatch/kernel_params.inc says what bounds it on each kind of
  * driver), or from the forced start (ffn.block). TM takes every row up to
@@ -169,10 +177,7 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_s
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
     ffnrt_blocked_shape b;
-    b.tm = 1;
-    while (b.tm < m && b.tm < kp.blocked_tm_max)
-        b.tm *= 2;
-    b.tm = b.tm < kp.blocked_tm_max ? b.tm : kp.blocked_tm_max;
+    b.tm = ffnrt_rows_class(m, kp.blocked_tm_max);
     if (m <= 4)
         b.tn = kp.blocked_tn_decode, b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
     else

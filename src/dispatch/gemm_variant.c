@@ -115,16 +115,13 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         break;
     }
     case FFNRT_KERNEL_MATVEC: {
-        /* Tokens a dispatch: every row up to matvec_tokens, rounded up to
-         * a power of two as the blocked TM is: each TOKENS is another
+        /* Tokens a dispatch: every row up to matvec_tokens, in the same
+         * power-of-two classes as the blocked TM: each TOKENS is another
          * kernel to compile (a first-use cost on every device), while the
          * rows past p.M cost a register and a shared-memory slot each,
          * never another read of W. So 3 tokens share the 4-token kernel
          * and 5 to 8 the 8-token one. */
-        v.tokens = 1;
-        while (v.tokens < pr->m && v.tokens < c->matvec_tokens)
-            v.tokens *= 2;
-        v.tokens = v.tokens < c->matvec_tokens ? v.tokens : c->matvec_tokens;
+        v.tokens = ffnrt_rows_class(pr->m, c->matvec_tokens);
         /* The integer path by packed 4 x 8-bit dot products where the
          * device has them (Vulkan's shaderIntegerDotProduct: the GLSL
          * prelude's SDOT_4X8), on x's codes as bytes. Taken wherever
