@@ -965,7 +965,7 @@ ParameterizedTest(ffnrt_backend *b, dispatch, blocked_rows_share_kernels)
     const ffnrt_smem_reserve none = {0, 0, 0};
     for (int gated = 0; gated < 2; gated++)
         for (uint64_t m = 1; m <= 70; m++) {
-            ffnrt_blocked_shape s = ffnrt_choose_blocked(ctx, &none, m, 3072, gated, 0, 0);
+            ffnrt_blocked_shape s = ffnrt_choose_blocked(ctx, &none, m, 3072, gated, 0, 0, 0);
             cr_assert(s.tm && (s.tm & (s.tm - 1)) == 0, "%s, %llu rows: TM %u is not a power of two", info.name,
                       (unsigned long long)m, s.tm);
             cr_assert_leq(s.tm, kp.blocked_tm_max, "%s, %llu rows", info.name, (unsigned long long)m);
@@ -973,6 +973,37 @@ ParameterizedTest(ffnrt_backend *b, dispatch, blocked_rows_share_kernels)
                 cr_assert_geq(s.tm, m < kp.blocked_tm_max ? m : kp.blocked_tm_max, "%s, %llu rows: TM %u", info.name,
                               (unsigned long long)m, s.tm);
         }
+    test_context_done(ctx);
+}
+
+/* The integer path's byte products take their own columns at 1 row where
+ * the device's row sets them (PoCL: one, so a work-item streams one code
+ * and one scale row a product from memory), and the decode columns at 2 to
+ * 4 rows, where x's codes are shared by more outputs. */
+BACKEND_PARAMETERS(dispatch, int_bytes_decode_columns)
+ParameterizedTest(ffnrt_backend *b, dispatch, int_bytes_decode_columns)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&info, &kp, NULL, 0);
+    const ffnrt_smem_reserve none = {0, 0, 0};
+    for (int gated = 0; gated < 2; gated++)
+        for (uint64_t m = 1; m <= 4; m++) {
+            ffnrt_blocked_shape s = ffnrt_choose_blocked(ctx, &none, m, 5632, gated, 0, 0, 1);
+            ffnrt_blocked_shape f = ffnrt_choose_blocked(ctx, &none, m, 5632, gated, 0, 0, 0);
+            uint32_t want = m == 1 && kp.blocked_tn_decode_bytes ? kp.blocked_tn_decode_bytes : kp.blocked_tn_decode;
+            cr_expect_eq(s.tn, want, "%s, %llu rows, gated %d: %u columns", info.name, (unsigned long long)m, gated,
+                         s.tn);
+            cr_expect_eq(f.tn, kp.blocked_tn_decode, "%s, %llu rows: the float path's columns", info.name,
+                         (unsigned long long)m);
+            cr_expect_eq(s.tm, f.tm, "%s, %llu rows", info.name, (unsigned long long)m);
+        }
+    if (info.backend == FFNRT_BACKEND_OPENCL && info.type == FFNRT_DEVICE_TYPE_CPU)
+        cr_expect_eq(kp.blocked_tn_decode_bytes, 1u, "%s: PoCL's row", info.name);
     test_context_done(ctx);
 }
 

@@ -87,7 +87,8 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         v.x_bytes = v.x_q8 && kp.blocked_int_dot_bytes;
         v.x_bytes_plain = v.x_bytes ? ctx->plain_byte_dot : 0;
         /* One kernel for decode and prefill: the shape follows the rows. */
-        ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes);
+        ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes,
+                                                     v.x_bytes);
         v.blocked = b;
         v.aligned4 = aligned_bases && pr->k % (esize == 4 ? 4 : 2) == 0;
         if (pr->kmajor) {
