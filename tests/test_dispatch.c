@@ -976,12 +976,14 @@ ParameterizedTest(ffnrt_backend *b, dispatch, blocked_rows_share_kernels)
     test_context_done(ctx);
 }
 
-/* The integer path's byte products take their own columns at 1 row where
- * the device's row sets them (PoCL: one, so a work-item streams one code
- * and one scale row a product from memory), and the decode columns at 2 to
- * 4 rows, where x's codes are shared by more outputs. */
-BACKEND_PARAMETERS(dispatch, int_bytes_decode_columns)
-ParameterizedTest(ffnrt_backend *b, dispatch, int_bytes_decode_columns)
+/* Block-format weights streamed at decode take their own columns at 1 row
+ * where the device's row sets them (PoCL: one, so a work-item streams one
+ * code and one scale row a product from memory): the integer path's bytes
+ * and the float path's 4-bit codes, through the plans of real layers. 8-bit
+ * codes on the float path, and 2 to 4 rows (x's codes then serve more
+ * outputs), keep the decode columns. */
+BACKEND_PARAMETERS(dispatch, streamed_decode_columns)
+ParameterizedTest(ffnrt_backend *b, dispatch, streamed_decode_columns)
 {
     ffnrt_context *ctx = test_context(*b, NULL);
     if (!ctx)
@@ -990,20 +992,42 @@ ParameterizedTest(ffnrt_backend *b, dispatch, int_bytes_decode_columns)
     cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&info, &kp, NULL, 0);
-    const ffnrt_smem_reserve none = {0, 0, 0};
-    for (int gated = 0; gated < 2; gated++)
-        for (uint64_t m = 1; m <= 4; m++) {
-            ffnrt_blocked_shape s = ffnrt_choose_blocked(ctx, &none, m, 5632, gated, 0, 0, 1);
-            ffnrt_blocked_shape f = ffnrt_choose_blocked(ctx, &none, m, 5632, gated, 0, 0, 0);
-            uint32_t want = m == 1 && kp.blocked_tn_decode_bytes ? kp.blocked_tn_decode_bytes : kp.blocked_tn_decode;
-            cr_expect_eq(s.tn, want, "%s, %llu rows, gated %d: %u columns", info.name, (unsigned long long)m, gated,
-                         s.tn);
-            cr_expect_eq(f.tn, kp.blocked_tn_decode, "%s, %llu rows: the float path's columns", info.name,
-                         (unsigned long long)m);
-            cr_expect_eq(s.tm, f.tm, "%s, %llu rows", info.name, (unsigned long long)m);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.kernel", "blocked"), FFNRT_OK);
+    cr_assert_eq(ffnrt_context_force(ctx, "ffn.path", "fused"), FFNRT_OK);
+    const struct {
+        ffnrt_weight_format format;
+        const char *int_dot;
+        int streamed; /* where the device runs the integer path as bytes and 4-bit codes 16 a step */
+    } cases[] = {
+        {FFNRT_WEIGHT_Q4_1, "off", 1}, {FFNRT_WEIGHT_Q4_0, "off", 1}, {FFNRT_WEIGHT_Q8_0, "off", 0},
+        {FFNRT_WEIGHT_Q4_1, "on", 1},  {FFNRT_WEIGHT_Q8_0, "on", 1},
+    };
+    int narrowed = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (int64_t tokens = 1; tokens <= 2; tokens++) {
+            cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", cases[i].int_dot), FFNRT_OK);
+            ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 576, 1536);
+            d.format_in = d.format_value = d.format_out = cases[i].format;
+            ffnrt_plan *plan = NULL;
+            cr_assert_eq(ffnrt_ffn_plan(ctx, &d, tokens, &plan), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+            const char *gv = ffnrt_plan_choice(plan, "ffn.gate_value");
+            unsigned tm = 0, tn = 0;
+            cr_assert(gv && sscanf(gv, "blocked: %ux%u a work-item", &tm, &tn) == 2, "%s", ffnrt_plan_text(plan));
+            /* Which paths stream is the device's: bytes and 16-wide codes
+             * are PoCL's (kernel_params.inc); elsewhere neither. */
+            int path_streams = strstr(gv, "integer dot products of bytes") != NULL ||
+                               (strstr(gv, "integer") == NULL && strstr(gv, "16 weights a step") != NULL);
+            uint32_t want = tokens == 1 && cases[i].streamed && path_streams && kp.blocked_tn_decode_streamed
+                                ? kp.blocked_tn_decode_streamed
+                                : kp.blocked_tn_decode;
+            cr_expect_eq(tn, want, "%s, %s, int_dot %s, %lld tokens: %s", info.name,
+                         ffnrt_weight_format_name(cases[i].format), cases[i].int_dot, (long long)tokens, gv);
+            narrowed += tn == kp.blocked_tn_decode_streamed && tn != kp.blocked_tn_decode;
+            ffnrt_plan_destroy(plan);
         }
+    /* PoCL's row narrows the three streamed cases at 1 token. */
     if (info.backend == FFNRT_BACKEND_OPENCL && info.type == FFNRT_DEVICE_TYPE_CPU)
-        cr_expect_eq(kp.blocked_tn_decode_bytes, 1u, "%s: PoCL's row", info.name);
+        cr_expect_eq(narrowed, 4, "%s: the 4-bit float cases and the integer path at 1 token", info.name);
     test_context_done(ctx);
 }
 

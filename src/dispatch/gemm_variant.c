@@ -87,8 +87,13 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         v.x_bytes = v.x_q8 && kp.blocked_int_dot_bytes;
         v.x_bytes_plain = v.x_bytes ? ctx->plain_byte_dot : 0;
         /* One kernel for decode and prefill: the shape follows the rows. */
-        ffnrt_blocked_shape b = ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes,
-                                                     v.x_bytes);
+        /* Streamed at decode in narrow columns (kernel_params.inc's
+         * tn_decode_streamed says which and why): the integer path's
+         * bytes, and the float path's 4-bit codes (8-bit ones measured
+         * even or slower). */
+        int streamed = v.x_bytes || (v.wide_codes && ql->code_bits == 4);
+        ffnrt_blocked_shape b =
+            ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes, streamed);
         v.blocked = b;
         v.aligned4 = aligned_bases && pr->k % (esize == 4 ? 4 : 2) == 0;
         if (pr->kmajor) {
