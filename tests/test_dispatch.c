@@ -976,12 +976,12 @@ ParameterizedTest(ffnrt_backend *b, dispatch, blocked_rows_share_kernels)
     test_context_done(ctx);
 }
 
-/* Block-format weights streamed at decode take their own columns at 1 row
- * where the device's row sets them (PoCL: one, so a work-item streams one
- * code and one scale row a product from memory): the integer path's bytes
- * and the float path's 4-bit codes, through the plans of real layers. 8-bit
- * codes on the float path, and 2 to 4 rows (x's codes then serve more
- * outputs), keep the decode columns. */
+/* Block-format weights streamed at decode take their own columns where the
+ * device's row sets them (PoCL: one, so a work-item streams one code and
+ * one scale row a product from memory), through the plans of real layers:
+ * 4-bit codes on either path at 1 and 2 rows, the integer path's 8-bit
+ * codes at 1. The float path's 8-bit codes, and 4 rows (x's codes then
+ * serve more outputs), keep the decode columns. */
 BACKEND_PARAMETERS(dispatch, streamed_decode_columns)
 ParameterizedTest(ffnrt_backend *b, dispatch, streamed_decode_columns)
 {
@@ -997,14 +997,14 @@ ParameterizedTest(ffnrt_backend *b, dispatch, streamed_decode_columns)
     const struct {
         ffnrt_weight_format format;
         const char *int_dot;
-        int streamed; /* where the device runs the integer path as bytes and 4-bit codes 16 a step */
+        int64_t streamed; /* rows up to which, where the device runs the integer path as bytes and codes 16 a step */
     } cases[] = {
-        {FFNRT_WEIGHT_Q4_1, "off", 1}, {FFNRT_WEIGHT_Q4_0, "off", 1}, {FFNRT_WEIGHT_Q8_0, "off", 0},
-        {FFNRT_WEIGHT_Q4_1, "on", 1},  {FFNRT_WEIGHT_Q8_0, "on", 1},
+        {FFNRT_WEIGHT_Q4_1, "off", 2}, {FFNRT_WEIGHT_Q4_0, "off", 2}, {FFNRT_WEIGHT_Q8_0, "off", 0},
+        {FFNRT_WEIGHT_Q4_1, "on", 2},  {FFNRT_WEIGHT_Q8_0, "on", 1},
     };
     int narrowed = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        for (int64_t tokens = 1; tokens <= 2; tokens++) {
+        for (int64_t tokens = 1; tokens <= 4; tokens *= 2) {
             cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", cases[i].int_dot), FFNRT_OK);
             ffnrt_ffn_desc d = FFNRT_FFN_DESC_INIT(FFNRT_FFN_GATED, 576, 1536);
             d.format_in = d.format_value = d.format_out = cases[i].format;
@@ -1017,7 +1017,7 @@ ParameterizedTest(ffnrt_backend *b, dispatch, streamed_decode_columns)
              * are PoCL's (kernel_params.inc); elsewhere neither. */
             int path_streams = strstr(gv, "integer dot products of bytes") != NULL ||
                                (strstr(gv, "integer") == NULL && strstr(gv, "16 weights a step") != NULL);
-            uint32_t want = tokens == 1 && cases[i].streamed && path_streams && kp.blocked_tn_decode_streamed
+            uint32_t want = tokens <= cases[i].streamed && path_streams && kp.blocked_tn_decode_streamed
                                 ? kp.blocked_tn_decode_streamed
                                 : kp.blocked_tn_decode;
             cr_expect_eq(tn, want, "%s, %s, int_dot %s, %lld tokens: %s", info.name,
@@ -1025,9 +1025,10 @@ ParameterizedTest(ffnrt_backend *b, dispatch, streamed_decode_columns)
             narrowed += tn == kp.blocked_tn_decode_streamed && tn != kp.blocked_tn_decode;
             ffnrt_plan_destroy(plan);
         }
-    /* PoCL's row narrows the three streamed cases at 1 token. */
+    /* PoCL's row narrows the 4-bit cases at 1 and 2 tokens, Q8_0's integer
+     * path at 1. */
     if (info.backend == FFNRT_BACKEND_OPENCL && info.type == FFNRT_DEVICE_TYPE_CPU)
-        cr_expect_eq(narrowed, 4, "%s: the 4-bit float cases and the integer path at 1 token", info.name);
+        cr_expect_eq(narrowed, 7, "%s: the 4-bit cases at 1 and 2 tokens, Q8_0's integer path at 1", info.name);
     test_context_done(ctx);
 }
 

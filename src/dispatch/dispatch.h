@@ -117,10 +117,10 @@ ffnrt_status ffnrt_choose_matvec(const ffnrt_context *ctx, const ffnrt_smem_rese
                                  ffnrt_matvec_shape *out, ffnrt_error *err);
 /* BLOCKED's shape for m rows and n outputs (sixteen_bit: 16-bit outputs,
  * which go through shared memory; wide: block-format weights 16 a step;
- * streamed: block-format weights whose decode takes the narrow columns,
- * kernel_params.inc's tn_decode_streamed). */
+ * streamed: the rows up to which block-format weights take the narrow
+ * columns, kernel_params.inc's tn_decode_streamed). */
 ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint64_t m,
-                                         uint64_t n, int gated, int sixteen_bit, int wide, int streamed);
+                                         uint64_t n, int gated, int sixteen_bit, int wide, uint32_t streamed);
 /* Whether a block has so many outputs a work-item that they are staged in
  * shared memory and its loops over them rolled (LARGE_BLOCK), and the
  * floats of shared memory its outputs take. */
@@ -373,7 +373,7 @@ typedef struct ffnrt_kernel_params {
                                              * (FIXED_EPILOGUE) */
     uint32_t wide_words;                    /* with it, 8 words an access through 64-bit views (WIDE_WORDS) */
     uint32_t row_reduce_wg;                 /* RMSNorm's and cross-entropy's group (one a row) */
-    uint32_t blocked_tn_decode_streamed;    /* block-format weights at 1 row: columns (0: tn_decode) */
+    uint32_t blocked_tn_decode_streamed;    /* block-format weights at 1-2 rows: columns (0: tn_decode) */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

@@ -167,12 +167,12 @@ uint32_t ffnrt_rows_class(uint64_t m, uint32_t cap)
  * its outputs were staged), so 5 to 8 rows share the 8-row kernel rather
  * than building four, and the rows
  * past m cost arithmetic only, not another read of W. TN the decode width
- * at 4 rows or fewer (block-format weights their own at 1, `streamed`).
+ * at 4 rows or fewer (block-format weights their own up to `streamed`).
  * Groups narrowed while that leaves fewer than 16 groups so every core
  * gets work; then fitted to the workgroup size and to the shared memory
  * that the outputs staged there take (ffnrt_blocked_smem_floats). */
 ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_smem_reserve *stats, uint64_t m,
-                                         uint64_t n, int gated, int sixteen_bit, int wide, int streamed)
+                                         uint64_t n, int gated, int sixteen_bit, int wide, uint32_t streamed)
 {
     ffnrt_kernel_params kp;
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
@@ -182,9 +182,9 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_s
         b.tn = kp.blocked_tn_decode, b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
     else
         b.tn = gated ? kp.blocked_tn_gated : kp.blocked_tn, b.wg_n = kp.blocked_wg_n, b.wg_m = kp.blocked_wg_m;
-    /* Block-format weights at 1 row: fewer weight rows a work-item
-     * streams at once (kernel_params.inc's tn_decode_streamed). */
-    if (m == 1 && streamed && kp.blocked_tn_decode_streamed)
+    /* Block-format weights at up to `streamed` rows: fewer weight rows a
+     * work-item streams at once (kernel_params.inc's tn_decode_streamed). */
+    if (m <= streamed && kp.blocked_tn_decode_streamed)
         b.tn = kp.blocked_tn_decode_streamed;
     /* 16-wide accumulators take a vector register each. */
     if (m > 4 && wide && (gated ? kp.blocked_tn_gated_wide : kp.blocked_tn_wide))

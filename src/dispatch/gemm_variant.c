@@ -87,11 +87,11 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
         v.x_bytes = v.x_q8 && kp.blocked_int_dot_bytes;
         v.x_bytes_plain = v.x_bytes ? ctx->plain_byte_dot : 0;
         /* One kernel for decode and prefill: the shape follows the rows. */
-        /* Streamed at decode in narrow columns (kernel_params.inc's
-         * tn_decode_streamed says which and why): the integer path's
-         * bytes, and the float path's 4-bit codes (8-bit ones measured
-         * even or slower). */
-        int streamed = v.x_bytes || (v.wide_codes && ql->code_bits == 4);
+        /* Rows up to which the weights are streamed in narrow columns
+         * (kernel_params.inc's tn_decode_streamed says which and why):
+         * 4-bit codes on either path at 1 and 2 rows, the integer path's
+         * 8-bit ones at 1 (the float path's measured even or slower). */
+        uint32_t streamed = v.x_bytes || v.wide_codes ? (ql->code_bits == 4 ? 2u : v.x_bytes ? 1u : 0u) : 0u;
         ffnrt_blocked_shape b =
             ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes, streamed);
         v.blocked = b;
