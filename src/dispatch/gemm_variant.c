@@ -91,7 +91,11 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
          * (kernel_params.inc's tn_decode_streamed says which and why):
          * 4-bit codes on either path at 1 and 2 rows, the integer path's
          * 8-bit ones at 1 (the float path's measured even or slower). */
-        uint32_t streamed = v.x_bytes || v.wide_codes ? (ql->code_bits == 4 ? 2u : v.x_bytes ? 1u : 0u) : 0u;
+        uint32_t streamed = 0;
+        if ((v.x_bytes || v.wide_codes) && ql->code_bits == 4)
+            streamed = 2;
+        else if (v.x_bytes)
+            streamed = 1;
         ffnrt_blocked_shape b =
             ffnrt_choose_blocked(ctx, &c->stats, pr->m, pr->n, pr->gated, esize != 4, v.wide_codes, streamed);
         v.blocked = b;
