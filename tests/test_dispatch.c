@@ -981,7 +981,8 @@ ParameterizedTest(ffnrt_backend *b, dispatch, blocked_rows_share_kernels)
  * one scale row a product from memory), through the plans of real layers:
  * 4-bit codes on either path at 1 and 2 rows, the integer path's 8-bit
  * codes at 1. The float path's 8-bit codes, and 4 rows (x's codes then
- * serve more outputs), keep the decode columns. */
+ * serve more outputs), keep the decode columns, or the 4-row kernel's own
+ * where the device's row has them (llvmpipe: 8, tn_decode4). */
 BACKEND_PARAMETERS(dispatch, streamed_decode_columns)
 ParameterizedTest(ffnrt_backend *b, dispatch, streamed_decode_columns)
 {
@@ -1002,7 +1003,7 @@ ParameterizedTest(ffnrt_backend *b, dispatch, streamed_decode_columns)
         {FFNRT_WEIGHT_Q4_1, "off", 2}, {FFNRT_WEIGHT_Q4_0, "off", 2}, {FFNRT_WEIGHT_Q8_0, "off", 0},
         {FFNRT_WEIGHT_Q4_1, "on", 2},  {FFNRT_WEIGHT_Q8_0, "on", 1},
     };
-    int narrowed = 0;
+    int narrowed = 0, widened = 0;
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         for (int64_t tokens = 1; tokens <= 4; tokens *= 2) {
             cr_assert_eq(ffnrt_context_force(ctx, "ffn.int_dot", cases[i].int_dot), FFNRT_OK);
@@ -1019,16 +1020,20 @@ ParameterizedTest(ffnrt_backend *b, dispatch, streamed_decode_columns)
                                (strstr(gv, "integer") == NULL && strstr(gv, "16 weights a step") != NULL);
             uint32_t want = tokens <= cases[i].streamed && path_streams && kp.blocked_tn_decode_streamed
                                 ? kp.blocked_tn_decode_streamed
-                                : kp.blocked_tn_decode;
+                            : tokens > 2 && kp.blocked_tn_decode4 ? kp.blocked_tn_decode4
+                                                                  : kp.blocked_tn_decode;
             cr_expect_eq(tn, want, "%s, %s, int_dot %s, %lld tokens: %s", info.name,
                          ffnrt_weight_format_name(cases[i].format), cases[i].int_dot, (long long)tokens, gv);
             narrowed += tn == kp.blocked_tn_decode_streamed && tn != kp.blocked_tn_decode;
+            widened += tn == kp.blocked_tn_decode4 && tn > kp.blocked_tn_decode;
             ffnrt_plan_destroy(plan);
         }
     /* PoCL's row narrows the 4-bit cases at 1 and 2 tokens, Q8_0's integer
-     * path at 1. */
+     * path at 1; llvmpipe's widens every case at 4 tokens (tn_decode4). */
     if (info.backend == FFNRT_BACKEND_OPENCL && info.type == FFNRT_DEVICE_TYPE_CPU)
         cr_expect_eq(narrowed, 7, "%s: the 4-bit cases at 1 and 2 tokens, Q8_0's integer path at 1", info.name);
+    if (info.backend == FFNRT_BACKEND_VULKAN && info.type == FFNRT_DEVICE_TYPE_CPU)
+        cr_expect_eq(widened, 5, "%s: every case at 4 tokens", info.name);
     test_context_done(ctx);
 }
 

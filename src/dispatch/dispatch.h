@@ -374,6 +374,7 @@ typedef struct ffnrt_kernel_params {
     uint32_t wide_words;                    /* with it, 8 words an access through 64-bit views (WIDE_WORDS) */
     uint32_t row_reduce_wg;                 /* RMSNorm's and cross-entropy's group (one a row) */
     uint32_t blocked_tn_decode_streamed;    /* block-format weights at 1-2 rows: columns (0: tn_decode) */
+    uint32_t blocked_tn_decode4;            /* at 3-4 rows (the 4-row kernel): columns (0: tn_decode) */
 } ffnrt_kernel_params;
 
 /* The params for a device; why (may be NULL) names the most specific row. */

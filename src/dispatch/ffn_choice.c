@@ -167,7 +167,8 @@ uint32_t ffnrt_rows_class(uint64_t m, uint32_t cap)
  * its outputs were staged), so 5 to 8 rows share the 8-row kernel rather
  * than building four, and the rows
  * past m cost arithmetic only, not another read of W. TN the decode width
- * at 4 rows or fewer (block-format weights their own up to `streamed`).
+ * at 4 rows or fewer (the 4-row kernel's own where the device has one,
+ * block-format weights their own up to `streamed`).
  * Groups narrowed while that leaves fewer than 16 groups so every core
  * gets work; then fitted to the workgroup size and to the shared memory
  * that the outputs staged there take (ffnrt_blocked_smem_floats). */
@@ -182,6 +183,9 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_s
         b.tn = kp.blocked_tn_decode, b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
     else
         b.tn = gated ? kp.blocked_tn_gated : kp.blocked_tn, b.wg_n = kp.blocked_wg_n, b.wg_m = kp.blocked_wg_m;
+    /* The 4-row kernel's own columns (kernel_params.inc's tn_decode4). */
+    if (m > 2 && m <= 4 && kp.blocked_tn_decode4)
+        b.tn = kp.blocked_tn_decode4;
     /* Block-format weights at up to `streamed` rows: fewer weight rows a
      * work-item streams at once (kernel_params.inc's tn_decode_streamed). */
     if (m <= streamed && kp.blocked_tn_decode_streamed)
