@@ -179,13 +179,14 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_s
     ffnrt_kernel_params_for(&ctx->info, &kp, NULL, 0);
     ffnrt_blocked_shape b;
     b.tm = ffnrt_rows_class(m, kp.blocked_tm_max);
-    if (m <= 4)
-        b.tn = kp.blocked_tn_decode, b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
-    else
+    /* At decode the 4-row kernel takes its own columns where the device's
+     * row has them (kernel_params.inc's tn_decode4). */
+    if (m <= 4) {
+        b.tn = b.tm == 4 && kp.blocked_tn_decode4 ? kp.blocked_tn_decode4 : kp.blocked_tn_decode;
+        b.wg_n = kp.blocked_wg_n_decode, b.wg_m = kp.blocked_wg_m_decode;
+    } else {
         b.tn = gated ? kp.blocked_tn_gated : kp.blocked_tn, b.wg_n = kp.blocked_wg_n, b.wg_m = kp.blocked_wg_m;
-    /* The 4-row kernel's own columns (kernel_params.inc's tn_decode4). */
-    if (m > 2 && m <= 4 && kp.blocked_tn_decode4)
-        b.tn = kp.blocked_tn_decode4;
+    }
     /* Block-format weights at up to `streamed` rows: fewer weight rows a
      * work-item streams at once (kernel_params.inc's tn_decode_streamed). */
     if (m <= streamed && kp.blocked_tn_decode_streamed)
