@@ -102,6 +102,7 @@ uint ffn_mulhi(uint a, uint b)
 #define F4(a, b, c, d) vec4((a), (b), (c), (d))
 #define DOT4(a, b) dot((a), (b))
 #define UNROLL [[unroll]] /* see prelude_opencl.cl */
+#define UNROLL_BY2 /* GLSL has no unroll count */
 /* Element-wise loop (storage.inc): each invocation takes ITEMS consecutive
  * words. llvmpipe reads a storage buffer lane by lane whatever the
  * addresses, and neighbouring words in one invocation cost it 10 to 30%

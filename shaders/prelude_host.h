@@ -88,5 +88,6 @@ typedef struct { float x, y, z, w; } f4;
 static inline float ffnrt_host_dot4(f4 a, f4 b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
 #define DOT4(a, b) ffnrt_host_dot4((a), (b))
 #define UNROLL /* see prelude_opencl.cl */
+#define UNROLL_BY2 /* see prelude_opencl.cl */
 /* Buffers (BUFFER_RO, BUFFER_RO_F4, LOAD_F4) exist only in kernels. */
 #endif

@@ -36,6 +36,7 @@ typedef float4 f4;
 #define F4(a, b, c, d) ((float4)((a), (b), (c), (d)))
 #define DOT4(a, b) dot((a), (b))
 #define UNROLL _Pragma("unroll") /* before a loop with a constant trip count: unroll it fully (register arrays) */
+#define UNROLL_BY2 _Pragma("unroll 2") /* before a loop whose body is short beside its loop overhead */
 /* Vector loads from an fp32 binding: BUFFER_RO_F4(binding, name) after the
  * binding's BUFFER_RO lets LOAD_F4(name, i4) read elements 4*i4 .. 4*i4+3
  * (OpenCL needs no declaration: vload4 reads the float pointer). */
