@@ -7,6 +7,9 @@
 #define AFP_FROM_BITS(b) unpackFloat2x16(b).x /* exact: the rounding is storage.inc's */
 #endif
 
+#if defined(WIDE_WORDS) || defined(VIEWS_64)
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+#endif
 #ifdef WIDE_WORDS
 /* 8-word views of a binding (WORDS8: a u64vec4, 32 bytes an access), where
  * the device has 64-bit integers (shaderInt64): llvmpipe loads and stores
@@ -14,7 +17,6 @@
  * about the same for 4 bytes, 16 or 32 (kernel_params.inc's
  * ew_wide_words). W8_LO and W8_HI: words 0..3 and 4..7 as a uvec4 (each
  * 64-bit component is two words, the lower first); W8_OF joins them. */
-#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
 #define WORDS8 u64vec4
 #define BUFFER_RO_W8(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferW8_##binding_ { u64vec4 name##_w8[]; };
 #define BUFFER_RW_W8(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferW8_##binding_ { u64vec4 name##_w8[]; };
@@ -112,7 +114,25 @@ uint ffn_mulhi(uint a, uint b)
 #define ITEMS_VEC4 1 /* storage.inc: EW_WHOLE_ITEMS_VEC4; transpose.kernel, sumsq.kernel */
 /* Vector loads, see prelude_opencl.cl: a vec4 view of the same binding
  * (descriptor aliasing). llvmpipe loads a vec4 in one pass over its SIMD
- * lanes where four floats take four. */
+ * lanes where four floats take four.
+ *
+ * VIEWS_64 (the product kernels on llvmpipe with shaderInt64: dispatch/
+ * gemm_variant.c's views64): the same 16 bytes as two 64-bit words. Each
+ * pass of llvmpipe's lane loop (Mesa 22.3's emit_load_mem) loads and
+ * bounds-checks the access component by component, so two components
+ * cost about half of four for the same bytes. */
+#ifdef VIEWS_64
+uvec4 ffn_words_of_64(u64vec2 v) { return uvec4(unpack32(v.x), unpack32(v.y)); }
+u64vec2 ffn_64_of_words(uvec4 v) { return u64vec2(pack64(v.xy), pack64(v.zw)); }
+#define BUFFER_RO_F4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferF4_##binding_ { u64vec2 name##_f4[]; };
+#define LOAD_F4(name, i4) uintBitsToFloat(ffn_words_of_64(name##_f4[(i4)]))
+#define BUFFER_RO_U4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferU4_##binding_ { u64vec2 name##_u4[]; };
+#define LOAD_U4(name, i4) ffn_words_of_64(name##_u4[(i4)])
+#define BUFFER_RW_F4(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferF4_##binding_ { u64vec2 name##_f4[]; };
+#define BUFFER_RW_U4(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferU4_##binding_ { u64vec2 name##_u4[]; };
+#define STORE_F4(name, i4, v) name##_f4[(i4)] = ffn_64_of_words(floatBitsToUint(v))
+#define STORE_U4(name, i4, v) name##_u4[(i4)] = ffn_64_of_words(v)
+#else
 #define BUFFER_RO_F4(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferF4_##binding_ { vec4 name##_f4[]; };
 #define LOAD_F4(name, i4) name##_f4[(i4)]
 /* The same for a binding of 32-bit words (packed 16-bit storage). */
@@ -123,6 +143,7 @@ uint ffn_mulhi(uint a, uint b)
 #define BUFFER_RW_U4(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferU4_##binding_ { uvec4 name##_u4[]; };
 #define STORE_F4(name, i4, v) name##_f4[(i4)] = (v)
 #define STORE_U4(name, i4, v) name##_u4[(i4)] = (v)
+#endif
 /* 2-word views (a 16-bit binding's four elements: transpose.kernel). */
 #define BUFFER_RO_U2(binding_, name) layout(std430, set = 0, binding = binding_) readonly buffer BufferU2_##binding_ { uvec2 name##_u2[]; };
 #define BUFFER_RW_U2(binding_, name) layout(std430, set = 0, binding = binding_) buffer BufferU2_##binding_ { uvec2 name##_u2[]; };

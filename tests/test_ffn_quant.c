@@ -582,8 +582,9 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, integer_path)
  * Q6_K's 16-element groups, decode and a small prefill block) and the
  * integer path's exact cases on the blocked and matrix-vector kernels,
  * each against the same reference as with vectors; and Q8_0's groups as
- * one 64-bit access (QUANT_W8) against the 4-word form of a device
- * without 64-bit words (int64_words=0). */
+ * one 64-bit access (QUANT_W8), and lavapipe's 4-word loads as two 64-bit
+ * words (VIEWS_64), against the 4-word forms of a device without 64-bit
+ * words (int64_words=0). */
 BACKEND_PARAMETERS(ffn_quant, word_codes)
 ParameterizedTest(ffnrt_backend *b, ffn_quant, word_codes)
 {
@@ -636,6 +637,14 @@ ParameterizedTest(ffnrt_backend *b, ffn_quant, word_codes)
         cr_expect(!plan_says(narrow, q8, "8 words at a time") && plans_vector_codes(narrow, q8),
                   "int64_words=0: the plan should read Q8_0's codes 4 words at a time");
         run_case(narrow, q8, "blocked");
+        /* The same drivers take every 4-word load as two 64-bit words
+         * (VIEWS_64); int64_words=0 keeps the 4-word views, which GPUs
+         * without shaderInt64 read: both against the reference. */
+        cr_expect(plan_says(vec_ctx, &floats[0], "two 64-bit words"),
+                  "%s: the product's 4-word loads are not read as 64-bit words", info.name);
+        cr_expect(!plan_says(narrow, &floats[0], "two 64-bit words"),
+                  "int64_words=0, yet the plan reads 4-word loads as 64-bit words");
+        run_case(narrow, &floats[0], "blocked");
         test_context_done(narrow);
     }
     cr_assert_eq(ffnrt_context_force(vec_ctx, "ffn.int_dot", "on"), FFNRT_OK);

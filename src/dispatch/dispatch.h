@@ -176,6 +176,7 @@ typedef struct ffnrt_gemm_variant {
                         * (QUANT_VEC4), where binding offsets keep them 16-byte aligned */
     int quant_w8;      /* blocked float path, 8 code words a group (Q8_0): a group's words read as one access
                         * through a 64-bit view (QUANT_W8) */
+    int views64;       /* the 4-word views (vector loads and stores) as two 64-bit words (VIEWS_64) */
     int large_block;   /* blocked: outputs staged in shared memory, their loops rolled (LARGE_BLOCK) */
     int k_tail;        /* blocked, dense weights: K is not a multiple of 4 (K_TAIL) */
     ffnrt_blocked_shape blocked;

@@ -185,6 +185,19 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
      * value), spill. */
     v.quant_w8 = v.quant_vec4 && !v.x_q8 && ql->group * ql->code_bits / 32 == 8 && kp.wide_words &&
                  ctx->limits.int64_words && pr->codes_align32;
+    /* Every 4-word load (x's and the dense weights' vectors, the code
+     * words, the integer path's x blocks) as two 64-bit words, on the same
+     * drivers: llvmpipe's lane loop loads and bounds-checks an access
+     * component by component (Mesa 22.3's emit_load_mem), so two
+     * components cost about half of four for the same 16 bytes. On
+     * lavapipe (2026-12-07, the builds with and without alternated, best
+     * of 4-10 calls): SwiGLU 2048 x 5632 decode 10-18% faster (Q4_0, Q4_1,
+     * float path; Q4_0's integer path 13%), 4096 x 14336 11-12%, 64
+     * tokens 13-18%; dense GELU 768 x 3072 in f32 5% at 1 token and 13% at
+     * 64; the fp32 training step 5-8%. The backward's outer products (their
+     * y read and written through the views) keep 4 words: with them the
+     * step was no faster. 16-bit storage reads words, not these views. */
+    v.views64 = kp.wide_words && ctx->limits.int64_words && !v.outer;
     *out = v;
     return FFNRT_OK;
 }
@@ -248,7 +261,7 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
                        : v->bias           ? ", bias"
                        : v->no_bias_bindings ? ", no bias bindings (max_bindings)"
                                              : "";
-    snprintf(buf, cap, "%s; %s storage, %s weights%s%s; epilogue %s%s%s%s; %u work-items, %llu float%s of shared memory%s",
+    snprintf(buf, cap, "%s; %s storage, %s weights%s%s%s; epilogue %s%s%s%s; %u work-items, %llu float%s of shared memory%s",
              shape,
              ffnrt_dtype_name(v->storage), ql ? ffnrt_weight_format_name(v->weights) : "dense",
              ql ? (v->level == FFNRT_KERNEL_TILED ? " dequantized into the staged tiles"
@@ -258,6 +271,7 @@ void ffnrt_gemm_variant_text(const ffnrt_gemm_variant *v, char *buf, size_t cap)
              v->quant_w8     ? ", codes read 8 words at a time (64-bit views)"
              : v->quant_vec4 ? (v->x_q8 ? ", codes and x's blocks read 4 words at a time" : ", codes read 4 words at a time")
                              : "",
+             v->views64 ? ", 4-word accesses as two 64-bit words" : "",
              epilogue, bias, has_epilogue ? (v->fp16_epilogue ? ", fp16 epilogue" : ", fp32 epilogue") : "",
              v->accumulate ? ", added to y" : "",
              v->workgroup, (unsigned long long)v->smem_floats, v->smem_floats == 1 ? "" : "s",

@@ -113,6 +113,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_gemm_variant *
         ffnrt_defines_add(d, "#define QUANT_VEC4 1");
     if (v->quant_w8)
         ffnrt_defines_add(d, "#define WIDE_WORDS 1\n#define QUANT_W8 1");
+    if (v->views64)
+        ffnrt_defines_add(d, "#define VIEWS_64 1");
     switch (v->level) {
     case FFNRT_KERNEL_BLOCKED:
         ffnrt_defines_add(d, "#define BLOCKED %u", 1);
