@@ -192,6 +192,64 @@ ParameterizedTest(count_case *c, activations, counts)
     test_context_done(ctx);
 }
 
+/* Where the driver runs invocations as SIMD lanes with a loop per access
+ * and has 64-bit integers (lavapipe), element-wise kernels load and store
+ * their 4-word vectors as two 64-bit words (VIEWS_64); int64_words=0
+ * keeps the 4-word views that GPUs without shaderInt64 run. Both forms,
+ * in and out of place, give the same bits, within the op's bound. */
+BACKEND_PARAMETERS(activations, views64)
+ParameterizedTest(ffnrt_backend *b, activations, views64)
+{
+    const size_t n = 262144;
+    float *in = malloc(n * sizeof *in), *out[2] = {malloc(n * sizeof(float)), malloc(n * sizeof(float))};
+    cr_assert(in && out[0] && out[1]);
+    uint32_t state = 11u;
+    for (size_t i = 0; i < n; i++) {
+        state = state * 1664525u + 1013904223u;
+        in[i] = ((float)(state >> 8) / 16777216.0f - 0.5f) * 16.0f;
+    }
+    ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
+    for (int narrow = 0; narrow < 2; narrow++) {
+        ffnrt_context *ctx = narrow ? test_context_with_limits(*b, "int64_words=0") : test_context(*b, NULL);
+        if (!ctx)
+            return;
+        ffnrt_device_info info;
+        cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+        ffnrt_plan *plan = NULL;
+        cr_assert_eq(ffnrt_activation_plan(ctx, &d, FFNRT_DTYPE_F32, n, &plan), FFNRT_OK, "%s",
+                     ffnrt_context_last_error(ctx));
+        int says = strstr(ffnrt_plan_text(plan), "two 64-bit words") != NULL;
+        if (narrow)
+            cr_expect(!says, "int64_words=0, yet the plan takes 64-bit words:\n%s", ffnrt_plan_text(plan));
+        else if (*b == FFNRT_BACKEND_VULKAN && info.type == FFNRT_DEVICE_TYPE_CPU && info.subgroup_size > 1)
+            cr_expect(says, "%s: the element-wise kernel does not take 64-bit words:\n%s", info.name,
+                      ffnrt_plan_text(plan));
+        else
+            cr_log_info("%s: element-wise 4-word views %s 64-bit words", info.name, says ? "as" : "not as");
+        ffnrt_plan_destroy(plan);
+        ffnrt_tensor *x = test_tensor_1d(ctx, n, in);
+        ffnrt_tensor *y = test_tensor_1d(ctx, n, NULL);
+        cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, y), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        cr_assert_eq(ffnrt_activation_forward(ctx, &d, x, x), FFNRT_OK, "%s", ffnrt_context_last_error(ctx));
+        test_read(y, out[narrow], n);
+        float *again = malloc(n * sizeof *again);
+        cr_assert(again);
+        test_read(x, again, n);
+        cr_expect(memcmp(again, out[narrow], n * sizeof *again) == 0, "in place and out of place differ");
+        free(again);
+        for (size_t i = 0; i < n; i++)
+            cr_assert(ulp_error_f32(out[narrow][i], ref_silu(in[i])) <= 4.0, "silu(%a) = %a", in[i],
+                      out[narrow][i]);
+        ffnrt_tensor_destroy(x);
+        ffnrt_tensor_destroy(y);
+        test_context_done(ctx);
+    }
+    cr_expect(memcmp(out[0], out[1], n * sizeof(float)) == 0, "64-bit words and 4-word views differ");
+    free(in);
+    free(out[0]);
+    free(out[1]);
+}
+
 /* PReLU's slope follows the channel axis: the last axis of tokens x
  * features, axis 1 of an NCHW image, or one shared slope. */
 typedef struct prelu_case {

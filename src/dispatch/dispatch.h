@@ -380,6 +380,9 @@ typedef struct ffnrt_kernel_params {
 
 /* The params for a device; why (may be NULL) names the most specific row. */
 void ffnrt_kernel_params_for(const ffnrt_device_info *info, ffnrt_kernel_params *out, char *why, size_t cap);
+/* Whether kernels take their 4-word views as two 64-bit words (VIEWS_64,
+ * the GLSL prelude): kernel_params.c says where and why. */
+int ffnrt_views64(const ffnrt_context *ctx);
 
 /* How the device's kernels convert fp16 values (bit arithmetic where
  * turned_off, FFNRT_LIMITS half_conversion=0), and why. */
@@ -466,6 +469,7 @@ typedef struct ffnrt_ew_variant {
     uint32_t workgroup;        /* work-items a group */
     uint32_t row_multiple;     /* every dispatch starts at a multiple of this many elements (0: any) */
     uint32_t items;            /* words a work-item */
+    int views64;               /* the 4-word views as two 64-bit words (VIEWS_64: gemm_variant.c says why) */
     int whole_only;            /* every group whole: no bounds tests compiled (EW_WHOLE_ONLY) */
     int stats, stats_norms2;   /* the statistics variant, and its token norms in registers (1, 2) */
     uint32_t stats_stash;      /* elements a group stashes bins for (0: counted in the loop) */

@@ -129,6 +129,7 @@ ffnrt_status ffnrt_choose_ew_variant(ffnrt_context *ctx, const ffnrt_ew_op *op, 
     v.op = *op;
     v.workgroup = ffnrt_elementwise_workgroup(ctx);
     v.items = FFNRT_EW_ITEMS;
+    v.views64 = ffnrt_views64(ctx); /* the 4-word loads and stores as two 64-bit words */
     if (op->slope_channels) {
         slope_choice c = choose_slope_lookup(ctx, op->slope_channels, op->slope_inner, op->dtype);
         v.slope_lookup = c.row->define;
@@ -167,7 +168,8 @@ void ffnrt_ew_variant_text(const ffnrt_ew_variant *v, char *buf, size_t cap)
              o->two_outputs ? " and two outputs" : "", ffnrt_dtype_name(o->dtype),
              o->arithmetic ? (v->fp16 ? ", fp16 arithmetic" : ", fp32 arithmetic") : "",
              v->slope_lookup ? ", slopes " : "", v->slope_lookup ? v->slope_lookup : "", v->workgroup, v->items,
-             v->items == 8 ? " (64-bit views)" : "", v->whole_only ? ", whole groups (no bounds tests)"
+             v->items == 8 ? " (64-bit views)" : v->views64 ? " (4-word accesses as two 64-bit words)" : "",
+             v->whole_only ? ", whole groups (no bounds tests)"
              : v->stats ? (v->stats_norms2 ? ", statistics variant (token norms in registers)" : ", statistics variant")
                       : "");
 }

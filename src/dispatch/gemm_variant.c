@@ -186,18 +186,11 @@ ffnrt_status ffnrt_choose_gemm_variant(const ffnrt_context *ctx, const ffnrt_ffn
     v.quant_w8 = v.quant_vec4 && !v.x_q8 && ql->group * ql->code_bits / 32 == 8 && kp.wide_words &&
                  ctx->limits.int64_words && pr->codes_align32;
     /* Every 4-word load (x's and the dense weights' vectors, the code
-     * words, the integer path's x blocks) as two 64-bit words, on the same
-     * drivers: llvmpipe's lane loop loads and bounds-checks an access
-     * component by component (Mesa 22.3's emit_load_mem), so two
-     * components cost about half of four for the same 16 bytes. On
-     * lavapipe (2026-12-07, the builds with and without alternated, best
-     * of 4-10 calls): SwiGLU 2048 x 5632 decode 10-18% faster (Q4_0, Q4_1,
-     * float path; Q4_0's integer path 13%), 4096 x 14336 11-12%, 64
-     * tokens 13-18%; dense GELU 768 x 3072 in f32 5% at 1 token and 13% at
-     * 64; the fp32 training step 5-8%. The backward's outer products (their
-     * y read and written through the views) keep 4 words: with them the
-     * step was no faster. 16-bit storage reads words, not these views. */
-    v.views64 = kp.wide_words && ctx->limits.int64_words && !v.outer;
+     * words, the integer path's x blocks) as two 64-bit words where the
+     * device takes them (ffnrt_views64). The backward's outer products,
+     * whose y is read and written through the views, keep 4 words: with
+     * them the fp32 training step was no faster on lavapipe. */
+    v.views64 = ffnrt_views64(ctx) && !v.outer;
     *out = v;
     return FFNRT_OK;
 }

@@ -87,6 +87,8 @@ static void variant_defines(const ffnrt_context *ctx, const ffnrt_ew_variant *v,
         ffnrt_defines_add(d, "#define EW_WHOLE_ONLY 1");
     if (v->items != FFNRT_EW_ITEMS && !v->stats) /* storage.inc's default (statistics: STATS_ITEMS) */
         ffnrt_defines_add(d, "#define ITEMS %uu%s", v->items, v->items == 8 ? "\n#define WIDE_WORDS 1" : "");
+    if (v->views64)
+        ffnrt_defines_add(d, "#define VIEWS_64 1");
     ffnrt_defines_arithmetic(d, v->fp16);
     ffnrt_defines_storage(d, o->dtype, ctx->half_conversion.kind);
 }

@@ -86,6 +86,8 @@ ffnrt_status ffnrt_launch_sumsq(ffnrt_context *ctx, const ffnrt_tensor *a, const
         ffnrt_defines_add(&defines, "#define DIFF 1");
     if (kp.sumsq_runs)
         ffnrt_defines_add(&defines, "#define SUMSQ_RUNS 1");
+    if (ffnrt_views64(ctx))
+        ffnrt_defines_add(&defines, "#define VIEWS_64 1");
     ffnrt_defines_add(&defines, "#define TREE_TOP %uu", tree_top(wg));
     ffnrt_defines_storage(&defines, a->dtype, ctx->half_conversion.kind);
     ffnrt_bkernel *kernel = NULL;

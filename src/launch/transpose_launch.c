@@ -121,6 +121,8 @@ ffnrt_status ffnrt_launch_transpose_tiles(ffnrt_context *ctx, const ffnrt_tensor
     ffnrt_defines_add(&defines, "#define TILES 1");
     ffnrt_defines_add(&defines, "#define TILE_R %uu", TILE_R);
     ffnrt_defines_add(&defines, "#define TILE_C %uu", TILE_C);
+    if (ffnrt_views64(ctx))
+        ffnrt_defines_add(&defines, "#define VIEWS_64 1");
     ffnrt_defines_storage(&defines, y->dtype, ctx->half_conversion.kind);
     ffnrt_bkernel *kernel = NULL;
     ffnrt_status st = ffnrt_context_kernel(ctx, "transpose.kernel", NULL, "ffnrt_transpose_tiles", FFNRT_KERNEL_PLAIN,
