@@ -116,9 +116,9 @@ uint ffn_mulhi(uint a, uint b)
  * (descriptor aliasing). llvmpipe loads a vec4 in one pass over its SIMD
  * lanes where four floats take four.
  *
- * VIEWS_64 (the product kernels on llvmpipe with shaderInt64: dispatch/
- * gemm_variant.c's views64): the same 16 bytes as two 64-bit words. Each
- * pass of llvmpipe's lane loop (Mesa 22.3's emit_load_mem) loads and
+ * VIEWS_64 (llvmpipe with shaderInt64: dispatch/kernel_params.c's
+ * ffnrt_views64): the same 16 bytes as two 64-bit words. Each pass of
+ * llvmpipe's lane loop (Mesa 22.3's emit_load_mem) loads and
  * bounds-checks the access component by component, so two components
  * cost about half of four for the same bytes. */
 #ifdef VIEWS_64

@@ -209,10 +209,11 @@ ParameterizedTest(ffnrt_backend *b, activations, views64)
         in[i] = ((float)(state >> 8) / 16777216.0f - 0.5f) * 16.0f;
     }
     ffnrt_activation_desc d = FFNRT_ACTIVATION_DESC_INIT(FFNRT_ACT_SILU);
-    for (int narrow = 0; narrow < 2; narrow++) {
+    int narrow = 0;
+    for (; narrow < 2; narrow++) {
         ffnrt_context *ctx = narrow ? test_context_with_limits(*b, "int64_words=0") : test_context(*b, NULL);
         if (!ctx)
-            return;
+            break; /* the backend is missing, and allowed to be (test_context says so) */
         ffnrt_device_info info;
         cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
         ffnrt_plan *plan = NULL;
@@ -244,7 +245,8 @@ ParameterizedTest(ffnrt_backend *b, activations, views64)
         ffnrt_tensor_destroy(y);
         test_context_done(ctx);
     }
-    cr_expect(memcmp(out[0], out[1], n * sizeof(float)) == 0, "64-bit words and 4-word views differ");
+    if (narrow == 2)
+        cr_expect(memcmp(out[0], out[1], n * sizeof(float)) == 0, "64-bit words and 4-word views differ");
     free(in);
     free(out[0]);
     free(out[1]);

@@ -469,7 +469,7 @@ typedef struct ffnrt_ew_variant {
     uint32_t workgroup;        /* work-items a group */
     uint32_t row_multiple;     /* every dispatch starts at a multiple of this many elements (0: any) */
     uint32_t items;            /* words a work-item */
-    int views64;               /* the 4-word views as two 64-bit words (VIEWS_64: gemm_variant.c says why) */
+    int views64;               /* the 4-word views as two 64-bit words (VIEWS_64: ffnrt_views64) */
     int whole_only;            /* every group whole: no bounds tests compiled (EW_WHOLE_ONLY) */
     int stats, stats_norms2;   /* the statistics variant, and its token norms in registers (1, 2) */
     uint32_t stats_stash;      /* elements a group stashes bins for (0: counted in the loop) */
