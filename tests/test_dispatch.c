@@ -976,6 +976,62 @@ ParameterizedTest(ffnrt_backend *b, dispatch, blocked_rows_share_kernels)
     test_context_done(ctx);
 }
 
+/* Small layers take smaller register blocks (ffnrt_choose_blocked): above
+ * 4 rows, a block gives at least 64 work-items or is down to the decode
+ * width and 4 rows, and is no smaller than that needs (TN halved first,
+ * then TM); a layer with outputs to spare keeps the device's full block.
+ * On llvmpipe a cold 16 x 16 block compiles in 2.5 s, an 8 x 8 in 0.5. */
+static uint64_t items_of(uint32_t tm, uint32_t tn, uint64_t m, uint64_t n)
+{
+    return ((m + tm - 1) / tm) * ((n + tn - 1) / tn);
+}
+
+BACKEND_PARAMETERS(dispatch, blocked_small_layers_take_small_blocks)
+ParameterizedTest(ffnrt_backend *b, dispatch, blocked_small_layers_take_small_blocks)
+{
+    ffnrt_context *ctx = test_context(*b, NULL);
+    if (!ctx)
+        return;
+    ffnrt_device_info info;
+    cr_assert_eq(ffnrt_context_get_device_info(ctx, &info), FFNRT_OK);
+    ffnrt_kernel_params kp;
+    ffnrt_kernel_params_for(&info, &kp, NULL, 0);
+    const ffnrt_smem_reserve none = {0, 0, 0};
+    const uint64_t rows[] = {5, 8, 16, 19, 37, 64}, outs[] = {27, 48, 96, 131, 300, 576, 3072};
+    int shrunk = 0;
+    for (int gated = 0; gated < 2; gated++)
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+            for (size_t j = 0; j < sizeof outs / sizeof outs[0]; j++) {
+                uint64_t m = rows[i], n = outs[j];
+                ffnrt_blocked_shape s = ffnrt_choose_blocked(ctx, &none, m, n, gated, 0, 0, 0);
+                ffnrt_blocked_shape full = ffnrt_choose_blocked(ctx, &none, m, UINT64_C(1) << 20, gated, 0, 0, 0);
+                cr_assert(s.tm <= full.tm && s.tn <= full.tn, "%s, %llu x %llu: %ux%u past the full %ux%u",
+                          info.name, (unsigned long long)m, (unsigned long long)n, s.tm, s.tn, full.tm, full.tn);
+                uint64_t items = items_of(s.tm, s.tn, m, n);
+                cr_expect(items >= 64 || (s.tn / 2 < kp.blocked_tn_decode && s.tm <= 4),
+                          "%s, %llu x %llu: %ux%u gives %llu work-items", info.name, (unsigned long long)m,
+                          (unsigned long long)n, s.tm, s.tn, (unsigned long long)items);
+                if (s.tm < full.tm)
+                    cr_expect_lt(items_of(s.tm * 2, s.tn, m, n), 64, "%s, %llu x %llu: TM %u halved too far",
+                                 info.name, (unsigned long long)m, (unsigned long long)n, s.tm);
+                else if (s.tn < full.tn)
+                    cr_expect_lt(items_of(s.tm, s.tn * 2, m, n), 64, "%s, %llu x %llu: TN %u halved too far",
+                                 info.name, (unsigned long long)m, (unsigned long long)n, s.tn);
+                shrunk += s.tm < full.tm || s.tn < full.tn;
+            }
+    /* llvmpipe's 16 x 16 (gated 16 x 8) shrinks on these small layers: the
+     * SmolLM2 down product at 8 rows (576 outputs) takes 8 x 8; a dense
+     * 768 x 3072 layer at 64 rows keeps 16 x 16. */
+    if (info.backend == FFNRT_BACKEND_VULKAN && info.type == FFNRT_DEVICE_TYPE_CPU) {
+        cr_expect_gt(shrunk, 0, "%s", info.name);
+        ffnrt_blocked_shape down = ffnrt_choose_blocked(ctx, &none, 8, 576, 0, 0, 0, 0);
+        cr_expect(down.tm == 8 && down.tn == 8, "%s: %ux%u", info.name, down.tm, down.tn);
+        ffnrt_blocked_shape big = ffnrt_choose_blocked(ctx, &none, 64, 3072, 0, 0, 0, 0);
+        cr_expect(big.tm == kp.blocked_tm_max && big.tn == kp.blocked_tn, "%s: %ux%u", info.name, big.tm, big.tn);
+    }
+    test_context_done(ctx);
+}
+
 /* Block-format weights streamed at decode take their own columns where the
  * device's row sets them (PoCL: one, so a work-item streams one code and
  * one scale row a product from memory), through the plans of real layers:

@@ -159,6 +159,15 @@ uint32_t ffnrt_rows_class(uint64_t m, uint32_t cap)
     return rows < cap ? rows : cap;
 }
 
+/* 4 of llvmpipe's groups of 16 (8 vectors of its 8 lanes). PoCL's blocks
+ * (4 rows, 6 columns, gated 3) are at the floor the shrinking stops at. */
+#define BLOCKED_MIN_ITEMS 64u
+
+static uint64_t blocked_items(ffnrt_blocked_shape b, uint64_t m, uint64_t n)
+{
+    return ((m + b.tm - 1) / b.tm) * ((n + b.tn - 1) / b.tn);
+}
+
 /* BLOCKED shape for m rows of x and n outputs, from the device's kernel
  * params (dispatch/kernel_params.inc says what bounds it on each kind of
  * driver), or from the forced start (ffn.block). TM takes every row up to
@@ -194,6 +203,20 @@ ffnrt_blocked_shape ffnrt_choose_blocked(const ffnrt_context *ctx, const ffnrt_s
     /* 16-wide accumulators take a vector register each. */
     if (m > 4 && wide && (gated ? kp.blocked_tn_gated_wide : kp.blocked_tn_wide))
         b.tn = gated ? kp.blocked_tn_gated_wide : kp.blocked_tn_wide;
+    /* Small layers take smaller blocks, as ggml-vulkan picks its small,
+     * medium or large matmul by size: while the outputs would give fewer
+     * than BLOCKED_MIN_ITEMS work-items, TN halves down to the decode
+     * width, then TM down to 4. A big block on a small layer leaves lanes
+     * idle, and it is the costly one to compile (llvmpipe, cold: 2.5-2.9 s
+     * for 16 x 16, 0.5-0.6 for 8 x 8, 0.3 for 4 x 4). */
+    while (m > 4 && blocked_items(b, m, n) < BLOCKED_MIN_ITEMS) {
+        if (b.tn / 2 >= kp.blocked_tn_decode)
+            b.tn /= 2;
+        else if (b.tm > 4)
+            b.tm /= 2;
+        else
+            break;
+    }
     const ffnrt_setting *forced = ffnrt_setting_get(&ctx->settings, FFNRT_KNOB_FFN_BLOCK, NULL, NULL);
     if (forced)
         b = (ffnrt_blocked_shape){(uint32_t)forced->v[0], (uint32_t)forced->v[1], (uint32_t)forced->v[2],
